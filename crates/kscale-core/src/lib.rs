@@ -1,0 +1,13 @@
+//! The vocabulary of kscale (SPEC §1) and the arithmetic behind its run rules
+//! (SPEC §2). Nothing here touches the operating system, so every rule can be
+//! unit- and property-tested in isolation.
+
+pub mod cpus;
+pub mod model;
+pub mod params;
+pub mod stats;
+
+pub use cpus::{CpuConfig, CpuSpecError};
+pub use model::{CaseKey, Direction, MetricDef, MetricValue, TrialValues};
+pub use params::{ParamDef, ParamError, ParamKind, Params};
+pub use stats::{Decision, StopRule, Summary};

@@ -1,0 +1,269 @@
+//! The run rules of SPEC §2: Student-t confidence intervals of the mean and
+//! the stopping decision built on their *full* width, as in the seed paper.
+
+use serde::{Deserialize, Serialize};
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// When to stop repeating trials of one case. The rule never looks at other
+/// cases or systems: re-running until a difference looks significant is
+/// forbidden (SPEC §2.6).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StopRule {
+    /// Maximum full CI width as a percentage of the mean.
+    pub width_pct: f64,
+    /// Confidence level in percent.
+    pub confidence_pct: f64,
+    pub min_trials: usize,
+    pub max_trials: usize,
+}
+
+impl StopRule {
+    pub const DEFAULT: StopRule = StopRule {
+        width_pct: 5.0,
+        confidence_pct: 95.0,
+        min_trials: 3,
+        max_trials: 30,
+    };
+    pub const QUICK: StopRule = StopRule {
+        width_pct: 10.0,
+        confidence_pct: 95.0,
+        min_trials: 3,
+        max_trials: 5,
+    };
+
+    /// Parses `W@C`, e.g. `5@95`.
+    pub fn parse_ci(s: &str) -> Option<(f64, f64)> {
+        let (w, c) = s.split_once('@')?;
+        let w: f64 = w.trim().trim_end_matches('%').parse().ok()?;
+        let c: f64 = c.trim().trim_end_matches('%').parse().ok()?;
+        (w > 0.0 && w.is_finite() && c > 0.0 && c < 100.0).then_some((w, c))
+    }
+
+    /// Is the CI of these counted values narrow enough?
+    pub fn is_converged(&self, values: &[f64]) -> bool {
+        values.len() >= 2 && Summary::of(values, self.confidence_pct).width_pct() <= self.width_pct
+    }
+
+    pub fn decide(&self, values: &[f64]) -> Decision {
+        let n = values.len();
+        if n < self.min_trials {
+            return Decision::Continue;
+        }
+        if self.is_converged(values) {
+            Decision::Converged
+        } else if n >= self.max_trials {
+            Decision::NotConverged
+        } else {
+            Decision::Continue
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Decision {
+    Continue,
+    Converged,
+    NotConverged,
+}
+
+/// Mean and confidence interval of a sample.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub n: usize,
+    pub mean: f64,
+    /// Sample standard deviation (n − 1).
+    pub sd: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+}
+
+impl Summary {
+    pub fn of(values: &[f64], confidence_pct: f64) -> Summary {
+        let n = values.len();
+        if n == 0 {
+            return Summary {
+                n,
+                mean: f64::NAN,
+                sd: f64::NAN,
+                ci_low: f64::NAN,
+                ci_high: f64::NAN,
+            };
+        }
+        let mean = values.iter().sum::<f64>() / n as f64;
+        if n == 1 {
+            return Summary {
+                n,
+                mean,
+                sd: f64::NAN,
+                ci_low: f64::NEG_INFINITY,
+                ci_high: f64::INFINITY,
+            };
+        }
+        let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+        let sd = var.sqrt();
+        let half = t_quantile(confidence_pct, (n - 1) as f64) * sd / (n as f64).sqrt();
+        Summary {
+            n,
+            mean,
+            sd,
+            ci_low: mean - half,
+            ci_high: mean + half,
+        }
+    }
+
+    pub fn half_width(&self) -> f64 {
+        (self.ci_high - self.ci_low) / 2.0
+    }
+
+    /// Full CI width as a percentage of the mean's magnitude.
+    pub fn width_pct(&self) -> f64 {
+        let w = self.ci_high - self.ci_low;
+        if w == 0.0 {
+            return 0.0;
+        }
+        if self.mean == 0.0 || !w.is_finite() {
+            return f64::INFINITY;
+        }
+        100.0 * w / self.mean.abs()
+    }
+}
+
+/// Two-sided Student-t quantile for a confidence level in percent.
+pub fn t_quantile(confidence_pct: f64, df: f64) -> f64 {
+    let p = 1.0 - (1.0 - confidence_pct / 100.0) / 2.0;
+    match StudentsT::new(0.0, 1.0, df) {
+        Ok(t) => t.inverse_cdf(p),
+        Err(_) => f64::INFINITY,
+    }
+}
+
+/// Geometric mean of positive values; `None` when any value is not positive.
+pub fn geomean(values: &[f64]) -> Option<f64> {
+    if values.is_empty() || values.iter().any(|v| !(*v > 0.0) || !v.is_finite()) {
+        return None;
+    }
+    Some((values.iter().map(|v| v.ln()).sum::<f64>() / values.len() as f64).exp())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol * b.abs().max(1e-12)
+    }
+
+    #[test]
+    fn t_quantiles_match_tables() {
+        // Standard two-sided 95 % table values.
+        assert!(close(t_quantile(95.0, 1.0), 12.706, 1e-3));
+        assert!(close(t_quantile(95.0, 2.0), 4.303, 1e-3));
+        assert!(close(t_quantile(95.0, 4.0), 2.776, 1e-3));
+        assert!(close(t_quantile(95.0, 29.0), 2.045, 1e-3));
+        assert!(close(t_quantile(99.0, 9.0), 3.250, 1e-3));
+    }
+
+    #[test]
+    fn ci_by_hand() {
+        // mean 10, sd 1 (values 9,10,11), n=3: half = 4.303 * 1/sqrt(3) = 2.484
+        let s = Summary::of(&[9.0, 10.0, 11.0], 95.0);
+        assert_eq!(s.n, 3);
+        assert!(close(s.mean, 10.0, 1e-12));
+        assert!(close(s.sd, 1.0, 1e-12));
+        assert!(close(s.half_width(), 2.4843, 1e-3));
+        assert!(close(s.width_pct(), 49.69, 1e-3));
+    }
+
+    #[test]
+    fn stopping_decisions() {
+        let r = StopRule::DEFAULT;
+        // Too few trials: always continue, even if identical.
+        assert_eq!(r.decide(&[1.0, 1.0]), Decision::Continue);
+        // Tight: converged at the minimum.
+        assert_eq!(r.decide(&[100.0, 100.5, 99.8]), Decision::Converged);
+        // Wide but below max: continue.
+        assert_eq!(r.decide(&[50.0, 150.0, 100.0]), Decision::Continue);
+        // Wide at the maximum: not converged.
+        let wide: Vec<f64> = (0..30)
+            .map(|i| if i % 2 == 0 { 50.0 } else { 150.0 })
+            .collect();
+        assert_eq!(r.decide(&wide), Decision::NotConverged);
+        // Quick: wide at 5 → not converged.
+        assert_eq!(
+            StopRule::QUICK.decide(&[1.0, 2.0, 1.0, 2.0, 1.0]),
+            Decision::NotConverged
+        );
+    }
+
+    #[test]
+    fn width_is_full_width() {
+        // 5 % full width means ±2.5 %: half width 2.4 % of the mean converges,
+        // half width 2.6 % does not.
+        let rule = StopRule {
+            width_pct: 5.0,
+            confidence_pct: 95.0,
+            min_trials: 3,
+            max_trials: 30,
+        };
+        let mk = |half_pct: f64| {
+            // three values m-d, m, m+d: half = 4.303*d/sqrt(3)
+            let d = half_pct / 100.0 * 100.0 * 3f64.sqrt() / t_quantile(95.0, 2.0);
+            vec![100.0 - d, 100.0, 100.0 + d]
+        };
+        assert!(rule.is_converged(&mk(2.4)));
+        assert!(!rule.is_converged(&mk(2.6)));
+    }
+
+    #[test]
+    fn parse_ci() {
+        assert_eq!(StopRule::parse_ci("5@95"), Some((5.0, 95.0)));
+        assert_eq!(StopRule::parse_ci("2.5%@99%"), Some((2.5, 99.0)));
+        assert_eq!(StopRule::parse_ci("5"), None);
+        assert_eq!(StopRule::parse_ci("5@100"), None);
+        assert_eq!(StopRule::parse_ci("0@95"), None);
+    }
+
+    #[test]
+    fn geomeans() {
+        assert!(close(geomean(&[1.0, 4.0]).unwrap(), 2.0, 1e-12));
+        assert_eq!(geomean(&[1.0, 0.0]), None);
+        assert_eq!(geomean(&[]), None);
+    }
+
+    proptest! {
+        #[test]
+        fn ci_contains_mean_and_is_ordered(v in prop::collection::vec(0.001f64..1e6, 2..40)) {
+            let s = Summary::of(&v, 95.0);
+            prop_assert!(s.ci_low <= s.mean && s.mean <= s.ci_high);
+            let min = v.iter().cloned().fold(f64::INFINITY, f64::min);
+            let max = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            prop_assert!(s.mean >= min * (1.0 - 1e-12) && s.mean <= max * (1.0 + 1e-12));
+        }
+
+        #[test]
+        fn higher_confidence_is_wider(v in prop::collection::vec(0.001f64..1e6, 2..40)) {
+            let a = Summary::of(&v, 90.0);
+            let b = Summary::of(&v, 99.0);
+            prop_assert!(b.half_width() >= a.half_width());
+        }
+
+        #[test]
+        fn scaling_values_keeps_relative_width(v in prop::collection::vec(1.0f64..1e3, 3..20), k in 0.01f64..100.0) {
+            let a = Summary::of(&v, 95.0).width_pct();
+            let scaled: Vec<f64> = v.iter().map(|x| x * k).collect();
+            let b = Summary::of(&scaled, 95.0).width_pct();
+            prop_assert!((a - b).abs() <= 1e-6 * a.max(1.0));
+        }
+
+        #[test]
+        fn decision_respects_bounds(v in prop::collection::vec(0.001f64..1e6, 0..40)) {
+            let r = StopRule::DEFAULT;
+            match r.decide(&v) {
+                Decision::Continue => prop_assert!(v.len() < r.max_trials),
+                Decision::Converged => prop_assert!(v.len() >= r.min_trials),
+                Decision::NotConverged => prop_assert!(v.len() >= r.max_trials),
+            }
+        }
+    }
+}

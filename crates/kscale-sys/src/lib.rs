@@ -1,0 +1,6 @@
+//! The Linux-specific parts of kscale. Everything that needs `unsafe` or reads
+//! kernel interfaces lives here, so the other crates stay portable and safe.
+
+pub mod affinity;
+pub mod process;
+pub mod snapshot;

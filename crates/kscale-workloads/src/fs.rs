@@ -1,0 +1,10 @@
+//! `fs` family — to be filled in.
+
+use crate::Family;
+
+pub static FAMILY: Family = Family {
+    name: "fs",
+    title: "fs",
+    help: "fs",
+    workloads: &[],
+};

@@ -1,0 +1,269 @@
+//! kscale's workload catalogue. Each family is one file exporting a
+//! [`Family`]; [`REGISTRY`] lists them. `kscale list`, param validation, help
+//! text, metric units and directions are all generated from these entries, so
+//! adding a workload is one entry in its family file (and a new family is one
+//! file plus one line here).
+
+use anyhow::Result;
+use kscale_core::{MetricDef, ParamDef, Params, TrialValues};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+pub mod ctx;
+pub mod fs;
+pub mod ipc;
+pub mod mem;
+pub mod suites;
+pub mod syscall;
+pub mod util;
+
+/// Every family, in the order of the seed's tables.
+pub static REGISTRY: &[&Family] = &[
+    &syscall::FAMILY,
+    &ipc::FAMILY,
+    &ctx::FAMILY,
+    &mem::FAMILY,
+    &fs::FAMILY,
+];
+
+pub struct Family {
+    pub name: &'static str,
+    /// The heading of the family's table, as in seed 003.
+    pub title: &'static str,
+    pub help: &'static str,
+    pub workloads: &'static [WorkloadDef],
+}
+
+pub struct WorkloadDef {
+    pub family: &'static str,
+    pub name: &'static str,
+    /// The row label in tables, as in seed 003 ("Simple syscall").
+    pub title: &'static str,
+    pub help: &'static str,
+    pub params: &'static [ParamDef],
+    /// The first is the primary metric.
+    pub metrics: &'static [MetricDef],
+    /// The seed reports some workloads as a geometric mean across one param
+    /// (ctx across `procs`, mem across `size`); tables add those rows.
+    pub geomean_over: Option<&'static str>,
+    /// Longest a single trial may take before the worker is killed.
+    pub timeout: Duration,
+    pub run: fn(&TrialCtx) -> Result<TrialOutput>,
+}
+
+impl WorkloadDef {
+    pub fn id(&self) -> String {
+        format!("{}.{}", self.family, self.name)
+    }
+    pub fn primary(&self) -> &MetricDef {
+        &self.metrics[0]
+    }
+    pub fn param(&self, name: &str) -> Option<&ParamDef> {
+        self.params.iter().find(|p| p.name == name)
+    }
+    pub fn param_order(&self) -> Vec<&'static str> {
+        self.params.iter().map(|p| p.name).collect()
+    }
+}
+
+pub fn workloads() -> impl Iterator<Item = &'static WorkloadDef> {
+    REGISTRY.iter().flat_map(|f| f.workloads.iter())
+}
+
+pub fn find(id: &str) -> Option<&'static WorkloadDef> {
+    workloads().find(|w| w.id() == id)
+}
+
+pub fn family(name: &str) -> Option<&'static Family> {
+    REGISTRY.iter().copied().find(|f| f.name == name)
+}
+
+/// What a worker is asked to do for one trial. Serialised by the parent and
+/// handed to the re-executed binary.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TrialRequest {
+    pub workload: String,
+    pub params: std::collections::BTreeMap<String, String>,
+    pub cpus: Vec<usize>,
+    pub trial_time_s: f64,
+    /// Fixed by the warm-up trial so that every counted trial does the same
+    /// amount of work; `None` lets the workload calibrate.
+    pub iterations: Option<u64>,
+    pub dir: PathBuf,
+    pub quick: bool,
+    pub warmup: bool,
+}
+
+/// Everything a workload's `run` may look at.
+pub struct TrialCtx {
+    pub params: Params,
+    pub trial_time: Duration,
+    pub iterations: Option<u64>,
+    /// A scratch directory that exists for the whole run and is removed after.
+    pub dir: PathBuf,
+    /// The CPU configuration; the worker is already confined to it.
+    pub cpus: Vec<usize>,
+    pub quick: bool,
+    pub warmup: bool,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct TrialOutput {
+    /// Metric name → value, for the workload's declared metrics.
+    pub values: TrialValues,
+    /// Iterations the trial ran; the parent reuses the warm-up's count.
+    pub iterations: u64,
+    /// Facts worth showing with the result (e.g. "file verified in page cache").
+    pub notes: Vec<String>,
+}
+
+impl TrialOutput {
+    pub fn new(iterations: u64) -> Self {
+        TrialOutput {
+            iterations,
+            ..Default::default()
+        }
+    }
+    pub fn with(mut self, metric: &MetricDef, value: f64) -> Self {
+        self.values.insert(metric.name.to_string(), value);
+        self
+    }
+    pub fn note(mut self, n: impl Into<String>) -> Self {
+        self.notes.push(n.into());
+        self
+    }
+}
+
+impl TrialCtx {
+    pub fn from_request(r: &TrialRequest) -> Self {
+        TrialCtx {
+            params: Params(r.params.clone()),
+            trial_time: Duration::from_secs_f64(r.trial_time_s.max(0.001)),
+            iterations: r.iterations,
+            dir: r.dir.clone(),
+            cpus: r.cpus.clone(),
+            quick: r.quick,
+            warmup: r.warmup,
+        }
+    }
+
+    /// Runs a timed loop the way lmbench's `benchmp` does: `f(n)` performs `n`
+    /// operations and returns how long they took (measured by `f` itself, so
+    /// set-up stays outside the timed region). Without a fixed iteration count
+    /// it grows `n` until one call lasts about a tenth of the trial time, then
+    /// runs once for the whole trial time. Returns (seconds per op, n).
+    pub fn time_per_op(&self, mut f: impl FnMut(u64) -> Result<Duration>) -> Result<(f64, u64)> {
+        let target = self.trial_time.as_secs_f64();
+        let n = match self.iterations {
+            Some(n) => n.max(1),
+            None => {
+                let mut n: u64 = 1;
+                loop {
+                    let t = f(n)?.as_secs_f64();
+                    if t >= target / 10.0 || n >= 1 << 40 {
+                        break ((n as f64 * target / t.max(1e-9)).round() as u64).max(1);
+                    }
+                    let grow = if t <= 0.0 {
+                        100.0
+                    } else {
+                        (target / 10.0 / t * 1.5).clamp(2.0, 100.0)
+                    };
+                    n = ((n as f64) * grow).ceil() as u64;
+                }
+            }
+        };
+        let t = f(n)?.as_secs_f64();
+        Ok((t / n as f64, n))
+    }
+}
+
+/// Times a closure with the monotonic clock.
+pub fn timed(f: impl FnOnce() -> Result<()>) -> Result<Duration> {
+    let start = Instant::now();
+    f()?;
+    Ok(start.elapsed())
+}
+
+/// Runs one trial in this process. Called by the hidden worker sub-command
+/// after it has pinned itself.
+pub fn run_trial(req: &TrialRequest) -> Result<TrialOutput> {
+    let w =
+        find(&req.workload).ok_or_else(|| anyhow::anyhow!("unknown workload {}", req.workload))?;
+    let ctx = TrialCtx::from_request(req);
+    let out = (w.run)(&ctx)?;
+    for m in w.metrics {
+        anyhow::ensure!(
+            out.values.get(m.name).is_some_and(|v| v.is_finite()),
+            "{} produced no finite value for metric {}",
+            w.id(),
+            m.name
+        );
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn registry_is_consistent() {
+        let mut ids = HashSet::new();
+        for f in REGISTRY {
+            assert!(!f.workloads.is_empty(), "family {} is empty", f.name);
+            for w in f.workloads {
+                assert_eq!(w.family, f.name, "{} is filed under {}", w.id(), f.name);
+                assert!(ids.insert(w.id()), "duplicate workload {}", w.id());
+                assert!(!w.metrics.is_empty(), "{} has no metric", w.id());
+                assert!(!w.help.is_empty() && !w.title.is_empty());
+                if let Some(g) = w.geomean_over {
+                    assert!(
+                        w.param(g).is_some(),
+                        "{} geomean_over names unknown param {g}",
+                        w.id()
+                    );
+                }
+                for p in w.params {
+                    assert!(
+                        !p.default.is_empty(),
+                        "{} param {} has no default",
+                        w.id(),
+                        p.name
+                    );
+                    for v in p.default.iter().chain(p.quick) {
+                        p.validate(&w.id(), v)
+                            .unwrap_or_else(|e| panic!("{}: {e}", w.id()));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn calibration_reaches_trial_time() {
+        let ctx = TrialCtx {
+            params: Params::default(),
+            trial_time: Duration::from_millis(50),
+            iterations: None,
+            dir: std::env::temp_dir(),
+            cpus: vec![0],
+            quick: true,
+            warmup: false,
+        };
+        let (per_op, n) = ctx
+            .time_per_op(|n| {
+                timed(|| {
+                    for i in 0..n {
+                        std::hint::black_box(i);
+                        std::thread::sleep(Duration::from_micros(100));
+                    }
+                    Ok(())
+                })
+            })
+            .unwrap();
+        assert!(per_op >= 100e-6, "{per_op}");
+        assert!(n >= 50 && n <= 600, "{n}");
+    }
+}
