@@ -1,1 +1,94 @@
-fn main() {}
+//! kscale: a Linux kernel performance and SMP-scalability lab.
+//!
+//! `main` only parses the command line and maps errors to exit codes; each
+//! sub-command lives in its own file under `cmd/`.
+
+mod cmd;
+mod error;
+mod plan;
+mod runner;
+mod signals;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// A Linux kernel performance and SMP-scalability lab: runs lmbench-style and
+/// macro workloads on 1..N CPUs until their confidence intervals converge,
+/// stores every trial, and shows the results as the classic kernel studies did.
+#[derive(Parser)]
+#[command(
+    name = "kscale",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+struct Cli {
+    /// Result database (default: $KSCALE_DB, else $XDG_DATA_HOME/kscale/kscale.db).
+    #[arg(long, global = true, value_name = "PATH")]
+    db: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the workload catalogue: families, workloads, params, metrics and suites.
+    List(cmd::list::Args),
+    /// Run workloads, suites or families on one or more CPU configurations.
+    Run(cmd::run::Args),
+    /// List the stored runs, one line each.
+    Results(cmd::results::Args),
+    /// Show a run's results as tables, one per family.
+    Show(cmd::show::Args),
+    /// Export a run's results as JSON or CSV.
+    Export(cmd::export::Args),
+    /// Internal: run one trial in a worker process (started by `kscale run`).
+    #[command(name = "__worker", hide = true)]
+    Worker,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                let _ = e.print();
+                return ExitCode::SUCCESS;
+            }
+            if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                let _ = e.print();
+                return ExitCode::from(2);
+            }
+            let text = e.to_string();
+            let line = text
+                .lines()
+                .next()
+                .unwrap_or("bad arguments")
+                .trim_start_matches("error: ");
+            eprintln!("kscale: error: {line} (see --help)");
+            return ExitCode::from(2);
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_env("KSCALE_LOG"))
+        .with_writer(std::io::stderr)
+        .without_time()
+        .init();
+
+    let db = cli.db;
+    let result = match cli.command {
+        Command::Worker => return cmd::worker::main(),
+        Command::List(a) => cmd::list::run(a),
+        Command::Run(a) => cmd::run::run(a, db),
+        Command::Results(a) => cmd::results::run(a, db),
+        Command::Show(a) => cmd::show::run(a, db),
+        Command::Export(a) => cmd::export::run(a, db),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => error::report(&e),
+    }
+}

@@ -1,0 +1,52 @@
+//! Number formatting shared by every table.
+
+/// `x` with `digits` significant digits, without exponent notation:
+/// 0.1234, 12.35, 1235, 64890.
+pub fn sig(x: f64, digits: usize) -> String {
+    if !x.is_finite() {
+        return if x.is_nan() {
+            "–".into()
+        } else if x > 0.0 {
+            "∞".into()
+        } else {
+            "-∞".into()
+        };
+    }
+    if x == 0.0 {
+        return "0".into();
+    }
+    let mag = x.abs().log10().floor() as i32;
+    let decimals = (digits as i32 - 1 - mag).max(0) as usize;
+    if decimals == 0 {
+        let scale = 10f64.powi(mag + 1 - digits as i32);
+        return format!("{:.0}", (x / scale).round() * scale);
+    }
+    format!("{:.*}", decimals, x)
+}
+
+/// A ratio as a whole percentage, as in the seed's tables.
+pub fn pct(r: f64) -> String {
+    if r.is_finite() {
+        format!("{:.0}%", r * 100.0)
+    } else {
+        "–".into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn significant_digits() {
+        assert_eq!(sig(0.123456, 4), "0.1235");
+        assert_eq!(sig(12.3456, 4), "12.35");
+        assert_eq!(sig(1234.56, 4), "1235");
+        assert_eq!(sig(64894.0, 4), "64890");
+        assert_eq!(sig(0.0006112, 4), "0.0006112");
+        assert_eq!(sig(-2.5, 4), "-2.500");
+        assert_eq!(sig(0.0, 4), "0");
+        assert_eq!(sig(f64::NAN, 4), "–");
+        assert_eq!(pct(1.08), "108%");
+    }
+}

@@ -1,0 +1,268 @@
+//! The tables of one run (`kscale show`, and after `kscale run`): one per
+//! family in the layout of seed 003, a row per case, a column group per CPU
+//! configuration, then the geometric-mean rows the seed reports.
+
+use crate::format::sig;
+use crate::table::{Cell, RowKind, Table, Tone};
+use crate::{Catalog, WorkloadInfo};
+use kscale_core::stats::geomean;
+use kscale_core::CaseKey;
+use kscale_store::{CaseData, CaseStatus, RunData};
+use std::collections::BTreeMap;
+
+/// Confidence and width the run was measured with, for the legend and CIs.
+#[derive(Clone, Copy, Debug)]
+pub struct RuleInfo {
+    pub width_pct: f64,
+    pub confidence_pct: f64,
+}
+
+impl RuleInfo {
+    pub fn of(run: &RunData) -> RuleInfo {
+        let r = &run.run.options["rule"];
+        RuleInfo {
+            width_pct: r["width_pct"].as_f64().unwrap_or(5.0),
+            confidence_pct: r["confidence_pct"].as_f64().unwrap_or(95.0),
+        }
+    }
+}
+
+fn info_for(cat: &dyn Catalog, id: &str) -> WorkloadInfo {
+    cat.workload(id).unwrap_or_else(|| WorkloadInfo {
+        id: id.to_string(),
+        family: id.split('.').next().unwrap_or(id).to_string(),
+        family_title: id.split('.').next().unwrap_or(id).to_string(),
+        title: id.to_string(),
+        param_order: Vec::new(),
+        geomean_over: None,
+    })
+}
+
+/// "Simple stat" or "Context switching latency procs=2 size=16k".
+pub fn case_label(info: &WorkloadInfo, key: &CaseKey) -> String {
+    let order: Vec<&str> = info.param_order.iter().map(String::as_str).collect();
+    let p = key.params_label(&order);
+    if p.is_empty() {
+        info.title.clone()
+    } else {
+        format!("{} {p}", info.title)
+    }
+}
+
+/// Human name of a CPU configuration column.
+pub fn cpus_header(name: &str, count: usize) -> String {
+    match name.parse::<usize>() {
+        Ok(1) => "1 CPU".into(),
+        Ok(n) => format!("{n} CPUs"),
+        Err(_) if name == "all" => {
+            format!("all ({count} CPU{})", if count == 1 { "" } else { "s" })
+        }
+        Err(_) => format!("CPUs {name}"),
+    }
+}
+
+/// Cases grouped as (params without cpus) → per-config case, in run order.
+struct Grouped<'a> {
+    configs: Vec<(String, usize)>,
+    rows: Vec<(CaseKey, BTreeMap<String, &'a CaseData>)>,
+}
+
+fn group<'a>(cases: &[&'a CaseData]) -> Grouped<'a> {
+    let mut configs: Vec<(String, usize)> = Vec::new();
+    let mut rows: Vec<(CaseKey, BTreeMap<String, &'a CaseData>)> = Vec::new();
+    for c in cases {
+        if !configs.iter().any(|(n, _)| *n == c.key.cpus) {
+            configs.push((c.key.cpus.clone(), c.cpus.len()));
+        }
+        let base = CaseKey {
+            cpus: String::new(),
+            ..c.key.clone()
+        };
+        match rows.iter_mut().find(|(k, _)| *k == base) {
+            Some((_, m)) => {
+                m.insert(c.key.cpus.clone(), c);
+            }
+            None => rows.push((base, BTreeMap::from([(c.key.cpus.clone(), *c)]))),
+        }
+    }
+    Grouped { configs, rows }
+}
+
+pub fn run_tables(run: &RunData, cat: &dyn Catalog) -> Vec<Table> {
+    let rule = RuleInfo::of(run);
+    let mut by_family: BTreeMap<String, Vec<&CaseData>> = BTreeMap::new();
+    for c in &run.cases {
+        by_family
+            .entry(c.key.family().to_string())
+            .or_default()
+            .push(c);
+    }
+    let mut order = cat.family_order();
+    for f in by_family.keys() {
+        if !order.contains(f) {
+            order.push(f.clone());
+        }
+    }
+    order
+        .iter()
+        .filter_map(|f| by_family.get(f).map(|cases| family_table(cases, cat, rule)))
+        .collect()
+}
+
+fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table {
+    let first = info_for(cat, &cases[0].key.workload);
+    let g = group(cases);
+    let mut headers = vec!["Case".to_string(), "Unit".to_string()];
+    for (name, count) in &g.configs {
+        let h = cpus_header(name, *count);
+        headers.push(h);
+        headers.push("±CI".into());
+        headers.push("n".into());
+    }
+    let mut table = Table::new(
+        format!("{} ({})", first.family_title, first.family),
+        headers,
+    );
+    let mut failures = Vec::new();
+    let mut not_converged = 0;
+    let mut units = std::collections::BTreeSet::new();
+    // Per config: the primary means of the family's data rows, for the family geomean.
+    let mut family_means: Vec<Vec<f64>> = vec![Vec::new(); g.configs.len()];
+
+    let mut workload_order: Vec<String> = Vec::new();
+    for (k, _) in &g.rows {
+        if !workload_order.contains(&k.workload) {
+            workload_order.push(k.workload.clone());
+        }
+    }
+    for wid in &workload_order {
+        let info = info_for(cat, wid);
+        let rows: Vec<&(CaseKey, BTreeMap<String, &CaseData>)> =
+            g.rows.iter().filter(|(k, _)| &k.workload == wid).collect();
+        // Geomean groups: params other than `geomean_over` → per-config values.
+        let mut gm: Vec<(BTreeMap<String, String>, Vec<Vec<f64>>)> = Vec::new();
+        let mut unit = String::new();
+        for (key, per_cfg) in &rows {
+            let mut cells = vec![Cell::new(case_label(&info, key))];
+            let primary = per_cfg.values().next().and_then(|c| c.primary().cloned());
+            unit = primary.as_ref().map(|m| m.unit.clone()).unwrap_or_default();
+            units.insert(unit.clone());
+            cells.push(Cell::tone(unit.clone(), Tone::Dim));
+            let mut rest = key.params.clone();
+            if let Some(o) = &info.geomean_over {
+                rest.remove(o);
+            }
+            let gi = match gm.iter().position(|(p, _)| *p == rest) {
+                Some(i) => i,
+                None => {
+                    gm.push((rest, vec![Vec::new(); g.configs.len()]));
+                    gm.len() - 1
+                }
+            };
+            for (ci, (cfg, _)) in g.configs.iter().enumerate() {
+                let Some(case) = per_cfg.get(cfg) else {
+                    cells.extend([Cell::new(""), Cell::new(""), Cell::new("")]);
+                    continue;
+                };
+                match (case.status, &primary) {
+                    (CaseStatus::Failed, _) => {
+                        cells.extend([
+                            Cell::tone("failed", Tone::Bad),
+                            Cell::new(""),
+                            Cell::new(""),
+                        ]);
+                        failures.push(format!(
+                            "failed: {} [cpus {cfg}]: {}",
+                            case_label(&info, key),
+                            case.error.as_deref().unwrap_or("unknown error")
+                        ));
+                    }
+                    (_, Some(m)) => {
+                        let s = case.summary(&m.name, rule.confidence_pct);
+                        let mark = match case.converged {
+                            Some(true) => Cell::tone(format!("{} ✓", s.n), Tone::Good),
+                            Some(false) => {
+                                not_converged += 1;
+                                Cell::tone(format!("{} NOT CONVERGED", s.n), Tone::Warn)
+                            }
+                            None => Cell::tone(format!("{} unfinished", s.n), Tone::Warn),
+                        };
+                        if s.n > 0 {
+                            cells.push(Cell::new(sig(s.mean, 4)));
+                            cells.push(Cell::tone(
+                                format!("±{}", sig(s.half_width(), 2)),
+                                Tone::Dim,
+                            ));
+                            family_means[ci].push(s.mean);
+                            gm[gi].1[ci].push(s.mean);
+                        } else {
+                            cells.extend([Cell::new("–"), Cell::new("")]);
+                        }
+                        cells.push(mark);
+                    }
+                    (_, None) => cells.extend([Cell::new("–"), Cell::new(""), Cell::new("")]),
+                }
+            }
+            table.push(RowKind::Data, cells);
+        }
+        if let Some(over) = &info.geomean_over {
+            for (rest, per_cfg) in &gm {
+                let label = if rest.is_empty() {
+                    format!("{} — geometric mean over {over}", info.title)
+                } else {
+                    let r: Vec<String> = rest.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    format!(
+                        "{} {} — geometric mean over {over}",
+                        info.title,
+                        r.join(" ")
+                    )
+                };
+                let mut cells = vec![Cell::new(label), Cell::tone(unit.clone(), Tone::Dim)];
+                for vals in per_cfg {
+                    cells.push(Cell::new(
+                        geomean(vals)
+                            .map(|v| sig(v, 4))
+                            .unwrap_or_else(|| "–".into()),
+                    ));
+                    cells.push(Cell::new(""));
+                    cells.push(Cell::new(""));
+                }
+                table.push(RowKind::Summary, cells);
+            }
+        }
+    }
+    if g.rows.len() > 1 && units.len() == 1 {
+        let mut cells = vec![
+            Cell::new("Geometric mean"),
+            Cell::tone(units.iter().next().cloned().unwrap_or_default(), Tone::Dim),
+        ];
+        for vals in &family_means {
+            cells.push(Cell::new(
+                geomean(vals)
+                    .map(|v| sig(v, 4))
+                    .unwrap_or_else(|| "–".into()),
+            ));
+            cells.push(Cell::new(""));
+            cells.push(Cell::new(""));
+        }
+        table.push(RowKind::Summary, cells);
+    }
+    table.notes.push(format!(
+        "±CI: half-width of the {}% confidence interval; ✓ converged (full CI width ≤ {}% of the mean){}",
+        rule.confidence_pct,
+        rule.width_pct,
+        if not_converged > 0 { format!("; {not_converged} case(s) NOT CONVERGED") } else { String::new() }
+    ));
+    let mut notes: Vec<String> = Vec::new();
+    for c in cases {
+        for n in &c.notes {
+            let n = format!("note: {}: {n}", c.key.workload);
+            if !notes.contains(&n) {
+                notes.push(n);
+            }
+        }
+    }
+    table.notes.extend(notes);
+    table.notes.extend(failures);
+    table
+}

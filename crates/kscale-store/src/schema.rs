@@ -1,0 +1,75 @@
+//! Forward-only migrations keyed on `PRAGMA user_version`. Migration N takes
+//! a database from version N to N + 1; released migrations are never edited,
+//! only appended to.
+
+use rusqlite::Connection;
+
+/// `kscl` — marks the file as ours, so a foreign SQLite file is refused
+/// instead of being silently given our tables.
+pub const APPLICATION_ID: i64 = 0x6b73_636c;
+
+const MIGRATIONS: &[&str] = &[
+    // v0 → v1: runs, cases, their metric declarations, raw trials.
+    "CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        label TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        ended_at TEXT,
+        status TEXT NOT NULL,
+        kscale_version TEXT NOT NULL,
+        git_rev TEXT,
+        args TEXT NOT NULL,
+        options TEXT NOT NULL,
+        snapshot TEXT NOT NULL
+    );
+    CREATE INDEX runs_label ON runs(label);
+    CREATE TABLE cases (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        workload TEXT NOT NULL,
+        params TEXT NOT NULL,
+        cpus_name TEXT NOT NULL,
+        cpus TEXT NOT NULL,
+        status TEXT NOT NULL,
+        converged INTEGER,
+        error TEXT,
+        iterations INTEGER,
+        notes TEXT,
+        UNIQUE (run_id, workload, params, cpus_name)
+    );
+    CREATE TABLE metrics (
+        case_id INTEGER NOT NULL REFERENCES cases(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        unit TEXT NOT NULL,
+        direction TEXT NOT NULL,
+        is_primary INTEGER NOT NULL,
+        PRIMARY KEY (case_id, name)
+    );
+    CREATE TABLE trials (
+        id INTEGER PRIMARY KEY,
+        case_id INTEGER NOT NULL REFERENCES cases(id) ON DELETE CASCADE,
+        idx INTEGER NOT NULL,
+        warmup INTEGER NOT NULL,
+        started_at TEXT NOT NULL,
+        wall_s REAL NOT NULL,
+        iterations INTEGER,
+        vals TEXT NOT NULL,
+        UNIQUE (case_id, idx)
+    );",
+];
+
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Applies every migration after `from`, each in its own transaction together
+/// with the version bump, so a crash mid-way leaves a consistent version.
+pub fn migrate(conn: &mut Connection, from: i64) -> rusqlite::Result<()> {
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(from.max(0) as usize) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "application_id", APPLICATION_ID)?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        tx.commit()?;
+    }
+    Ok(())
+}

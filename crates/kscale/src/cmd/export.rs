@@ -1,0 +1,147 @@
+//! `kscale export RUN --format json|csv`: the run's results for other tools.
+//! The JSON layout is documented in the README and is a stable interface.
+
+use anyhow::{Context, Result};
+use kscale_report::results::RuleInfo;
+use kscale_store::{CaseStatus, RunData};
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// A run id, a label (its latest run) or `latest`.
+    run: String,
+    /// Output format.
+    #[arg(long, value_enum)]
+    format: Format,
+    /// Write to this file instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Format {
+    Json,
+    Csv,
+}
+
+/// One object per case and metric (the primary metric first).
+pub fn results(data: &RunData) -> Vec<Value> {
+    let rule = RuleInfo::of(data);
+    let mut out = Vec::new();
+    for c in &data.cases {
+        for m in &c.metrics {
+            let s = c.summary(&m.name, rule.confidence_pct);
+            let finite = |x: f64| if x.is_finite() { json!(x) } else { Value::Null };
+            out.push(json!({
+                "workload": c.key.workload,
+                "params": c.key.params,
+                "cpus": c.key.cpus,
+                "cpu_list": c.cpus,
+                "metric": m.name,
+                "primary": m.primary,
+                "unit": m.unit,
+                "direction": m.direction,
+                "mean": finite(s.mean),
+                "ci_low": finite(s.ci_low),
+                "ci_high": finite(s.ci_high),
+                "n": s.n,
+                "converged": c.converged.unwrap_or(false),
+                "status": match c.status { CaseStatus::Done => "done", CaseStatus::Failed => "failed", CaseStatus::Pending => "pending" },
+                "error": c.error,
+                "trials": c.values(&m.name),
+                "warmup": c.trials.iter().find(|t| t.warmup).and_then(|t| t.values.get(&m.name)),
+                "iterations": c.iterations,
+            }));
+        }
+    }
+    out
+}
+
+pub fn to_json(data: &RunData) -> Value {
+    let r = &data.run;
+    json!({
+        "system": r.snapshot,
+        "run": {
+            "id": r.id,
+            "label": r.label,
+            "started_at": r.started_at,
+            "ended_at": r.ended_at,
+            "status": r.status,
+            "kscale_version": r.kscale_version,
+            "git_rev": r.git_rev,
+            "args": r.args,
+            "options": r.options,
+        },
+        "results": results(data),
+    })
+}
+
+pub fn to_csv(data: &RunData) -> String {
+    let q = |s: &str| {
+        if s.contains([',', '"', '\n']) {
+            format!("\"{}\"", s.replace('"', "\"\""))
+        } else {
+            s.to_string()
+        }
+    };
+    let mut out = String::from(
+        "run_id,label,workload,params,cpus,metric,primary,unit,direction,mean,ci_low,ci_high,n,converged,status,trials\n",
+    );
+    for r in results(data) {
+        let params: Vec<String> = r["params"]
+            .as_object()
+            .map(|o| {
+                o.iter()
+                    .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let num = |v: &Value| v.as_f64().map(|x| format!("{x}")).unwrap_or_default();
+        let trials: Vec<String> = r["trials"]
+            .as_array()
+            .map(|a| a.iter().map(num).collect())
+            .unwrap_or_default();
+        let fields = [
+            data.run.id.to_string(),
+            data.run.label.clone(),
+            r["workload"].as_str().unwrap_or("").to_string(),
+            params.join(" "),
+            r["cpus"].as_str().unwrap_or("").to_string(),
+            r["metric"].as_str().unwrap_or("").to_string(),
+            r["primary"].to_string(),
+            r["unit"].as_str().unwrap_or("").to_string(),
+            r["direction"].as_str().unwrap_or("").to_string(),
+            num(&r["mean"]),
+            num(&r["ci_low"]),
+            num(&r["ci_high"]),
+            r["n"].to_string(),
+            r["converged"].to_string(),
+            r["status"].as_str().unwrap_or("").to_string(),
+            trials.join(";"),
+        ];
+        out.push_str(&fields.iter().map(|f| q(f)).collect::<Vec<_>>().join(","));
+        out.push('\n');
+    }
+    out
+}
+
+pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
+    let store = super::open_existing(db)?;
+    let id = store.resolve(&args.run)?;
+    let data = store.load_run(id)?;
+    let text = match args.format {
+        Format::Json => serde_json::to_string_pretty(&to_json(&data))? + "\n",
+        Format::Csv => to_csv(&data),
+    };
+    match &args.output {
+        Some(p) => std::fs::write(p, text)
+            .map_err(|e| crate::error::user(format!("cannot write {}: {e}", p.display())))?,
+        None => std::io::stdout()
+            .write_all(text.as_bytes())
+            .context("writing to standard output")?,
+    }
+    Ok(ExitCode::SUCCESS)
+}

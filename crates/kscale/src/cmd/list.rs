@@ -1,0 +1,103 @@
+//! `kscale list`: the catalogue, generated from the registry.
+
+use anyhow::Result;
+use kscale_workloads::{suites::SUITES, REGISTRY};
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Only this family.
+    #[arg(long, value_name = "FAMILY")]
+    family: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Format {
+    Text,
+    Json,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    if let Some(f) = &args.family {
+        if kscale_workloads::family(f).is_none() {
+            let all: Vec<&str> = REGISTRY.iter().map(|f| f.name).collect();
+            return Err(crate::error::user(format!(
+                "unknown family `{f}` (families: {})",
+                all.join(", ")
+            )));
+        }
+    }
+    let families = REGISTRY
+        .iter()
+        .filter(|f| args.family.as_deref().is_none_or(|n| n == f.name));
+    match args.format {
+        Format::Json => {
+            let v: Vec<serde_json::Value> = families
+                .flat_map(|f| f.workloads.iter())
+                .map(|w| {
+                    serde_json::json!({
+                        "workload": w.id(),
+                        "family": w.family,
+                        "title": w.title,
+                        "help": w.help,
+                        "params": w.params.iter().map(|p| serde_json::json!({
+                            "name": p.name, "kind": p.kind_label(), "default": p.default,
+                            "quick": if p.quick.is_empty() { p.default } else { p.quick }, "help": p.help,
+                        })).collect::<Vec<_>>(),
+                        "metrics": w.metrics.iter().map(|m| serde_json::json!({
+                            "name": m.name, "unit": m.unit, "direction": m.direction,
+                        })).collect::<Vec<_>>(),
+                    })
+                })
+                .collect();
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        }
+        Format::Text => {
+            for f in families {
+                println!("{} — {}\n  {}", f.name, f.title, f.help);
+                for w in f.workloads {
+                    let m = w.primary();
+                    println!(
+                        "  {:<22} {} [{} {}, {} is better]",
+                        w.id(),
+                        w.help,
+                        m.name,
+                        m.unit,
+                        m.direction
+                    );
+                    for extra in &w.metrics[1..] {
+                        println!(
+                            "  {:<22}   also: {} {} ({} is better)",
+                            "", extra.name, extra.unit, extra.direction
+                        );
+                    }
+                    for p in w.params {
+                        let quick = if p.quick.is_empty() {
+                            String::new()
+                        } else {
+                            format!("; --quick: {}", p.quick.join(","))
+                        };
+                        println!(
+                            "  {:<22}   --param {}=<{}>  default {}{}  {}",
+                            "",
+                            p.name,
+                            p.kind_label(),
+                            p.default.join(","),
+                            quick,
+                            p.help
+                        );
+                    }
+                }
+                println!();
+            }
+            println!("suites (--suite NAME)");
+            for s in SUITES {
+                println!("  {:<22} {} [{}]", s.name, s.help, s.targets.join(" "));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

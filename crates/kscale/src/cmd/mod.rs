@@ -1,0 +1,80 @@
+//! One file per sub-command, plus what they share: opening the store and
+//! describing the registry to the report crate.
+
+pub mod export;
+pub mod list;
+pub mod results;
+pub mod run;
+pub mod show;
+pub mod worker;
+
+use crate::error::user;
+use anyhow::Result;
+use kscale_report::{Catalog, WorkloadInfo};
+use kscale_store::Store;
+use std::path::{Path, PathBuf};
+
+/// `--db`, else `$KSCALE_DB`, else `$XDG_DATA_HOME/kscale/kscale.db`
+/// (`~/.local/share/kscale/kscale.db`).
+pub fn db_path(flag: Option<PathBuf>) -> PathBuf {
+    if let Some(p) = flag {
+        return p;
+    }
+    if let Some(p) = std::env::var_os("KSCALE_DB").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let base = std::env::var_os("XDG_DATA_HOME")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".local/share")))
+        .unwrap_or_else(|| PathBuf::from("."));
+    base.join("kscale").join("kscale.db")
+}
+
+/// Opens the store for writing, creating it if needed.
+pub fn open_store(flag: Option<PathBuf>) -> Result<Store> {
+    Ok(Store::open(&db_path(flag))?)
+}
+
+/// Opens an existing store for reading; a missing file is the user's mistake,
+/// not an empty result.
+pub fn open_existing(flag: Option<PathBuf>) -> Result<Store> {
+    let p = db_path(flag);
+    if !p.exists() {
+        return Err(user(format!(
+            "no database at {} (run `kscale run` first, or pass --db PATH)",
+            p.display()
+        )));
+    }
+    Ok(Store::open(&p)?)
+}
+
+/// The registry as the report crate sees it.
+pub struct Registry;
+
+impl Catalog for Registry {
+    fn workload(&self, id: &str) -> Option<WorkloadInfo> {
+        let w = kscale_workloads::find(id)?;
+        let f = kscale_workloads::family(w.family)?;
+        Some(WorkloadInfo {
+            id: w.id(),
+            family: f.name.into(),
+            family_title: f.title.into(),
+            title: w.title.into(),
+            param_order: w.params.iter().map(|p| p.name.to_string()).collect(),
+            geomean_over: w.geomean_over.map(String::from),
+        })
+    }
+    fn family_order(&self) -> Vec<String> {
+        kscale_workloads::REGISTRY
+            .iter()
+            .map(|f| f.name.to_string())
+            .collect()
+    }
+}
+
+/// Colour only on a terminal and only when NO_COLOR is unset.
+pub fn use_color() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+}

@@ -1,0 +1,219 @@
+//! `kscale run`: measure workloads on CPU configurations and store the trials.
+
+use crate::error::user;
+use crate::plan;
+use crate::runner::{self, RunOptions};
+use anyhow::Result;
+use kscale_core::StopRule;
+use kscale_store::NewRun;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub const GIT_REV: &str = env!("KSCALE_GIT_REV");
+
+#[derive(clap::Args, Clone)]
+#[command(after_help = "Examples:
+  kscale run syscall.null syscall.pipe        two workloads on all CPUs
+  kscale run ctx --cpus 1,all --quick          a family on 1 CPU and on all, interleaved
+  kscale run --suite micro --cpus sweep        every micro family on 1, 2, 4 … CPUs
+  kscale run mem.frd --param size=1m,64m       override a param's sweep
+  kscale run --resume latest                   finish a run that was killed")]
+pub struct Args {
+    /// Workloads (`syscall.null`) or families (`ctx`) to run.
+    #[arg(value_name = "TARGET")]
+    pub targets: Vec<String>,
+    /// A named suite (`micro`, `quick`; see `kscale list`).
+    #[arg(long, value_name = "NAME")]
+    pub suite: Option<String>,
+    /// CPU configurations: counts `1,2,4`, `all`, `sweep` (1, 2, 4 … all), or a
+    /// set like `0-1` or `0-3,8`. Repeatable. Default `all`.
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Vec<String>,
+    /// Label of the system being measured (default: the kernel release).
+    #[arg(long)]
+    pub label: Option<String>,
+    /// A first look: CI 10@95, at most 5 trials, 0.2 s trials, shorter param sweeps.
+    #[arg(long)]
+    pub quick: bool,
+    /// Convergence target W@C: full CI width ≤ W % of the mean at C % confidence (default 5@95).
+    #[arg(long, value_name = "W@C")]
+    pub ci: Option<String>,
+    /// Counted trials at least (default 3).
+    #[arg(long, value_name = "N")]
+    pub min_trials: Option<usize>,
+    /// Counted trials at most (default 30, --quick 5).
+    #[arg(long, value_name = "N")]
+    pub max_trials: Option<usize>,
+    /// Seconds one micro-benchmark trial lasts (default 0.5, --quick 0.2).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub trial_time: Option<f64>,
+    /// Directory for the run's scratch files and the fs workloads (default: current directory).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Override a param's values for every selected workload that has it. Repeatable.
+    #[arg(long = "param", value_name = "NAME=VALUE[,VALUE…]")]
+    pub params: Vec<String>,
+    /// Continue a killed or interrupted run from its first unfinished case.
+    #[arg(long, value_name = "RUN", conflicts_with_all = ["targets", "suite", "cpus", "label", "quick", "ci", "min_trials", "max_trials", "trial_time", "params"])]
+    pub resume: Option<String>,
+    /// Do not draw the progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+/// Builds validated options from the command line.
+pub fn options(args: &Args) -> Result<RunOptions> {
+    let mut rule = if args.quick {
+        StopRule::QUICK
+    } else {
+        StopRule::DEFAULT
+    };
+    if let Some(ci) = &args.ci {
+        let (w, c) = StopRule::parse_ci(ci).ok_or_else(|| {
+            user(format!(
+                "bad --ci `{ci}`: expected W@C with W > 0 and 0 < C < 100, e.g. 5@95"
+            ))
+        })?;
+        rule.width_pct = w;
+        rule.confidence_pct = c;
+    }
+    if let Some(n) = args.min_trials {
+        rule.min_trials = n;
+    }
+    if let Some(n) = args.max_trials {
+        rule.max_trials = n;
+    }
+    if rule.min_trials < 2 {
+        return Err(user(format!(
+            "bad --min-trials {}: a confidence interval needs at least 2 trials",
+            rule.min_trials
+        )));
+    }
+    if rule.max_trials < rule.min_trials || rule.max_trials > 1000 {
+        return Err(user(format!(
+            "bad --max-trials {}: must be between --min-trials ({}) and 1000",
+            rule.max_trials, rule.min_trials
+        )));
+    }
+    let trial_time_s = args
+        .trial_time
+        .unwrap_or(if args.quick { 0.2 } else { 0.5 });
+    if !(trial_time_s.is_finite() && (0.001..=3600.0).contains(&trial_time_s)) {
+        return Err(user(format!(
+            "bad --trial-time {trial_time_s}: expected seconds between 0.001 and 3600"
+        )));
+    }
+    let dir = match &args.dir {
+        Some(d) => {
+            if !d.is_dir() {
+                return Err(user(format!(
+                    "--dir {} is not an existing directory",
+                    d.display()
+                )));
+            }
+            d.clone()
+        }
+        None => std::env::current_dir()
+            .map_err(|e| user(format!("cannot use the current directory: {e}")))?,
+    };
+    let workloads = plan::resolve_targets(&args.targets, args.suite.as_deref())?;
+    let overrides = args
+        .params
+        .iter()
+        .map(|p| plan::parse_param(p))
+        .collect::<Result<Vec<_>>>()?;
+    let available = kscale_sys::affinity::available_cpus()?;
+    let configs = kscale_core::cpus::resolve(&args.cpus, &available)?;
+    let plan = plan::expand(&workloads, &overrides, args.quick, &configs)?;
+    Ok(RunOptions {
+        targets: args.targets.clone(),
+        suite: args.suite.clone(),
+        rule,
+        trial_time_s,
+        quick: args.quick,
+        dir,
+        cpus: if args.cpus.is_empty() {
+            vec!["all".into()]
+        } else {
+            args.cpus.clone()
+        },
+        plan,
+    })
+}
+
+pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
+    crate::signals::install();
+    let (store, run_id, opts) = if let Some(spec) = &args.resume {
+        let store = super::open_existing(db)?;
+        let id = store.resolve(spec)?;
+        let row = store.run(id)?;
+        if row.status == "complete" {
+            return Err(user(format!(
+                "run {id} ({}) is already complete; nothing to resume",
+                row.label
+            )));
+        }
+        let opts: RunOptions = serde_json::from_value(row.options.clone()).map_err(|e| {
+            user(format!(
+                "run {id} cannot be resumed: its stored options are unreadable ({e})"
+            ))
+        })?;
+        store.set_run_status(id, "running")?;
+        eprintln!(
+            "kscale: resuming run {id} ({}) at its first unfinished case",
+            row.label
+        );
+        (store, id, opts)
+    } else {
+        let opts = options(&args)?;
+        let label = args
+            .label
+            .clone()
+            .unwrap_or_else(kscale_sys::snapshot::kernel_release);
+        if label.trim().is_empty() || label.trim().parse::<i64>().is_ok() || label == "latest" {
+            return Err(user(format!(
+                "bad --label `{label}`: a label must not be empty, a number or `latest`"
+            )));
+        }
+        let store = super::open_store(db)?;
+        let new = NewRun {
+            label,
+            kscale_version: VERSION.into(),
+            git_rev: GIT_REV.into(),
+            args: std::env::args().collect(),
+            options: serde_json::to_value(&opts)?,
+            snapshot: kscale_sys::snapshot::take(VERSION, GIT_REV),
+        };
+        let id = store.create_run(&new)?;
+        eprintln!(
+            "kscale: run {id} ({}): {} cases, CI {}@{}, {}–{} trials, db {}",
+            new.label,
+            opts.plan.len(),
+            opts.rule.width_pct,
+            opts.rule.confidence_pct,
+            opts.rule.min_trials,
+            opts.rule.max_trials,
+            store.path().display()
+        );
+        (store, id, opts)
+    };
+
+    use std::io::IsTerminal;
+    let progress = !args.no_progress && std::io::stderr().is_terminal();
+    match runner::execute(&store, run_id, &opts, progress) {
+        Ok(()) => store.set_run_status(run_id, "complete")?,
+        Err(e) => {
+            let status = if e.downcast_ref::<crate::error::Interrupted>().is_some() {
+                "interrupted"
+            } else {
+                "failed"
+            };
+            let _ = store.set_run_status(run_id, status);
+            return Err(e);
+        }
+    }
+    let data = store.load_run(run_id)?;
+    print!("{}", super::show::render(&data, super::use_color()));
+    Ok(ExitCode::SUCCESS)
+}

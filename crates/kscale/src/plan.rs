@@ -1,0 +1,185 @@
+//! Turning `run` targets, params and CPU configurations into the ordered list
+//! of cases a run will measure. The plan is stored with the run so that
+//! `--resume` repeats exactly the same cases even if defaults change.
+
+use crate::error::user;
+use anyhow::Result;
+use kscale_core::params::cartesian;
+use kscale_core::{CpuConfig, ParamError};
+use kscale_workloads::{suites, WorkloadDef, REGISTRY};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlanEntry {
+    pub workload: String,
+    pub params: BTreeMap<String, String>,
+    pub cpus_name: String,
+    pub cpus: Vec<usize>,
+}
+
+fn known_targets() -> String {
+    let fams: Vec<&str> = REGISTRY.iter().map(|f| f.name).collect();
+    format!(
+        "families {}; `kscale list` shows every workload",
+        fams.join(", ")
+    )
+}
+
+/// Workloads named by targets (workload ids or family names) and an optional
+/// suite, in order, each once.
+pub fn resolve_targets(
+    targets: &[String],
+    suite: Option<&str>,
+) -> Result<Vec<&'static WorkloadDef>> {
+    let mut names: Vec<String> = Vec::new();
+    if let Some(s) = suite {
+        let s = suites::find(s).ok_or_else(|| {
+            let all: Vec<&str> = suites::SUITES.iter().map(|s| s.name).collect();
+            user(format!("unknown suite `{s}` (suites: {})", all.join(", ")))
+        })?;
+        names.extend(s.targets.iter().map(|t| t.to_string()));
+    }
+    names.extend(targets.iter().cloned());
+    if names.is_empty() {
+        return Err(user(
+            "nothing to run: give a workload, a family or --suite NAME (see `kscale list`)",
+        ));
+    }
+    let mut out: Vec<&'static WorkloadDef> = Vec::new();
+    for name in &names {
+        let found: Vec<&'static WorkloadDef> = if let Some(w) = kscale_workloads::find(name) {
+            vec![w]
+        } else if let Some(f) = kscale_workloads::family(name) {
+            f.workloads.iter().collect()
+        } else {
+            return Err(user(format!(
+                "unknown workload or family `{name}` ({})",
+                known_targets()
+            )));
+        };
+        for w in found {
+            if !out.iter().any(|o| std::ptr::eq(*o, w)) {
+                out.push(w);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Parses `--param NAME=VALUE[,VALUE…]`.
+pub fn parse_param(s: &str) -> Result<(String, Vec<String>)> {
+    let (name, values) = s
+        .split_once('=')
+        .ok_or_else(|| user(format!("bad --param `{s}`: expected NAME=VALUE[,VALUE…]")))?;
+    let name = name.trim();
+    let values: Vec<String> = values.split(',').map(|v| v.trim().to_string()).collect();
+    if name.is_empty() || values.iter().any(String::is_empty) {
+        return Err(user(format!(
+            "bad --param `{s}`: expected NAME=VALUE[,VALUE…]"
+        )));
+    }
+    Ok((name.to_string(), values))
+}
+
+/// Expands workloads into cases: the cartesian product of each workload's
+/// param values (defaults, `--quick` sweeps, or `--param` overrides), each on
+/// every CPU configuration.
+pub fn expand(
+    workloads: &[&'static WorkloadDef],
+    overrides: &[(String, Vec<String>)],
+    quick: bool,
+    configs: &[CpuConfig],
+) -> Result<Vec<PlanEntry>> {
+    for (name, _) in overrides {
+        if !workloads.iter().any(|w| w.param(name).is_some()) {
+            let ids: Vec<String> = workloads.iter().map(|w| w.id()).collect();
+            let known: Vec<String> = workloads
+                .iter()
+                .flat_map(|w| w.params.iter().map(|p| p.name.to_string()))
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            return Err(ParamError::Unknown {
+                workload: ids.join(", "),
+                param: name.clone(),
+                known: if known.is_empty() {
+                    "none".into()
+                } else {
+                    known.join(", ")
+                },
+            }
+            .into());
+        }
+    }
+    let mut out = Vec::new();
+    for w in workloads {
+        let mut lists = Vec::new();
+        for p in w.params {
+            let values: Vec<String> = match overrides.iter().rev().find(|(n, _)| n == p.name) {
+                Some((_, vs)) => vs
+                    .iter()
+                    .map(|v| p.validate(&w.id(), v))
+                    .collect::<Result<_, _>>()?,
+                None => p.values(quick).iter().map(|v| v.to_string()).collect(),
+            };
+            lists.push((p.name.to_string(), values));
+        }
+        for params in cartesian(&lists) {
+            for c in configs {
+                out.push(PlanEntry {
+                    workload: w.id(),
+                    params: params.clone(),
+                    cpus_name: c.name.clone(),
+                    cpus: c.cpus.clone(),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_parse() {
+        assert_eq!(
+            parse_param("size=4k,8k").unwrap(),
+            ("size".into(), vec!["4k".into(), "8k".into()])
+        );
+        assert!(parse_param("size").is_err());
+        assert!(parse_param("=4").is_err());
+        assert!(parse_param("size=4k,").is_err());
+    }
+
+    #[test]
+    fn targets() {
+        assert!(resolve_targets(&[], None).is_err());
+        assert!(resolve_targets(&["nope".into()], None).is_err());
+        assert!(resolve_targets(&[], Some("nope")).is_err());
+        let w = resolve_targets(&["syscall.null".into(), "syscall".into()], None).unwrap();
+        assert_eq!(w[0].id(), "syscall.null");
+        assert_eq!(w.iter().filter(|w| w.id() == "syscall.null").count(), 1);
+    }
+
+    #[test]
+    fn expansion_interleaves_configs_per_case() {
+        let w = resolve_targets(&["syscall.null".into()], None).unwrap();
+        let cfgs = vec![
+            CpuConfig {
+                name: "1".into(),
+                cpus: vec![0],
+            },
+            CpuConfig {
+                name: "all".into(),
+                cpus: vec![0, 1],
+            },
+        ];
+        let p = expand(&w, &[], true, &cfgs).unwrap();
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[0].cpus_name, "1");
+        assert!(expand(&w, &[("bogus".into(), vec!["1".into()])], true, &cfgs).is_err());
+    }
+}

@@ -1,0 +1,362 @@
+//! Orchestrates a run: for each workload, its cases on every CPU
+//! configuration are measured in interleaved rounds (A B A B …, SPEC §2.5),
+//! each trial in a fresh worker process, each trial committed to the store
+//! as it ends. The parent never runs measured code.
+
+use crate::error::Interrupted;
+use crate::plan::PlanEntry;
+use crate::signals;
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use kscale_core::{CaseKey, Decision, StopRule};
+use kscale_store::{CaseData, CaseStatus, MetricRow, Store};
+use kscale_workloads::{TrialOutput, TrialRequest, WorkloadDef};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Everything needed to carry out (or resume) a run; stored as the run's
+/// `options`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunOptions {
+    pub targets: Vec<String>,
+    pub suite: Option<String>,
+    pub rule: StopRule,
+    pub trial_time_s: f64,
+    pub quick: bool,
+    /// Where the run's scratch directory is created.
+    pub dir: PathBuf,
+    pub cpus: Vec<String>,
+    pub plan: Vec<PlanEntry>,
+}
+
+struct Unit {
+    entry: PlanEntry,
+    workload: &'static WorkloadDef,
+    case_id: i64,
+    next_idx: i64,
+    warmup_iterations: Option<u64>,
+    counted: Vec<f64>,
+    notes: Vec<String>,
+    finished: bool,
+}
+
+/// Runs every unfinished case of the plan.
+pub fn execute(store: &Store, run_id: i64, opts: &RunOptions, show_progress: bool) -> Result<()> {
+    std::fs::create_dir_all(&opts.dir)
+        .with_context(|| format!("cannot create {}", opts.dir.display()))?;
+    let scratch = tempfile::Builder::new()
+        .prefix(".kscale-tmp-")
+        .tempdir_in(&opts.dir)
+        .with_context(|| {
+            format!(
+                "cannot create a scratch directory in {}",
+                opts.dir.display()
+            )
+        })?;
+
+    let existing: HashMap<CaseKey, CaseData> = store
+        .load_run(run_id)?
+        .cases
+        .into_iter()
+        .map(|c| (c.key.clone(), c))
+        .collect();
+
+    let mut units = Vec::new();
+    for (seq, entry) in opts.plan.iter().enumerate() {
+        let workload = kscale_workloads::find(&entry.workload)
+            .with_context(|| format!("workload {} is no longer in this kscale", entry.workload))?;
+        let key = CaseKey {
+            workload: entry.workload.clone(),
+            params: entry.params.clone(),
+            cpus: entry.cpus_name.clone(),
+        };
+        let metrics: Vec<MetricRow> = workload
+            .metrics
+            .iter()
+            .enumerate()
+            .map(|(i, m)| MetricRow {
+                name: m.name.into(),
+                unit: m.unit.into(),
+                direction: m.direction,
+                primary: i == 0,
+            })
+            .collect();
+        let case_id = store.ensure_case(run_id, seq as i64, &key, &entry.cpus, &metrics)?;
+        let mut unit = Unit {
+            entry: entry.clone(),
+            workload,
+            case_id,
+            next_idx: 0,
+            warmup_iterations: None,
+            counted: Vec::new(),
+            notes: Vec::new(),
+            finished: false,
+        };
+        if let Some(old) = existing.get(&key) {
+            unit.finished = old.status != CaseStatus::Pending;
+            unit.next_idx = old.trials.iter().map(|t| t.idx + 1).max().unwrap_or(0);
+            unit.warmup_iterations = old
+                .trials
+                .iter()
+                .find(|t| t.warmup)
+                .and_then(|t| t.iterations);
+            unit.counted = old.values(workload.primary().name);
+        }
+        units.push(unit);
+    }
+
+    let pending = units.iter().filter(|u| !u.finished).count();
+    let per_case = 1 + opts.rule.min_trials as u64;
+    let bar = progress_bar(show_progress, pending as u64 * per_case);
+
+    // Interleave within each workload: its cases on all configurations form
+    // one group measured round-robin.
+    let mut start = 0;
+    while start < units.len() {
+        let end = units[start..]
+            .iter()
+            .position(|u| u.entry.workload != units[start].entry.workload)
+            .map_or(units.len(), |p| start + p);
+        run_group(
+            store,
+            run_id,
+            &mut units[start..end],
+            opts,
+            scratch.path(),
+            &bar,
+        )?;
+        start = end;
+    }
+    bar.finish_and_clear();
+    drop(scratch);
+    Ok(())
+}
+
+fn progress_bar(show: bool, len: u64) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(
+        Some(len),
+        if show {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        },
+    );
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} trials  ETA {eta}  {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+fn run_group(
+    store: &Store,
+    run_id: i64,
+    units: &mut [Unit],
+    opts: &RunOptions,
+    scratch: &std::path::Path,
+    bar: &ProgressBar,
+) -> Result<()> {
+    loop {
+        let mut any = false;
+        for u in units.iter_mut().filter(|u| !u.finished) {
+            any = true;
+            if let Some(sig) = signals::interrupted() {
+                return Err(Interrupted(sig, run_id).into());
+            }
+            let warmup = u.warmup_iterations.is_none() && u.next_idx == 0;
+            let counted_n = u.counted.len();
+            bar.set_message(format!(
+                "{} {} [cpus {}] {}",
+                u.entry.workload,
+                kscale_core::CaseKey {
+                    workload: u.entry.workload.clone(),
+                    params: u.entry.params.clone(),
+                    cpus: String::new()
+                }
+                .params_label(&u.workload.param_order()),
+                u.entry.cpus_name,
+                if warmup {
+                    "warm-up".to_string()
+                } else {
+                    format!("trial {}/≤{}", counted_n + 1, opts.rule.max_trials)
+                }
+            ));
+            let req = TrialRequest {
+                workload: u.entry.workload.clone(),
+                params: u.entry.params.clone(),
+                cpus: u.entry.cpus.clone(),
+                trial_time_s: opts.trial_time_s,
+                iterations: u.warmup_iterations,
+                dir: scratch.to_path_buf(),
+                quick: opts.quick,
+                warmup,
+            };
+            let timeout = trial_timeout(u.workload, opts.trial_time_s);
+            let started = Instant::now();
+            let outcome = run_worker(&req, timeout);
+            let wall = started.elapsed().as_secs_f64();
+            if let Some(sig) = signals::interrupted() {
+                return Err(Interrupted(sig, run_id).into());
+            }
+            match outcome {
+                Ok(out) => {
+                    store.add_trial(
+                        u.case_id,
+                        u.next_idx,
+                        warmup,
+                        wall,
+                        Some(out.iterations),
+                        &out.values,
+                    )?;
+                    u.next_idx += 1;
+                    for n in out.notes {
+                        if !u.notes.contains(&n) {
+                            u.notes.push(n);
+                        }
+                    }
+                    if warmup {
+                        u.warmup_iterations = Some(out.iterations);
+                        bar.inc(1);
+                        continue;
+                    }
+                    u.counted.push(out.values[u.workload.primary().name]);
+                    if u.counted.len() <= opts.rule.min_trials {
+                        bar.inc(1);
+                    }
+                    match opts.rule.decide(&u.counted) {
+                        Decision::Continue => {
+                            if u.counted.len() >= opts.rule.min_trials {
+                                bar.inc_length(1);
+                                bar.inc(1);
+                            }
+                        }
+                        d => {
+                            u.finished = true;
+                            store.finish_case(
+                                u.case_id,
+                                CaseStatus::Done,
+                                Some(d == Decision::Converged),
+                                None,
+                                u.warmup_iterations,
+                                &u.notes,
+                            )?;
+                        }
+                    }
+                }
+                Err(e) => {
+                    // A crashed or hung worker costs this case, not the run.
+                    u.finished = true;
+                    let remaining =
+                        (1 + opts.rule.min_trials).saturating_sub(u.next_idx as usize + 1);
+                    bar.inc(1 + remaining as u64);
+                    bar.println(format!(
+                        "  {} [cpus {}] failed: {e}",
+                        u.entry.workload, u.entry.cpus_name
+                    ));
+                    store.finish_case(
+                        u.case_id,
+                        CaseStatus::Failed,
+                        None,
+                        Some(&e),
+                        u.warmup_iterations,
+                        &u.notes,
+                    )?;
+                }
+            }
+        }
+        if !any {
+            return Ok(());
+        }
+    }
+}
+
+/// The workload's own limit plus room for long trials; `KSCALE_TRIAL_TIMEOUT`
+/// (seconds) overrides it, which kscale's tests use to exercise hangs quickly.
+fn trial_timeout(w: &WorkloadDef, trial_time_s: f64) -> Duration {
+    std::env::var("KSCALE_TRIAL_TIMEOUT")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .map(Duration::from_secs_f64)
+        .unwrap_or_else(|| w.timeout + Duration::from_secs_f64(trial_time_s * 4.0))
+}
+
+/// Starts `kscale __worker` in its own process group, hands it the request,
+/// and waits at most `timeout`. The whole group is killed afterwards so no
+/// server or grandchild survives the trial.
+fn run_worker(req: &TrialRequest, timeout: Duration) -> Result<TrialOutput, String> {
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the kscale binary: {e}"))?;
+    let mut child = Command::new(exe)
+        .arg("__worker")
+        .process_group(0)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start worker: {e}"))?;
+    let pid = child.id() as i32;
+    let _registered = signals::Registered::new(pid);
+    let body = serde_json::to_vec(req).map_err(|e| e.to_string())?;
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(&body);
+    }
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let output = match rx.recv_timeout(timeout) {
+        Ok(o) => o.map_err(|e| format!("waiting for worker: {e}"))?,
+        Err(_) => {
+            kscale_sys::process::kill_group(pid);
+            let _ = rx.recv_timeout(Duration::from_secs(10));
+            return Err(format!(
+                "timed out after {:.0} s and was killed",
+                timeout.as_secs_f64()
+            ));
+        }
+    };
+    if output.status.success() {
+        let text = String::from_utf8_lossy(&output.stdout);
+        let line = text.lines().last().unwrap_or("");
+        return serde_json::from_str(line)
+            .map_err(|e| format!("worker sent a bad reply ({e}): {line:?}"));
+    }
+    use std::os::unix::process::ExitStatusExt;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let last = stderr
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    Err(match output.status.signal() {
+        Some(sig) => format!(
+            "worker killed by signal {sig}{}",
+            if last.is_empty() {
+                String::new()
+            } else {
+                format!(": {last}")
+            }
+        ),
+        None => {
+            if last.is_empty() {
+                format!(
+                    "worker exited with status {}",
+                    output.status.code().unwrap_or(-1)
+                )
+            } else {
+                last
+            }
+        }
+    })
+}

@@ -1,0 +1,91 @@
+#![allow(dead_code)]
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+
+pub fn kscale() -> Command {
+    let mut c = Command::cargo_bin("kscale").expect("kscale binary");
+    c.env_remove("KSCALE_DB").env("NO_COLOR", "1");
+    c
+}
+
+pub fn bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("kscale")
+}
+
+pub struct Env {
+    pub dir: tempfile::TempDir,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        Env {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+    pub fn db(&self) -> PathBuf {
+        self.dir.path().join("k.db")
+    }
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+    /// `kscale --db <tmp>/k.db ARGS` run in the temp dir.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = kscale();
+        c.current_dir(self.path())
+            .arg("--db")
+            .arg(self.db())
+            .args(args);
+        c
+    }
+    pub fn export(&self, run: &str) -> serde_json::Value {
+        let out = self
+            .cmd(&["export", run, "--format", "json"])
+            .output()
+            .expect("export");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("json")
+    }
+}
+
+/// Processes whose environment carries `KSCALE_TEST_MARK=<mark>`: every
+/// worker and server started under a test's run inherits it.
+pub fn marked_processes(mark: &str) -> Vec<i32> {
+    let needle = format!("KSCALE_TEST_MARK={mark}");
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            if pid == std::process::id() as i32 {
+                continue;
+            }
+            if let Ok(env) = std::fs::read(e.path().join("environ")) {
+                let state = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+                // Zombies awaiting their reaper are already dead.
+                if state.split_whitespace().nth(2) == Some("Z") {
+                    continue;
+                }
+                if env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
+                    out.push(pid);
+                }
+            }
+        }
+    }
+    out
+}
+
+pub fn wait_for(mut f: impl FnMut() -> bool, secs: u64) -> bool {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < end {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    f()
+}

@@ -1,0 +1,235 @@
+//! Runs that end badly: SIGKILL then --resume, Ctrl-C/SIGTERM, a crashing
+//! worker and a hanging one. Nothing may be left behind and the store must
+//! stay consistent.
+
+mod common;
+use common::{marked_processes, wait_for, Env};
+use std::process::{Command, Stdio};
+
+fn trials(env: &Env) -> i64 {
+    rusqlite::Connection::open(env.db())
+        .and_then(|c| c.query_row("SELECT count(*) FROM trials", [], |r| r.get(0)))
+        .unwrap_or(0)
+}
+
+fn spawn(env: &Env, mark: &str, args: &[&str]) -> std::process::Child {
+    Command::new(common::bin())
+        .current_dir(env.path())
+        .env("KSCALE_TEST_MARK", mark)
+        .env("NO_COLOR", "1")
+        .arg("--db")
+        .arg(env.db())
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn kscale")
+}
+
+fn scratch_dirs(env: &Env) -> Vec<String> {
+    std::fs::read_dir(env.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".kscale-tmp-"))
+        .collect()
+}
+
+/// Three workloads on two configurations: enough trials to be stopped midway.
+const SLOW_RUN: &[&str] = &[
+    "run",
+    "syscall.null",
+    "syscall.read",
+    "syscall.write",
+    "--cpus",
+    "1,all",
+    "--quick",
+    "--trial-time",
+    "0.05",
+    "--no-progress",
+];
+
+#[test]
+fn sigkill_then_resume_completes_the_run() {
+    let env = Env::new();
+    let mark = format!("kill-{}", std::process::id());
+    let mut child = spawn(&env, &mark, SLOW_RUN);
+    assert!(wait_for(|| trials(&env) >= 4, 60), "no trials were stored");
+    child.kill().unwrap(); // SIGKILL: no chance to clean up
+    child.wait().unwrap();
+
+    // Workers die with their parent (PDEATHSIG).
+    assert!(
+        wait_for(|| marked_processes(&mark).is_empty(), 10),
+        "left behind: {:?}",
+        marked_processes(&mark)
+    );
+
+    // The database is consistent and the run is visibly unfinished.
+    let c = rusqlite::Connection::open(env.db()).unwrap();
+    let ok: String = c
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ok, "ok");
+    let status: String = c
+        .query_row("SELECT status FROM runs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(status, "running");
+    let before = trials(&env);
+    let orphans: i64 = c
+        .query_row(
+            "SELECT count(*) FROM trials WHERE case_id NOT IN (SELECT id FROM cases)",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(orphans, 0);
+    drop(c);
+
+    env.cmd(&["run", "--resume", "latest", "--no-progress"])
+        .assert()
+        .success();
+    let j = env.export("latest");
+    assert_eq!(j["run"]["status"], "complete");
+    let results: Vec<&serde_json::Value> = j["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["primary"] == true)
+        .collect();
+    assert_eq!(results.len(), 6, "3 workloads × 2 configurations");
+    for r in &results {
+        assert_eq!(r["status"], "done", "{r}");
+        assert!(r["n"].as_u64().unwrap() >= 3, "{r}");
+    }
+    assert!(trials(&env) > before, "resume added trials");
+    // Trials stored before the kill were kept, not redone from scratch.
+    let c = rusqlite::Connection::open(env.db()).unwrap();
+    let warmups: i64 = c
+        .query_row("SELECT count(*) FROM trials WHERE warmup = 1", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(warmups, 6, "exactly one warm-up per case");
+}
+
+fn interrupt_with(sig: nix::sys::signal::Signal, code: i32) {
+    let env = Env::new();
+    let mark = format!("sig{}-{}", sig as i32, std::process::id());
+    let mut child = spawn(&env, &mark, SLOW_RUN);
+    assert!(wait_for(|| trials(&env) >= 2, 60), "no trials were stored");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(code), "{status:?}");
+    assert!(
+        marked_processes(&mark).is_empty(),
+        "left behind: {:?}",
+        marked_processes(&mark)
+    );
+    assert!(
+        scratch_dirs(&env).is_empty(),
+        "scratch dir left: {:?}",
+        scratch_dirs(&env)
+    );
+    let j = env.export("latest");
+    assert_eq!(j["run"]["status"], "interrupted");
+}
+
+#[test]
+fn ctrl_c_cleans_up_and_marks_interrupted() {
+    interrupt_with(nix::sys::signal::Signal::SIGINT, 130);
+}
+
+#[test]
+fn sigterm_cleans_up_and_marks_interrupted() {
+    interrupt_with(nix::sys::signal::Signal::SIGTERM, 143);
+}
+
+#[test]
+fn crashing_worker_costs_one_case() {
+    let env = Env::new();
+    let out = env
+        .cmd(&[
+            "run",
+            "syscall.null",
+            "syscall.read",
+            "--cpus",
+            "1",
+            "--quick",
+            "--trial-time",
+            "0.02",
+            "--no-progress",
+        ])
+        .env("KSCALE_FAULT", "crash:syscall.read")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("failed"), "{stdout}");
+    let j = env.export("latest");
+    let by = |w: &str| {
+        j["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["workload"] == w)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(by("syscall.null")["status"], "done");
+    assert_eq!(by("syscall.read")["status"], "failed");
+    assert!(by("syscall.read")["error"]
+        .as_str()
+        .unwrap()
+        .contains("signal 6"));
+    assert!(scratch_dirs(&env).is_empty());
+}
+
+#[test]
+fn hanging_worker_is_killed_with_its_group() {
+    let env = Env::new();
+    let mark = format!("hang-{}", std::process::id());
+    let out = env
+        .cmd(&[
+            "run",
+            "syscall.null",
+            "syscall.pipe",
+            "--cpus",
+            "1",
+            "--quick",
+            "--trial-time",
+            "0.02",
+            "--no-progress",
+        ])
+        .env("KSCALE_FAULT", "hang:syscall.null")
+        .env("KSCALE_TRIAL_TIMEOUT", "1")
+        .env("KSCALE_TEST_MARK", &mark)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = env.export("latest");
+    let null = j["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["workload"] == "syscall.null")
+        .unwrap();
+    assert_eq!(null["status"], "failed");
+    assert!(
+        null["error"].as_str().unwrap().contains("timed out"),
+        "{null}"
+    );
+    assert!(
+        marked_processes(&mark).is_empty(),
+        "left behind: {:?}",
+        marked_processes(&mark)
+    );
+}
