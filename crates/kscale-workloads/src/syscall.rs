@@ -1,31 +1,153 @@
 //! `syscall`: latency of simple functions (SPEC §4.1, seed 003, lmbench
 //! `lat_syscall`/`lat_sig`/`lat_pipe`/`lat_unix`/`lat_proc`).
+//!
+//! Every loop calls the C library or the kernel directly through `libc`, the
+//! way lmbench's C loops do, so that the figures can be compared with
+//! lmbench's on the same machine: std's wrappers add flags (`O_CLOEXEC`) and
+//! checks that lmbench does not pay for.
 
+use crate::util::{fork_child, ChildGuard};
 use crate::{timed, Family, TrialCtx, TrialOutput, WorkloadDef};
-use anyhow::Result;
+use anyhow::{ensure, Context, Result};
 use kscale_core::MetricDef;
+use std::ffi::{CStr, CString};
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{compiler_fence, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 const LAT: MetricDef = MetricDef::lower("latency", "µs");
 const LAT_METRICS: &[MetricDef] = &[LAT];
+
+const fn workload(
+    name: &'static str,
+    title: &'static str,
+    help: &'static str,
+    run: fn(&TrialCtx) -> Result<TrialOutput>,
+) -> WorkloadDef {
+    WorkloadDef {
+        family: "syscall",
+        name,
+        title,
+        help,
+        params: &[],
+        metrics: LAT_METRICS,
+        geomean_over: None,
+        timeout: Duration::from_secs(60),
+        run,
+    }
+}
 
 pub static FAMILY: Family = Family {
     name: "syscall",
     title: "Latency of simple functions",
     help:
         "Time per operation of simple system calls, signals, pipes and process creation (lmbench).",
-    workloads: &[WorkloadDef {
-        family: "syscall",
-        name: "null",
-        title: "Simple syscall",
-        help: "getppid(), a system call that does no work (lmbench lat_syscall null).",
-        params: &[],
-        metrics: LAT_METRICS,
-        geomean_over: None,
-        timeout: Duration::from_secs(60),
-        run: null,
-    }],
+    workloads: &[
+        workload(
+            "null",
+            "Simple syscall",
+            "getppid(), a system call that does no work (lmbench lat_syscall null).",
+            null,
+        ),
+        workload(
+            "read",
+            "Simple read",
+            "read() of 1 byte from /dev/zero (lmbench lat_syscall read).",
+            read,
+        ),
+        workload(
+            "write",
+            "Simple write",
+            "write() of 1 byte to /dev/null (lmbench lat_syscall write).",
+            write,
+        ),
+        workload(
+            "stat",
+            "Simple stat",
+            "stat() of a small file in the run's scratch directory (lmbench lat_syscall stat).",
+            stat,
+        ),
+        workload(
+            "fstat",
+            "Simple fstat",
+            "fstat() of an open small file (lmbench lat_syscall fstat).",
+            fstat,
+        ),
+        workload(
+            "open_close",
+            "Simple open/close",
+            "open() + close() of a small file in the scratch directory (lmbench lat_syscall open).",
+            open_close,
+        ),
+        workload(
+            "sig_install",
+            "Signal handler installation",
+            "sigaction(SIGUSR1) installing a handler (lmbench lat_sig install).",
+            sig_install,
+        ),
+        workload(
+            "sig_catch",
+            "Signal handler overhead",
+            "kill(self, SIGUSR1) caught by an empty handler, minus the cost of kill(self, 0) \
+             measured in the same trial (lmbench lat_sig catch).",
+            sig_catch,
+        ),
+        workload(
+            "prot_fault",
+            "Protection fault",
+            "A write to a read-only MAP_SHARED file page, caught by a SIGSEGV handler, minus the \
+             signal handler overhead measured in the same trial (lmbench lat_sig prot).",
+            prot_fault,
+        ),
+        workload(
+            "pipe",
+            "Pipe latency",
+            "1-byte round trip between two processes over two pipes (lmbench lat_pipe; \
+             perf bench sched pipe).",
+            pipe,
+        ),
+        workload(
+            "unix",
+            "AF_UNIX sock stream latency",
+            "1-byte round trip between two processes over an AF_UNIX stream socketpair \
+             (lmbench lat_unix).",
+            unix,
+        ),
+        workload(
+            "fork_exit",
+            "Process fork+exit",
+            "fork(); the child exits at once; the parent waits for it (lmbench lat_proc fork; \
+             perf bench syscall fork).",
+            fork_exit,
+        ),
+        workload(
+            "fork_exec",
+            "Process fork+execve",
+            "fork() + execve() of a tiny static program, then wait (lmbench lat_proc exec).",
+            fork_exec,
+        ),
+        workload(
+            "fork_sh",
+            "Process fork+/bin/sh -c",
+            "fork() + /bin/sh -c running the tiny program, then wait (lmbench lat_proc shell).",
+            fork_sh,
+        ),
+    ],
 };
+
+/// The result of a loop whose `per_op` is in seconds.
+fn latency(per_op: f64, n: u64) -> TrialOutput {
+    TrialOutput::new(n).with(&LAT, per_op * 1e6)
+}
+
+/// The current `errno` as an error, with what failed.
+fn os_err(what: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(io::Error::last_os_error()).context(what.into())
+}
 
 fn null(ctx: &TrialCtx) -> Result<TrialOutput> {
     let (per_op, n) = ctx.time_per_op(|n| {
@@ -39,4 +161,814 @@ fn null(ctx: &TrialCtx) -> Result<TrialOutput> {
         })
     })?;
     Ok(TrialOutput::new(n).with(&LAT, per_op * 1e6))
+}
+
+fn read(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let zero = File::open("/dev/zero").context("open /dev/zero")?;
+    let fd = zero.as_raw_fd();
+    let mut byte = 0u8;
+    let (per_op, n) = ctx.time_per_op(|n| {
+        timed(|| {
+            for _ in 0..n {
+                // SAFETY: fd stays open for the loop; the buffer is one writable byte.
+                if unsafe { libc::read(fd, std::ptr::addr_of_mut!(byte).cast(), 1) } != 1 {
+                    return Err(os_err("read /dev/zero"));
+                }
+            }
+            Ok(())
+        })
+    })?;
+    Ok(latency(per_op, n))
+}
+
+fn write(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let null = File::options()
+        .write(true)
+        .open("/dev/null")
+        .context("open /dev/null")?;
+    let fd = null.as_raw_fd();
+    let byte = 0u8;
+    let (per_op, n) = ctx.time_per_op(|n| {
+        timed(|| {
+            for _ in 0..n {
+                // SAFETY: fd stays open for the loop; the buffer is one readable byte.
+                if unsafe { libc::write(fd, std::ptr::addr_of!(byte).cast(), 1) } != 1 {
+                    return Err(os_err("write /dev/null"));
+                }
+            }
+            Ok(())
+        })
+    })?;
+    Ok(latency(per_op, n))
+}
+
+/// A file of the trial in the scratch directory, removed when dropped so an
+/// early error return leaves nothing behind.
+struct ScratchFile {
+    path: PathBuf,
+    c_path: CString,
+}
+
+impl ScratchFile {
+    /// Reserves a name unique to this process; the caller creates the file.
+    fn name(dir: &Path, tag: &str) -> Result<Self> {
+        let path = dir.join(format!("kscale-syscall-{tag}-{}", std::process::id()));
+        let c_path = CString::new(path.as_os_str().as_bytes())
+            .with_context(|| format!("path {} contains a NUL byte", path.display()))?;
+        Ok(ScratchFile { path, c_path })
+    }
+
+    fn with_bytes(dir: &Path, tag: &str, bytes: &[u8]) -> Result<Self> {
+        let f = Self::name(dir, tag)?;
+        std::fs::write(&f.path, bytes).with_context(|| format!("write {}", f.path.display()))?;
+        Ok(f)
+    }
+}
+
+impl Drop for ScratchFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// lmbench stats a header file; any small regular file does the same work.
+const SMALL_FILE: usize = 1024;
+
+fn stat(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let file = ScratchFile::with_bytes(&ctx.dir, "stat", &[0u8; SMALL_FILE])?;
+    let path = file.c_path.as_ptr();
+    // SAFETY: an all-zero `struct stat` is a valid value to be overwritten.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    let (per_op, n) = ctx.time_per_op(|n| {
+        timed(|| {
+            for _ in 0..n {
+                // SAFETY: path is a NUL-terminated string alive for the loop; st is writable.
+                if unsafe { libc::stat(path, &mut st) } != 0 {
+                    return Err(os_err(format!("stat {}", file.path.display())));
+                }
+            }
+            Ok(())
+        })
+    })?;
+    Ok(latency(per_op, n))
+}
+
+fn fstat(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let file = ScratchFile::with_bytes(&ctx.dir, "fstat", &[0u8; SMALL_FILE])?;
+    let open = File::open(&file.path).with_context(|| format!("open {}", file.path.display()))?;
+    let fd = open.as_raw_fd();
+    // SAFETY: an all-zero `struct stat` is a valid value to be overwritten.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    let (per_op, n) = ctx.time_per_op(|n| {
+        timed(|| {
+            for _ in 0..n {
+                // SAFETY: fd stays open for the loop; st is writable.
+                if unsafe { libc::fstat(fd, &mut st) } != 0 {
+                    return Err(os_err(format!("fstat {}", file.path.display())));
+                }
+            }
+            Ok(())
+        })
+    })?;
+    Ok(latency(per_op, n))
+}
+
+fn open_close(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let file = ScratchFile::with_bytes(&ctx.dir, "open", &[0u8; SMALL_FILE])?;
+    let path = file.c_path.as_ptr();
+    let (per_op, n) = ctx.time_per_op(|n| {
+        timed(|| {
+            for _ in 0..n {
+                // SAFETY: path is a NUL-terminated string alive for the loop. Plain
+                // O_RDONLY as lmbench does; the fd is closed right away.
+                let fd = unsafe { libc::open(path, libc::O_RDONLY) };
+                if fd < 0 {
+                    return Err(os_err(format!("open {}", file.path.display())));
+                }
+                // SAFETY: fd was just opened here and is closed once.
+                unsafe { libc::close(fd) };
+            }
+            Ok(())
+        })
+    })?;
+    Ok(latency(per_op, n))
+}
+
+extern "C" fn empty_handler(_: libc::c_int) {}
+
+/// A `sigaction` for `handler` with an empty mask, as lmbench installs it.
+fn action(handler: libc::sighandler_t, flags: libc::c_int) -> libc::sigaction {
+    // SAFETY: an all-zero sigaction is valid (SIG_DFL, no flags); sa_mask is
+    // then initialised by sigemptyset.
+    let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+    sa.sa_sigaction = handler;
+    sa.sa_flags = flags;
+    // SAFETY: sa_mask is a valid sigset_t owned by sa.
+    unsafe { libc::sigemptyset(&mut sa.sa_mask) };
+    sa
+}
+
+/// Puts a signal's previous disposition back when dropped, so a workload's
+/// handler never outlives the workload.
+struct SigRestore {
+    sig: libc::c_int,
+    old: libc::sigaction,
+}
+
+impl SigRestore {
+    fn install(sig: libc::c_int, sa: &libc::sigaction) -> Result<Self> {
+        // SAFETY: an all-zero sigaction is a valid buffer for the old action.
+        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: both pointers are valid; the handlers installed by this
+        // module only touch atomics and call async-signal-safe functions.
+        if unsafe { libc::sigaction(sig, sa, &mut old) } != 0 {
+            return Err(os_err(format!("sigaction({sig})")));
+        }
+        unblock(sig)?;
+        Ok(SigRestore { sig, old })
+    }
+}
+
+impl Drop for SigRestore {
+    fn drop(&mut self) {
+        // SAFETY: restores a disposition obtained from sigaction itself.
+        unsafe { libc::sigaction(self.sig, &self.old, std::ptr::null_mut()) };
+    }
+}
+
+/// A blocked signal would never reach the handler being measured.
+fn unblock(sig: libc::c_int) -> Result<()> {
+    // SAFETY: set is a local sigset_t initialised by sigemptyset before use.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, sig);
+        let r = libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        ensure!(
+            r == 0,
+            "pthread_sigmask: {}",
+            io::Error::from_raw_os_error(r)
+        );
+    }
+    Ok(())
+}
+
+fn sig_install(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let handler = empty_handler as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    let _restore = SigRestore::install(libc::SIGUSR1, &action(handler, 0))?;
+    // SAFETY: an all-zero sigaction is a valid buffer for the old action.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    let (per_op, n) = ctx.time_per_op(|n| {
+        timed(|| {
+            for _ in 0..n {
+                // Built inside the loop like lmbench, so the figure includes
+                // what a program does to install a handler.
+                let sa = action(handler, 0);
+                // SAFETY: both pointers are valid; the handler does nothing.
+                if unsafe { libc::sigaction(libc::SIGUSR1, &sa, &mut old) } != 0 {
+                    return Err(os_err("sigaction(SIGUSR1)"));
+                }
+            }
+            Ok(())
+        })
+    })?;
+    Ok(latency(per_op, n))
+}
+
+/// Times `n` kill(self, 0) and `n` kill(self, SIGUSR1) to an installed empty
+/// handler; returns (send, send + catch) in seconds.
+fn kill_loops(n: u64) -> Result<(f64, f64)> {
+    // SAFETY: getpid cannot fail.
+    let me = unsafe { libc::getpid() };
+    let kill_n = |sig: libc::c_int| {
+        timed(|| {
+            for _ in 0..n {
+                // SAFETY: signals only this process; SIGUSR1 has an empty handler.
+                if unsafe { libc::kill(me, sig) } != 0 {
+                    return Err(os_err(format!("kill(self, {sig})")));
+                }
+            }
+            Ok(())
+        })
+    };
+    let send = kill_n(0)?;
+    let catch = kill_n(libc::SIGUSR1)?;
+    Ok((send.as_secs_f64(), catch.as_secs_f64()))
+}
+
+fn install_empty_usr1() -> Result<SigRestore> {
+    let handler = empty_handler as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    SigRestore::install(libc::SIGUSR1, &action(handler, 0))
+}
+
+fn sig_catch(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let _restore = install_empty_usr1()?;
+    let (mut send, mut catch) = (0.0, 0.0);
+    let (_, n) = ctx.time_per_op(|n| {
+        (send, catch) = kill_loops(n)?;
+        Ok(Duration::from_secs_f64(send + catch))
+    })?;
+    let nf = n as f64;
+    // As lmbench: what remains after the cost of the kill system call itself
+    // is delivering and returning from the signal; never below zero.
+    let per_op = ((catch - send) / nf).max(0.0);
+    Ok(latency(per_op, n).note(format!(
+        "kill(self, SIGUSR1) {:.4} µs, kill(self, 0) {:.4} µs",
+        catch / nf * 1e6,
+        send / nf * 1e6
+    )))
+}
+
+/// State shared with the SIGSEGV handler of `prot_fault`: the page, its
+/// length, faults so far and after how many the handler lets the write pass.
+static PROT_PAGE: AtomicUsize = AtomicUsize::new(0);
+static PROT_LEN: AtomicUsize = AtomicUsize::new(0);
+static PROT_FAULTS: AtomicU64 = AtomicU64::new(0);
+static PROT_TARGET: AtomicU64 = AtomicU64::new(0);
+
+/// Returning from the handler re-executes the faulting write, which faults
+/// again: that is the loop. After the target count the page is made writable
+/// so the write completes. A fault elsewhere, or an mprotect that fails,
+/// restores the default action so the process dies of SIGSEGV as it should
+/// instead of looping for ever.
+extern "C" fn prot_handler(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    let page = PROT_PAGE.load(Ordering::SeqCst);
+    let len = PROT_LEN.load(Ordering::SeqCst);
+    // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
+    let addr = unsafe { (*info).si_addr() } as usize;
+    if page == 0 || addr < page || addr >= page + len {
+        // SAFETY: signal() is async-signal-safe.
+        unsafe { libc::signal(sig, libc::SIG_DFL) };
+        return;
+    }
+    let faults = PROT_FAULTS.fetch_add(1, Ordering::SeqCst) + 1;
+    if faults >= PROT_TARGET.load(Ordering::SeqCst) {
+        let rw = libc::PROT_READ | libc::PROT_WRITE;
+        // SAFETY: page..page+len is the mapping prot_fault owns; mprotect is a
+        // plain system call.
+        if unsafe { libc::mprotect(page as *mut libc::c_void, len, rw) } != 0 {
+            // SAFETY: signal() is async-signal-safe.
+            unsafe { libc::signal(sig, libc::SIG_DFL) };
+        }
+    }
+}
+
+/// A shared read-only mapping of a file page, unmapped when dropped (which
+/// also tells the handler it no longer has a page).
+struct ProtPage {
+    addr: *mut libc::c_void,
+    len: usize,
+}
+
+impl ProtPage {
+    fn map(fd: RawFd, len: usize) -> Result<Self> {
+        // SAFETY: a fresh mapping chosen by the kernel; it aliases nothing.
+        let addr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            return Err(os_err("mmap"));
+        }
+        PROT_LEN.store(len, Ordering::SeqCst);
+        PROT_PAGE.store(addr as usize, Ordering::SeqCst);
+        Ok(ProtPage { addr, len })
+    }
+
+    /// Writes the page `n` times over: n - 1 faults caught and one that lets
+    /// the write through. Returns with the page read-only again.
+    fn fault(&self, n: u64) -> Result<Duration> {
+        PROT_FAULTS.store(0, Ordering::SeqCst);
+        PROT_TARGET.store(n, Ordering::SeqCst);
+        compiler_fence(Ordering::SeqCst);
+        let t = timed(|| {
+            // SAFETY: the page is mapped for self's lifetime; the write faults
+            // until the handler makes it writable.
+            unsafe { std::ptr::write_volatile(self.addr.cast::<u8>(), 1) };
+            Ok(())
+        })?;
+        compiler_fence(Ordering::SeqCst);
+        // SAFETY: our own mapping, back to read-only for the next call.
+        if unsafe { libc::mprotect(self.addr, self.len, libc::PROT_READ) } != 0 {
+            return Err(os_err("mprotect read-only"));
+        }
+        let faults = PROT_FAULTS.load(Ordering::SeqCst);
+        ensure!(
+            faults == n,
+            "expected {n} protection faults, caught {faults}"
+        );
+        Ok(t)
+    }
+}
+
+impl Drop for ProtPage {
+    fn drop(&mut self) {
+        PROT_PAGE.store(0, Ordering::SeqCst);
+        // SAFETY: unmaps the mapping created in `map`, once.
+        unsafe { libc::munmap(self.addr, self.len) };
+    }
+}
+
+fn prot_fault(ctx: &TrialCtx) -> Result<TrialOutput> {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let page_len = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+        .context("sysconf(_SC_PAGESIZE)")?;
+    let file = ScratchFile::with_bytes(&ctx.dir, "prot", &vec![0u8; page_len])?;
+    // Opened read-write although it is mapped read-only: the handler's
+    // mprotect to PROT_WRITE needs a writable descriptor behind the mapping.
+    let fd = File::options()
+        .read(true)
+        .write(true)
+        .open(&file.path)
+        .with_context(|| format!("open {}", file.path.display()))?;
+    let page = ProtPage::map(fd.as_raw_fd(), page_len)?;
+    let _usr1 = install_empty_usr1()?;
+    let handler = prot_handler
+        as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)
+        as libc::sighandler_t;
+    let sa = action(handler, libc::SA_SIGINFO);
+    let _segv = SigRestore::install(libc::SIGSEGV, &sa)?;
+    // Some systems report a fault on a shared file mapping as SIGBUS.
+    let _bus = SigRestore::install(libc::SIGBUS, &sa)?;
+
+    let (mut prot, mut send, mut catch) = (0.0, 0.0, 0.0);
+    let (_, n) = ctx.time_per_op(|n| {
+        prot = page.fault(n)?.as_secs_f64();
+        (send, catch) = kill_loops(n)?;
+        Ok(Duration::from_secs_f64(prot + send + catch))
+    })?;
+    drop(page);
+    let nf = n as f64;
+    // As lmbench: each fault also delivers a signal, so the signal handler
+    // overhead measured alongside is taken off; never below zero.
+    let sig = (catch - send) / nf;
+    let per_op = (prot / nf - sig).max(0.0);
+    Ok(latency(per_op, n).note(format!(
+        "fault + SIGSEGV {:.4} µs, signal handler overhead {:.4} µs",
+        prot / nf * 1e6,
+        sig * 1e6
+    )))
+}
+
+/// Reads one byte and sends it back until the other side goes away.
+fn echo(r: RawFd, w: RawFd) -> i32 {
+    let mut byte = 0u8;
+    loop {
+        // SAFETY: r and w are open in this (child) process; one-byte buffer.
+        if unsafe { libc::read(r, std::ptr::addr_of_mut!(byte).cast(), 1) } != 1 {
+            return 0;
+        }
+        // SAFETY: as above.
+        if unsafe { libc::write(w, std::ptr::addr_of!(byte).cast(), 1) } != 1 {
+            return 1;
+        }
+    }
+}
+
+/// Sends one byte on `w` and waits for it to come back on `r`.
+fn round_trip(w: RawFd, r: RawFd) -> Result<()> {
+    let mut byte = 0u8;
+    // SAFETY: w and r are open for the caller's loop; one-byte buffer.
+    if unsafe { libc::write(w, std::ptr::addr_of!(byte).cast(), 1) } != 1 {
+        return Err(os_err("write to peer"));
+    }
+    // SAFETY: as above.
+    match unsafe { libc::read(r, std::ptr::addr_of_mut!(byte).cast(), 1) } {
+        1 => Ok(()),
+        0 => anyhow::bail!("peer process went away"),
+        _ => Err(os_err("read from peer")),
+    }
+}
+
+/// Forks a peer that echoes what the parent sends on `parent_w` from
+/// `child_r` to `child_w`, and times one-byte round trips. The child's ends
+/// are closed in the parent so a dead peer shows as end-of-file, not a hang.
+fn ping_pong(
+    ctx: &TrialCtx,
+    (parent_w, parent_r): (OwnedFd, OwnedFd),
+    (child_r, child_w): (OwnedFd, OwnedFd),
+) -> Result<TrialOutput> {
+    let (cr, cw) = (child_r.as_raw_fd(), child_w.as_raw_fd());
+    let _peer = ChildGuard(fork_child(move || echo(cr, cw))?);
+    drop((child_r, child_w));
+    let (w, r) = (parent_w.as_raw_fd(), parent_r.as_raw_fd());
+    // One exchange before timing so both processes are running (as lmbench).
+    round_trip(w, r).context("first round trip")?;
+    let (per_op, n) = ctx.time_per_op(|n| {
+        timed(|| {
+            for _ in 0..n {
+                round_trip(w, r)?;
+            }
+            Ok(())
+        })
+    })?;
+    Ok(latency(per_op, n))
+}
+
+fn pipe(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let (to_child_r, to_child_w) = nix::unistd::pipe().context("pipe")?;
+    let (to_parent_r, to_parent_w) = nix::unistd::pipe().context("pipe")?;
+    ping_pong(ctx, (to_child_w, to_parent_r), (to_child_r, to_parent_w))
+}
+
+fn unix(ctx: &TrialCtx) -> Result<TrialOutput> {
+    use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+    let (parent, child) = socketpair(
+        AddressFamily::Unix,
+        SockType::Stream,
+        None,
+        SockFlag::empty(),
+    )
+    .context("socketpair(AF_UNIX, SOCK_STREAM)")?;
+    let parent2 = parent.try_clone().context("dup socket")?;
+    let child2 = child.try_clone().context("dup socket")?;
+    ping_pong(ctx, (parent, parent2), (child, child2))
+}
+
+/// Forks a child that runs `in_child` and `_exit`s with its value, and waits
+/// for it. The child may only make async-signal-safe calls (system calls on
+/// memory prepared before the fork): the parent may have other threads (in
+/// tests), and their locks are not the child's to take.
+fn fork_wait(in_child: impl Fn() -> libc::c_int) -> Result<()> {
+    // SAFETY: the child runs only `in_child` (async-signal-safe by contract)
+    // and leaves with _exit, never returning into the caller.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(os_err("fork"));
+    }
+    if pid == 0 {
+        // SAFETY: see above; _exit skips the parent's atexit handlers.
+        unsafe { libc::_exit(in_child()) };
+    }
+    let mut status = 0;
+    loop {
+        // SAFETY: waits for our own child; status is writable.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid {
+            break;
+        }
+        if r < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return Err(os_err("waitpid"));
+        }
+    }
+    ensure!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "child process failed (wait status {status:#x})"
+    );
+    Ok(())
+}
+
+fn fork_exit(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let (per_op, n) = ctx.time_per_op(|n| {
+        timed(|| {
+            for _ in 0..n {
+                fork_wait(|| 0)?;
+            }
+            Ok(())
+        })
+    })?;
+    Ok(latency(per_op, n))
+}
+
+/// The helper program built by build.rs (static unless the build warned).
+static HELLO: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hello"));
+const HELLO_LINKAGE: &str = env!("KSCALE_HELLO_LINKAGE");
+
+/// Writes the helper program into the scratch directory, executable. The file
+/// is written by a short-lived child process: a descriptor open for writing
+/// on an executable makes execve fail with ETXTBSY, and any process forked
+/// while this process held one (a test running in another thread) would
+/// keep it open; the writer child is the only process that ever holds one.
+fn install_hello(dir: &Path) -> Result<ScratchFile> {
+    ensure!(
+        !HELLO.is_empty(),
+        "the fork_exec helper program was not built (see the build warnings)"
+    );
+    let file = ScratchFile::name(dir, "hello")?;
+    let path = file.c_path.as_ptr();
+    fork_wait(|| {
+        // SAFETY: open/write/fchmod/close on a path and bytes prepared before
+        // the fork; all async-signal-safe.
+        unsafe {
+            let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC;
+            let fd = libc::open(path, flags, 0o755 as libc::c_uint);
+            if fd < 0 {
+                return 1;
+            }
+            let mut rest = HELLO;
+            while !rest.is_empty() {
+                let w = libc::write(fd, rest.as_ptr().cast(), rest.len());
+                if w <= 0 {
+                    return 2;
+                }
+                rest = &rest[w as usize..];
+            }
+            if libc::fchmod(fd, 0o755) != 0 || libc::close(fd) != 0 {
+                return 3;
+            }
+            0
+        }
+    })
+    .with_context(|| format!("write helper program {}", file.path.display()))?;
+    Ok(file)
+}
+
+/// Runs `argv` (with `envp`, or the current environment when `None`) in a
+/// forked child with stdout on /dev/null, `n` times, timing the whole.
+fn time_exec(
+    ctx: &TrialCtx,
+    prog: &CStr,
+    argv: &[&CStr],
+    envp: Option<&[&CStr]>,
+) -> Result<(f64, u64)> {
+    // stdout goes to /dev/null rather than being closed as lmbench does: the
+    // worker's stdout carries results, and a closed fd 1 could be reused.
+    let devnull = File::options()
+        .write(true)
+        .open("/dev/null")
+        .context("open /dev/null")?;
+    let null_fd = devnull.as_raw_fd();
+    let mut argv_p: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    argv_p.push(std::ptr::null());
+    let envp_p: Option<Vec<*const libc::c_char>> = envp.map(|e| {
+        let mut v: Vec<_> = e.iter().map(|a| a.as_ptr()).collect();
+        v.push(std::ptr::null());
+        v
+    });
+    let child = || {
+        // SAFETY: dup2 and execve/execv on pointers prepared before the fork.
+        unsafe {
+            if libc::dup2(null_fd, 1) < 0 {
+                return 126;
+            }
+            match &envp_p {
+                Some(env) => libc::execve(prog.as_ptr(), argv_p.as_ptr(), env.as_ptr()),
+                None => libc::execv(prog.as_ptr(), argv_p.as_ptr()),
+            };
+        }
+        127
+    };
+    // One run outside the timing shows an unusable scratch directory (noexec
+    // mount) as a clear error.
+    fork_wait(child).with_context(|| {
+        format!(
+            "run {} (is the scratch directory mounted noexec?)",
+            prog.to_string_lossy()
+        )
+    })?;
+    ctx.time_per_op(|n| {
+        timed(|| {
+            for _ in 0..n {
+                fork_wait(child)?;
+            }
+            Ok(())
+        })
+    })
+}
+
+fn fork_exec(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let hello = install_hello(&ctx.dir)?;
+    // An empty environment, as lmbench passes.
+    let (per_op, n) = time_exec(ctx, &hello.c_path, &[hello.c_path.as_c_str()], Some(&[]))?;
+    let mut out = latency(per_op, n);
+    if HELLO_LINKAGE != "static" {
+        out = out.note("helper program is dynamically linked");
+    }
+    Ok(out)
+}
+
+fn fork_sh(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let hello = install_hello(&ctx.dir)?;
+    // Quoted for the shell; the scratch directory may contain spaces.
+    let quoted = format!("'{}'", hello.path.to_string_lossy().replace('\'', r"'\''"));
+    let cmd = CString::new(quoted).context("helper path contains a NUL byte")?;
+    // execv keeps the environment, as lmbench's execlp does.
+    let (per_op, n) = time_exec(ctx, c"/bin/sh", &[c"sh", c"-c", cmd.as_c_str()], None)?;
+    Ok(latency(per_op, n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kscale_core::Params;
+    use nix::sys::wait::{waitpid, WaitStatus};
+
+    fn ctx(dir: &Path, trial: Duration) -> TrialCtx {
+        TrialCtx {
+            params: Params::default(),
+            trial_time: trial,
+            iterations: None,
+            dir: dir.to_path_buf(),
+            cpus: vec![0],
+            quick: true,
+            warmup: false,
+        }
+    }
+
+    /// Runs one workload the way production does: in a single-threaded
+    /// child process. The test harness has several threads, and a signal sent
+    /// to the process may be handled by another one (or arrive after the
+    /// handler is gone), which would measure and break the wrong thing.
+    /// Returns (latency, iterations, notes).
+    fn run_in_child(name: &str, trial: Duration) -> (f64, u64, String) {
+        let w = FAMILY
+            .workloads
+            .iter()
+            .find(|w| w.name == name)
+            .unwrap_or_else(|| panic!("no workload {name}"));
+        let root = tempfile::tempdir().unwrap();
+        let work = root.path().join("work");
+        std::fs::create_dir(&work).unwrap();
+        let result = root.path().join("result");
+        let pid = fork_child(|| match (w.run)(&ctx(&work, trial)) {
+            Ok(out) => {
+                let line = format!(
+                    "{} {} {}",
+                    out.values["latency"],
+                    out.iterations,
+                    out.notes.join("; ")
+                );
+                i32::from(std::fs::write(&result, line).is_err())
+            }
+            Err(e) => {
+                let _ = std::fs::write(&result, format!("{e:#}"));
+                2
+            }
+        })
+        .unwrap();
+        let status = waitpid(pid, None).unwrap();
+        let text = std::fs::read_to_string(&result).unwrap_or_default();
+        assert_eq!(status, WaitStatus::Exited(pid, 0), "{name}: {text}");
+        // Every file the workload made is gone.
+        assert_eq!(
+            std::fs::read_dir(&work).unwrap().count(),
+            0,
+            "{name} left files"
+        );
+        let mut parts = text.splitn(3, ' ');
+        let v: f64 = parts.next().unwrap().parse().unwrap();
+        let n: u64 = parts.next().unwrap().parse().unwrap();
+        (v, n, parts.next().unwrap_or("").to_string())
+    }
+
+    fn run_one(name: &str) {
+        let (v, n, _) = run_in_child(name, Duration::from_millis(20));
+        assert!(v.is_finite() && v > 0.0, "{name}: {v}");
+        assert!(n > 0);
+    }
+
+    #[test]
+    fn all_fourteen_workloads() {
+        let names: Vec<_> = FAMILY.workloads.iter().map(|w| w.name).collect();
+        assert_eq!(
+            names,
+            [
+                "null",
+                "read",
+                "write",
+                "stat",
+                "fstat",
+                "open_close",
+                "sig_install",
+                "sig_catch",
+                "prot_fault",
+                "pipe",
+                "unix",
+                "fork_exit",
+                "fork_exec",
+                "fork_sh"
+            ]
+        );
+    }
+
+    #[test]
+    fn null() {
+        run_one("null");
+    }
+    #[test]
+    fn read() {
+        run_one("read");
+    }
+    #[test]
+    fn write() {
+        run_one("write");
+    }
+    #[test]
+    fn stat() {
+        run_one("stat");
+    }
+    #[test]
+    fn fstat() {
+        run_one("fstat");
+    }
+    #[test]
+    fn open_close() {
+        run_one("open_close");
+    }
+    #[test]
+    fn sig_install() {
+        run_one("sig_install");
+    }
+    #[test]
+    fn sig_catch() {
+        run_one("sig_catch");
+    }
+    #[test]
+    fn prot_fault() {
+        run_one("prot_fault");
+    }
+    #[test]
+    fn pipe() {
+        run_one("pipe");
+    }
+    #[test]
+    fn unix() {
+        run_one("unix");
+    }
+    #[test]
+    fn fork_exit() {
+        run_one("fork_exit");
+    }
+    #[test]
+    fn fork_exec() {
+        run_one("fork_exec");
+    }
+    #[test]
+    fn fork_sh() {
+        run_one("fork_sh");
+    }
+
+    #[test]
+    fn fixed_iterations_are_honoured() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = ctx(dir.path(), Duration::from_millis(20));
+        c.iterations = Some(7);
+        let out = super::fork_exit(&c).unwrap();
+        assert_eq!(out.iterations, 7);
+    }
+
+    /// Figures to set beside the reference tools', 0.5 s trials:
+    /// `taskset -c 0 cargo test -p kscale-workloads --release syscall::tests::measure -- --ignored --nocapture`
+    /// (`KSCALE_ONLY=pipe,unix` picks workloads).
+    #[test]
+    #[ignore]
+    fn measure() {
+        let only = std::env::var("KSCALE_ONLY").ok();
+        for w in FAMILY.workloads {
+            if only
+                .as_deref()
+                .is_some_and(|o| !o.split(',').any(|x| x == w.name))
+            {
+                continue;
+            }
+            let (v, n, notes) = run_in_child(w.name, Duration::from_millis(500));
+            println!("{:<12} {:>12.4} µs  n={:<10} {}", w.name, v, n, notes);
+        }
+    }
 }
