@@ -139,7 +139,11 @@ pub fn t_quantile(confidence_pct: f64, df: f64) -> f64 {
 
 /// Geometric mean of positive values; `None` when any value is not positive.
 pub fn geomean(values: &[f64]) -> Option<f64> {
-    if values.is_empty() || values.iter().any(|v| !(*v > 0.0) || !v.is_finite()) {
+    if values.is_empty()
+        || values
+            .iter()
+            .any(|v| v.is_nan() || *v <= 0.0 || !v.is_finite())
+    {
         return None;
     }
     Some((values.iter().map(|v| v.ln()).sum::<f64>() / values.len() as f64).exp())

@@ -88,6 +88,9 @@ fn group<'a>(cases: &[&'a CaseData]) -> Grouped<'a> {
     Grouped { configs, rows }
 }
 
+/// Params other than the `geomean_over` one → per-configuration means.
+type GeomeanGroups = Vec<(BTreeMap<String, String>, Vec<Vec<f64>>)>;
+
 pub fn run_tables(run: &RunData, cat: &dyn Catalog) -> Vec<Table> {
     let rule = RuleInfo::of(run);
     let mut by_family: BTreeMap<String, Vec<&CaseData>> = BTreeMap::new();
@@ -140,7 +143,7 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
         let rows: Vec<&(CaseKey, BTreeMap<String, &CaseData>)> =
             g.rows.iter().filter(|(k, _)| &k.workload == wid).collect();
         // Geomean groups: params other than `geomean_over` → per-config values.
-        let mut gm: Vec<(BTreeMap<String, String>, Vec<Vec<f64>>)> = Vec::new();
+        let mut gm: GeomeanGroups = Vec::new();
         let mut unit = String::new();
         for (key, per_cfg) in &rows {
             let mut cells = vec![Cell::new(case_label(&info, key))];

@@ -264,6 +264,6 @@ mod tests {
             })
             .unwrap();
         assert!(per_op >= 100e-6, "{per_op}");
-        assert!(n >= 50 && n <= 600, "{n}");
+        assert!((50..=600).contains(&n), "{n}");
     }
 }

@@ -49,8 +49,9 @@ struct Unit {
 pub fn execute(store: &Store, run_id: i64, opts: &RunOptions, show_progress: bool) -> Result<()> {
     std::fs::create_dir_all(&opts.dir)
         .with_context(|| format!("cannot create {}", opts.dir.display()))?;
+    remove_stale_scratch(&opts.dir);
     let scratch = tempfile::Builder::new()
-        .prefix(".kscale-tmp-")
+        .prefix(&format!("{SCRATCH_PREFIX}{}-", std::process::id()))
         .tempdir_in(&opts.dir)
         .with_context(|| {
             format!(
@@ -135,6 +136,28 @@ pub fn execute(store: &Store, run_id: i64, opts: &RunOptions, show_progress: boo
     bar.finish_and_clear();
     drop(scratch);
     Ok(())
+}
+
+const SCRATCH_PREFIX: &str = ".kscale-tmp-";
+
+/// A run killed with SIGKILL cannot remove its scratch directory; the next
+/// run in the same place does, once the owning process is gone.
+fn remove_stale_scratch(dir: &std::path::Path) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix(SCRATCH_PREFIX) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
+            continue;
+        };
+        if !kscale_sys::process::alive(pid) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 fn progress_bar(show: bool, len: u64) -> ProgressBar {

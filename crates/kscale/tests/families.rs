@@ -1,0 +1,85 @@
+//! Every micro family runs end to end on the real binary with --quick, and
+//! every case yields a finite positive figure or a visible failure.
+
+mod common;
+use common::Env;
+
+fn run_family(family: &str, extra: &[&str]) {
+    let env = Env::new();
+    let mut args = vec![
+        "run",
+        family,
+        "--quick",
+        "--cpus",
+        "1",
+        "--no-progress",
+        "--label",
+        "t",
+    ];
+    args.extend_from_slice(extra);
+    let out = env.cmd(&args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{family}: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains(&format!("({family})")),
+        "{family}: no table\n{stdout}"
+    );
+    let j = env.export("t");
+    let results: Vec<&serde_json::Value> = j["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["primary"] == true)
+        .collect();
+    assert!(!results.is_empty(), "{family}: no results");
+    for r in results {
+        assert_eq!(r["status"], "done", "{family}: {r}");
+        let mean = r["mean"].as_f64().unwrap();
+        assert!(mean.is_finite() && mean > 0.0, "{family}: {r}");
+        assert!(r["n"].as_u64().unwrap() >= 3, "{family}: {r}");
+        assert_eq!(
+            r["trials"].as_array().unwrap().len() as u64,
+            r["n"].as_u64().unwrap()
+        );
+        assert!(r["ci_low"].as_f64().unwrap() <= mean && mean <= r["ci_high"].as_f64().unwrap());
+    }
+}
+
+#[test]
+fn syscall_family() {
+    run_family("syscall", &["--trial-time", "0.05"]);
+}
+
+#[test]
+fn ipc_family() {
+    run_family("ipc", &["--trial-time", "0.05"]);
+}
+
+#[test]
+fn ctx_family() {
+    run_family(
+        "ctx",
+        &[
+            "--trial-time",
+            "0.05",
+            "--param",
+            "procs=2,8",
+            "--param",
+            "size=0,16k",
+        ],
+    );
+}
+
+#[test]
+fn mem_family() {
+    run_family("mem", &["--trial-time", "0.05", "--param", "size=0.5m,8m"]);
+}
+
+#[test]
+fn fs_family() {
+    run_family("fs", &["--trial-time", "0.05"]);
+}
