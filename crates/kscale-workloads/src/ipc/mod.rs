@@ -1,0 +1,793 @@
+//! `ipc`: interprocess communication latency over localhost (SPEC §4.2, seed
+//! 003, lmbench `lat_udp`/`lat_tcp`/`lat_rpc`/`lat_connect`).
+//!
+//! Every workload is a "hot potato" between this worker and a forked server
+//! process. The server's socket is bound to port 0 on 127.0.0.1 in the worker
+//! and inherited by the child, so the port is known before the fork and
+//! concurrent runs never collide. Servers end when the client closes (TCP),
+//! on an explicit stop message (UDP), after [`SERVER_IDLE`] without traffic,
+//! or with the worker (PDEATHSIG); the [`ChildGuard`] kills and reaps them on
+//! every error path.
+
+pub mod rpc;
+
+use crate::util::{fork_child, ChildGuard};
+use crate::{timed, Family, TrialCtx, TrialOutput, WorkloadDef};
+use anyhow::{bail, ensure, Context, Result};
+use kscale_core::MetricDef;
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use std::io::{self, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::time::{Duration, Instant};
+
+const LAT: MetricDef = MetricDef::lower("latency", "µs");
+const LAT_METRICS: &[MetricDef] = &[LAT];
+
+/// How long a client waits for a reply before declaring the server dead. Far
+/// above any round trip, far below the worker's timeout, so a lost server
+/// yields an error message rather than a killed worker.
+const IO_TIMEOUT: Duration = Duration::from_secs(10);
+/// A server with no traffic for this long exits: its client is gone.
+const SERVER_IDLE: Duration = Duration::from_secs(30);
+/// How long a finished client waits for its server to exit cleanly.
+const SERVER_EXIT: Duration = Duration::from_secs(5);
+
+/// lmbench sends 4-byte messages for UDP (its sequence number) and the spec
+/// fixes TCP at 4 bytes too.
+const MSG: usize = 4;
+
+const fn workload(
+    name: &'static str,
+    title: &'static str,
+    help: &'static str,
+    run: fn(&TrialCtx) -> Result<TrialOutput>,
+) -> WorkloadDef {
+    WorkloadDef {
+        family: "ipc",
+        name,
+        title,
+        help,
+        params: &[],
+        metrics: LAT_METRICS,
+        geomean_over: None,
+        timeout: Duration::from_secs(120),
+        run,
+    }
+}
+
+pub static FAMILY: Family = Family {
+    name: "ipc",
+    title: "Interprocess communication latency",
+    help: "Round-trip time of a token passed between two processes over localhost UDP, TCP and \
+           ONC RPC, and the cost of a TCP connection (lmbench lat_udp, lat_tcp, lat_rpc, \
+           lat_connect).",
+    workloads: &[
+        workload(
+            "udp",
+            "UDP latency",
+            "4-byte datagram sent to a server on 127.0.0.1 that echoes it back (lmbench lat_udp).",
+            udp,
+        ),
+        workload(
+            "tcp",
+            "TCP latency",
+            "4-byte message echoed over an established TCP_NODELAY connection on 127.0.0.1 \
+             (lmbench lat_tcp -m 4, netperf TCP_RR).",
+            tcp,
+        ),
+        workload(
+            "rpc_tcp",
+            "RPC/tcp latency",
+            "ONC RPC v2 call (RFC 5531, record marking) over TCP to a procedure that echoes an \
+             XDR unsigned int (lmbench lat_rpc -p tcp).",
+            rpc_tcp,
+        ),
+        workload(
+            "rpc_udp",
+            "RPC/udp latency",
+            "ONC RPC v2 call (RFC 5531) over UDP to a procedure that echoes an XDR unsigned int \
+             (lmbench lat_rpc -p udp).",
+            rpc_udp,
+        ),
+        workload(
+            "tcp_connect",
+            "TCP/IP connection cost",
+            "connect() to a server on 127.0.0.1 that accepts and closes, then close() \
+             (lmbench lat_connect, netperf TCP_CRR without data).",
+            tcp_connect,
+        ),
+    ],
+};
+
+fn loopback() -> SocketAddr {
+    SocketAddr::from((Ipv4Addr::LOCALHOST, 0))
+}
+
+/// Forks a server running `f`; its error, if any, goes to stderr and makes
+/// the child exit 1 so [`finish_server`] can report it.
+fn spawn_server(f: impl FnOnce() -> Result<()>) -> Result<ChildGuard> {
+    let pid = fork_child(|| match f() {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("ipc server: {e:#}");
+            1
+        }
+    })?;
+    Ok(ChildGuard(pid))
+}
+
+/// Waits for a server that was told to stop and fails if it reported an
+/// error, so a server-side validation failure is not silently dropped.
+fn finish_server(guard: ChildGuard) -> Result<()> {
+    let deadline = Instant::now() + SERVER_EXIT;
+    loop {
+        match waitpid(guard.0, Some(WaitPidFlag::WNOHANG)).context("waitpid on ipc server")? {
+            WaitStatus::StillAlive => {
+                if Instant::now() >= deadline {
+                    bail!("ipc server did not exit within {SERVER_EXIT:?} of being told to");
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            WaitStatus::Exited(_, code) => {
+                // Reaped: the guard must not signal a pid that may be reused.
+                std::mem::forget(guard);
+                ensure!(code == 0, "ipc server exited with status {code}");
+                return Ok(());
+            }
+            WaitStatus::Signaled(_, sig, _) => {
+                std::mem::forget(guard);
+                bail!("ipc server killed by {sig:?}");
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Blocks until `fd` is readable or `timeout` passes (false).
+fn wait_readable(fd: RawFd, timeout: Duration) -> io::Result<bool> {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+    loop {
+        // SAFETY: one valid pollfd that lives for the duration of the call.
+        let r = unsafe { libc::poll(&mut p, 1, ms) };
+        if r >= 0 {
+            return Ok(r > 0);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Makes a blocking `accept` on `l` give up after `t` (Linux honours
+/// SO_RCVTIMEO on listening sockets), which bounds a server whose client
+/// never comes.
+fn set_accept_timeout(l: &TcpListener, t: Duration) -> Result<()> {
+    let tv = nix::sys::time::TimeVal::new(t.as_secs() as libc::time_t, 0);
+    nix::sys::socket::setsockopt(&l.as_fd(), nix::sys::socket::sockopt::ReceiveTimeout, &tv)
+        .context("SO_RCVTIMEO on listening socket")
+}
+
+/// Reads exactly `buf.len()` bytes; false on end of stream before the first.
+fn read_msg(s: &mut TcpStream, buf: &mut [u8]) -> Result<bool> {
+    let mut got = 0;
+    while got < buf.len() {
+        match s.read(&mut buf[got..]) {
+            Ok(0) if got == 0 => return Ok(false),
+            Ok(0) => bail!("connection closed inside a {}-byte message", buf.len()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e).context("TCP read"),
+        }
+    }
+    Ok(true)
+}
+
+// ---------------------------------------------------------------- UDP
+
+fn udp(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let server = UdpSocket::bind(loopback()).context("binding UDP server socket")?;
+    let addr = server.local_addr().context("UDP server address")?;
+    let guard = spawn_server(move || udp_echo_server(server))?;
+
+    let client = UdpSocket::bind(loopback()).context("binding UDP client socket")?;
+    client.connect(addr).context("connecting UDP client")?;
+    client
+        .set_read_timeout(Some(IO_TIMEOUT))
+        .context("UDP client timeout")?;
+    let mut seq: u32 = 0;
+    let (per_op, n) = ctx.time_per_op(|n| {
+        timed(|| {
+            let mut buf = [0u8; 2 * MSG];
+            for _ in 0..n {
+                seq = seq.wrapping_add(1);
+                let msg = seq.to_be_bytes();
+                client.send(&msg).context("UDP send")?;
+                let got = client
+                    .recv(&mut buf)
+                    .context("UDP receive from echo server")?;
+                ensure!(
+                    buf[..got] == msg,
+                    "UDP echo returned {:?} for {msg:?}",
+                    &buf[..got]
+                );
+            }
+            Ok(())
+        })
+    })?;
+    // An empty datagram tells the server to exit.
+    client.send(&[]).context("UDP stop message")?;
+    finish_server(guard)?;
+    Ok(TrialOutput::new(n).with(&LAT, per_op * 1e6))
+}
+
+fn udp_echo_server(sock: UdpSocket) -> Result<()> {
+    sock.set_read_timeout(Some(SERVER_IDLE))?;
+    let mut buf = [0u8; 2 * MSG];
+    loop {
+        let (len, peer) = sock.recv_from(&mut buf).context("UDP server receive")?;
+        if len == 0 {
+            return Ok(());
+        }
+        ensure!(len == MSG, "UDP server got a {len}-byte datagram");
+        sock.send_to(&buf[..len], peer).context("UDP server send")?;
+    }
+}
+
+// ---------------------------------------------------------------- TCP
+
+fn tcp(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let listener = TcpListener::bind(loopback()).context("binding TCP server socket")?;
+    let addr = listener.local_addr().context("TCP server address")?;
+    let guard = spawn_server(move || tcp_echo_server(listener))?;
+
+    let mut s = TcpStream::connect(addr).context("connecting to TCP echo server")?;
+    s.set_nodelay(true).context("TCP_NODELAY")?;
+    s.set_read_timeout(Some(IO_TIMEOUT))
+        .context("TCP client timeout")?;
+    let mut seq: u32 = 0;
+    let (per_op, n) = ctx.time_per_op(|n| {
+        timed(|| {
+            let mut buf = [0u8; MSG];
+            for _ in 0..n {
+                seq = seq.wrapping_add(1);
+                let msg = seq.to_be_bytes();
+                s.write_all(&msg).context("TCP send")?;
+                ensure!(read_msg(&mut s, &mut buf)?, "TCP echo server closed");
+                ensure!(buf == msg, "TCP echo returned {buf:?} for {msg:?}");
+            }
+            Ok(())
+        })
+    })?;
+    // End of stream tells the server to exit.
+    drop(s);
+    finish_server(guard)?;
+    Ok(TrialOutput::new(n).with(&LAT, per_op * 1e6))
+}
+
+fn tcp_echo_server(listener: TcpListener) -> Result<()> {
+    set_accept_timeout(&listener, SERVER_IDLE)?;
+    let (mut s, _) = listener.accept().context("TCP server accept")?;
+    drop(listener);
+    s.set_nodelay(true)?;
+    s.set_read_timeout(Some(SERVER_IDLE))?;
+    let mut buf = [0u8; MSG];
+    while read_msg(&mut s, &mut buf)? {
+        s.write_all(&buf).context("TCP server send")?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- connect
+
+/// Connection cost. The server accepts and closes at once, and the client
+/// waits for that close (read returns 0) before closing its end. This makes
+/// the *server* the active closer, so TIME_WAIT is held by the server's
+/// (server port, client port) tuples: they never block the client's choice
+/// of an ephemeral port, and a new SYN that lands on one is accepted by the
+/// kernel's TIME_WAIT recycling. lmbench lets the client close first; at tens
+/// of thousands of connects per 0.5 s trial its TIME_WAIT sockets fill the
+/// ephemeral port range and connect() slows down and finally fails with
+/// EADDRNOTAVAIL. Waiting for the close also keeps one connection in flight,
+/// so the accept queue cannot overflow and drop SYNs (a 1 s retransmit) when
+/// the server shares a CPU with the client.
+fn tcp_connect(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let listener = TcpListener::bind(loopback()).context("binding TCP server socket")?;
+    let addr = listener.local_addr().context("TCP server address")?;
+    let guard = spawn_server(move || accept_close_server(listener))?;
+
+    let (per_op, n) = ctx.time_per_op(|n| {
+        timed(|| {
+            let mut b = [0u8; 1];
+            for _ in 0..n {
+                let mut s = TcpStream::connect(addr).context("connecting to TCP server")?;
+                let got = s.read(&mut b).context("waiting for the server's close")?;
+                ensure!(got == 0, "connect server sent data");
+            }
+            Ok(())
+        })
+    })?;
+    // The server has no connection to see closing; it is killed by the guard.
+    drop(guard);
+    Ok(TrialOutput::new(n).with(&LAT, per_op * 1e6))
+}
+
+fn accept_close_server(listener: TcpListener) -> Result<()> {
+    set_accept_timeout(&listener, SERVER_IDLE)?;
+    loop {
+        let (s, _) = listener.accept().context("TCP server accept")?;
+        drop(s);
+    }
+}
+
+// ---------------------------------------------------------------- RPC
+
+/// A program number in RFC 5531's "defined by user" range 0x20000000–0x3fffffff.
+const XACT_PROG: u32 = 0x2000_4b53;
+const XACT_VERS: u32 = 1;
+/// Procedure 0 is the conventional null procedure.
+const PROC_NULL: u32 = 0;
+/// Echoes its XDR unsigned int argument.
+const PROC_ECHO: u32 = 1;
+/// Replies and makes the server exit (lmbench's RPC_EXIT).
+const PROC_EXIT: u32 = 2;
+/// Largest record either side accepts; the echo needs well under 100 bytes.
+const MAX_RECORD: usize = 64 * 1024;
+/// UDP calls are retransmitted after this long without a reply, as RPC over
+/// UDP must; a loopback reply takes microseconds, so retransmissions happen
+/// only if the server is starved, and duplicates of the echo are harmless.
+const UDP_RETRANSMIT: Duration = Duration::from_millis(200);
+
+/// What the server does after answering a call.
+#[derive(Debug, PartialEq, Eq)]
+enum After {
+    Continue,
+    Exit,
+}
+
+/// The server's dispatcher: answers one call message into `out`.
+fn dispatch(req: &[u8], out: &mut Vec<u8>) -> Result<After> {
+    use rpc::{Accepted, Incoming, Rejected, ReplyBody, AUTH_NONE_BODY};
+    let call = match rpc::decode_call(req).context("RPC server got a malformed call")? {
+        Incoming::Call(c) => c,
+        Incoming::WrongVersion { xid, .. } => {
+            let body = ReplyBody::Denied(Rejected::RpcMismatch {
+                low: rpc::RPC_VERS,
+                high: rpc::RPC_VERS,
+            });
+            rpc::encode_reply(out, xid, &body)?;
+            return Ok(After::Continue);
+        }
+    };
+    let accepted = |stat| ReplyBody::Accepted {
+        verf: AUTH_NONE_BODY,
+        stat,
+    };
+    let mut after = After::Continue;
+    let body = if call.cred.flavor != rpc::AUTH_NONE || call.verf.flavor != rpc::AUTH_NONE {
+        ReplyBody::Denied(Rejected::AuthError(rpc::AUTH_REJECTEDCRED))
+    } else if call.prog != XACT_PROG {
+        accepted(Accepted::ProgUnavail)
+    } else if call.vers != XACT_VERS {
+        accepted(Accepted::ProgMismatch {
+            low: XACT_VERS,
+            high: XACT_VERS,
+        })
+    } else {
+        match call.proc_ {
+            PROC_ECHO if call.args.len() == 4 => accepted(Accepted::Success(call.args)),
+            PROC_NULL | PROC_EXIT if call.args.is_empty() => {
+                if call.proc_ == PROC_EXIT {
+                    after = After::Exit;
+                }
+                accepted(Accepted::Success(&[]))
+            }
+            PROC_ECHO | PROC_NULL | PROC_EXIT => accepted(Accepted::GarbageArgs),
+            _ => accepted(Accepted::ProcUnavail),
+        }
+    };
+    rpc::encode_reply(out, call.xid, &body)?;
+    Ok(after)
+}
+
+/// Checks an echo reply: the right call, accepted, and the value sent.
+fn check_echo(reply: &[u8], xid: u32, sent: u32) -> Result<()> {
+    let results = rpc::expect_success(reply, xid)?;
+    let mut r = rpc::XdrReader::new(results);
+    let got = r.get_u32().context("RPC echo result")?;
+    r.finish().context("RPC echo result")?;
+    ensure!(got == sent, "RPC echo returned {got} for {sent}");
+    Ok(())
+}
+
+/// The client side of RPC over TCP, shaped like libtirpc's clnt_vc: each call
+/// is one record-marked write, then a poll bounded by the call timeout, then
+/// buffered reads until the reply record is complete.
+struct TcpRpcClient {
+    s: TcpStream,
+    xid: u32,
+    out: Vec<u8>,
+    reply: Vec<u8>,
+    rr: rpc::RecordReader,
+}
+
+impl TcpRpcClient {
+    fn connect(addr: SocketAddr) -> Result<Self> {
+        let s = TcpStream::connect(addr).context("connecting to RPC/tcp server")?;
+        s.set_nodelay(true).context("TCP_NODELAY")?;
+        Ok(TcpRpcClient {
+            s,
+            xid: 0x4b53_0000,
+            out: Vec::with_capacity(128),
+            reply: Vec::with_capacity(128),
+            rr: rpc::RecordReader::new(MAX_RECORD),
+        })
+    }
+
+    /// Sends call `proc_` and returns the xid and the reply message.
+    fn call(&mut self, proc_: u32, args: &[u8]) -> Result<(u32, &[u8])> {
+        self.xid = self.xid.wrapping_add(1);
+        rpc::begin_record(&mut self.out);
+        rpc::encode_call(&mut self.out, self.xid, XACT_PROG, XACT_VERS, proc_, args)?;
+        rpc::end_record(&mut self.out)?;
+        self.s.write_all(&self.out).context("RPC/tcp send")?;
+        let s = &mut self.s;
+        let fd = s.as_raw_fd();
+        let more = self.rr.read_record(&mut self.reply, |buf| {
+            if !wait_readable(fd, IO_TIMEOUT)? {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "RPC/tcp call timed out",
+                ));
+            }
+            s.read(buf)
+        })?;
+        ensure!(more, "RPC/tcp server closed the connection");
+        Ok((self.xid, &self.reply))
+    }
+
+    fn echo(&mut self, v: u32) -> Result<()> {
+        let (xid, reply) = self.call(PROC_ECHO, &v.to_be_bytes())?;
+        check_echo(reply, xid, v)
+    }
+}
+
+fn rpc_tcp(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let listener = TcpListener::bind(loopback()).context("binding RPC/tcp server socket")?;
+    let addr = listener.local_addr().context("RPC/tcp server address")?;
+    let guard = spawn_server(move || rpc_tcp_server(listener))?;
+
+    let mut client = TcpRpcClient::connect(addr)?;
+    let mut v: u32 = 0;
+    let (per_op, n) = ctx.time_per_op(|n| {
+        timed(|| {
+            for _ in 0..n {
+                v = v.wrapping_add(1);
+                client.echo(v)?;
+            }
+            Ok(())
+        })
+    })?;
+    // End of stream tells the server to exit.
+    drop(client);
+    finish_server(guard)?;
+    Ok(TrialOutput::new(n).with(&LAT, per_op * 1e6))
+}
+
+/// Serves one connection the way libtirpc's svc_run + svc_vc do: poll, one
+/// buffered read per record, dispatch, one write per reply.
+fn rpc_tcp_server(listener: TcpListener) -> Result<()> {
+    set_accept_timeout(&listener, SERVER_IDLE)?;
+    let (mut s, _) = listener.accept().context("RPC/tcp server accept")?;
+    drop(listener);
+    s.set_nodelay(true)?;
+    let fd = s.as_raw_fd();
+    let mut rr = rpc::RecordReader::new(MAX_RECORD);
+    let (mut req, mut out) = (Vec::with_capacity(128), Vec::with_capacity(128));
+    loop {
+        let more = rr.read_record(&mut req, |buf| {
+            if !wait_readable(fd, SERVER_IDLE)? {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "RPC/tcp server idle",
+                ));
+            }
+            s.read(buf)
+        })?;
+        if !more {
+            return Ok(());
+        }
+        rpc::begin_record(&mut out);
+        let after = dispatch(&req, &mut out)?;
+        rpc::end_record(&mut out)?;
+        s.write_all(&out).context("RPC/tcp server send")?;
+        if after == After::Exit {
+            return Ok(());
+        }
+    }
+}
+
+/// The client side of RPC over UDP, shaped like libtirpc's clnt_dg: send,
+/// poll with a retransmission timeout, receive; replies to earlier calls
+/// (possible only after a retransmission) are discarded, anything else that
+/// does not match is an error.
+struct UdpRpcClient {
+    s: UdpSocket,
+    xid: u32,
+    out: Vec<u8>,
+    reply: Vec<u8>,
+    retransmitted: bool,
+}
+
+impl UdpRpcClient {
+    fn connect(addr: SocketAddr) -> Result<Self> {
+        let s = UdpSocket::bind(loopback()).context("binding RPC/udp client socket")?;
+        s.connect(addr).context("connecting RPC/udp client")?;
+        Ok(UdpRpcClient {
+            s,
+            xid: 0x4b53_0000,
+            out: Vec::with_capacity(128),
+            reply: vec![0; 8800],
+            retransmitted: false,
+        })
+    }
+
+    fn call(&mut self, proc_: u32, args: &[u8]) -> Result<(u32, &[u8])> {
+        self.xid = self.xid.wrapping_add(1);
+        let xid = self.xid;
+        self.out.clear();
+        rpc::encode_call(&mut self.out, xid, XACT_PROG, XACT_VERS, proc_, args)?;
+        let fd = self.s.as_raw_fd();
+        let tries = (IO_TIMEOUT.as_millis() / UDP_RETRANSMIT.as_millis()).max(1);
+        let mut sent = 0;
+        loop {
+            if sent == tries {
+                bail!("RPC/udp call timed out after {sent} transmissions");
+            }
+            if sent > 0 {
+                self.retransmitted = true;
+            }
+            self.s.send(&self.out).context("RPC/udp send")?;
+            sent += 1;
+            while wait_readable(fd, UDP_RETRANSMIT).context("RPC/udp poll")? {
+                let len = self.s.recv(&mut self.reply).context("RPC/udp receive")?;
+                let got = rpc::XdrReader::new(&self.reply[..len])
+                    .get_u32()
+                    .context("RPC/udp reply")?;
+                if got != xid && self.retransmitted && xid.wrapping_sub(got) < 1 << 16 {
+                    continue;
+                }
+                return Ok((xid, &self.reply[..len]));
+            }
+        }
+    }
+
+    fn echo(&mut self, v: u32) -> Result<()> {
+        let (xid, reply) = self.call(PROC_ECHO, &v.to_be_bytes())?;
+        check_echo(reply, xid, v)
+    }
+}
+
+fn rpc_udp(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let server = UdpSocket::bind(loopback()).context("binding RPC/udp server socket")?;
+    let addr = server.local_addr().context("RPC/udp server address")?;
+    let guard = spawn_server(move || rpc_udp_server(server))?;
+
+    let mut client = UdpRpcClient::connect(addr)?;
+    let mut v: u32 = 0;
+    let (per_op, n) = ctx.time_per_op(|n| {
+        timed(|| {
+            for _ in 0..n {
+                v = v.wrapping_add(1);
+                client.echo(v)?;
+            }
+            Ok(())
+        })
+    })?;
+    let (xid, reply) = client.call(PROC_EXIT, &[])?;
+    rpc::expect_success(reply, xid).context("RPC/udp exit call")?;
+    finish_server(guard)?;
+    Ok(TrialOutput::new(n).with(&LAT, per_op * 1e6))
+}
+
+/// svc_run + svc_dg in miniature: poll, recvfrom, dispatch, sendto.
+fn rpc_udp_server(sock: UdpSocket) -> Result<()> {
+    let fd = sock.as_raw_fd();
+    let mut buf = vec![0u8; 8800];
+    let mut out = Vec::with_capacity(128);
+    loop {
+        ensure!(
+            wait_readable(fd, SERVER_IDLE).context("RPC/udp server poll")?,
+            "RPC/udp server idle for {SERVER_IDLE:?}"
+        );
+        let (len, peer) = sock.recv_from(&mut buf).context("RPC/udp server receive")?;
+        out.clear();
+        let after = dispatch(&buf[..len], &mut out)?;
+        sock.send_to(&out, peer).context("RPC/udp server send")?;
+        if after == After::Exit {
+            return Ok(());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kscale_core::Params;
+
+    fn quick_ctx() -> TrialCtx {
+        TrialCtx {
+            params: Params::default(),
+            trial_time: Duration::from_millis(20),
+            iterations: None,
+            dir: std::env::temp_dir(),
+            cpus: vec![0],
+            quick: true,
+            warmup: false,
+        }
+    }
+
+    fn check(name: &str) -> f64 {
+        let w = FAMILY
+            .workloads
+            .iter()
+            .find(|w| w.name == name)
+            .expect("workload");
+        let out = (w.run)(&quick_ctx()).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+        let v = out.values["latency"];
+        assert!(v.is_finite() && v > 0.0 && v < 100_000.0, "{name}: {v}");
+        assert!(out.iterations > 0);
+        v
+    }
+
+    #[test]
+    fn udp_runs() {
+        check("udp");
+    }
+
+    #[test]
+    fn tcp_runs() {
+        check("tcp");
+    }
+
+    #[test]
+    fn rpc_tcp_runs() {
+        check("rpc_tcp");
+    }
+
+    #[test]
+    fn rpc_udp_runs() {
+        check("rpc_udp");
+    }
+
+    #[test]
+    fn tcp_connect_runs() {
+        check("tcp_connect");
+    }
+
+    #[test]
+    fn fixed_iterations_are_honoured() {
+        let mut ctx = quick_ctx();
+        ctx.iterations = Some(123);
+        let out = tcp(&ctx).unwrap();
+        assert_eq!(out.iterations, 123);
+    }
+
+    fn call(proc_: u32, prog: u32, vers: u32, args: &[u8]) -> Vec<u8> {
+        let mut c = Vec::new();
+        rpc::encode_call(&mut c, 5, prog, vers, proc_, args).unwrap();
+        c
+    }
+
+    #[test]
+    fn dispatcher_answers_per_rfc() {
+        use rpc::{Accepted, ReplyBody};
+        let reply = |req: &[u8]| {
+            let mut out = Vec::new();
+            let after = dispatch(req, &mut out).unwrap();
+            (out, after)
+        };
+        let (out, after) = reply(&call(PROC_ECHO, XACT_PROG, XACT_VERS, &[0, 0, 0, 42]));
+        assert_eq!(after, After::Continue);
+        check_echo(&out, 5, 42).unwrap();
+        assert!(check_echo(&out, 5, 43).is_err());
+        assert!(check_echo(&out, 6, 42).is_err());
+
+        let stat = |req: Vec<u8>| match rpc::decode_reply(&reply(&req).0).unwrap().1 {
+            ReplyBody::Accepted { stat, .. } => format!("{stat:?}"),
+            d => format!("{d:?}"),
+        };
+        assert_eq!(
+            stat(call(PROC_NULL, XACT_PROG, XACT_VERS, &[])),
+            "Success([])"
+        );
+        assert_eq!(
+            stat(call(PROC_ECHO, XACT_PROG + 1, XACT_VERS, &[0; 4])),
+            "ProgUnavail"
+        );
+        assert_eq!(
+            stat(call(PROC_ECHO, XACT_PROG, 2, &[0; 4])),
+            format!("{:?}", Accepted::ProgMismatch { low: 1, high: 1 })
+        );
+        assert_eq!(stat(call(9, XACT_PROG, XACT_VERS, &[])), "ProcUnavail");
+        assert_eq!(
+            stat(call(PROC_ECHO, XACT_PROG, XACT_VERS, &[0; 3])),
+            "GarbageArgs"
+        );
+        let mut v3 = call(PROC_NULL, XACT_PROG, XACT_VERS, &[]);
+        v3[11] = 3;
+        assert_eq!(stat(v3), "Denied(RpcMismatch { low: 2, high: 2 })");
+        let mut unix_cred = call(PROC_NULL, XACT_PROG, XACT_VERS, &[]);
+        unix_cred[27] = 1;
+        assert_eq!(stat(unix_cred), "Denied(AuthError(2))");
+
+        let (_, after) = reply(&call(PROC_EXIT, XACT_PROG, XACT_VERS, &[]));
+        assert_eq!(after, After::Exit);
+        assert!(dispatch(&[0, 0, 0, 1], &mut Vec::new()).is_err());
+    }
+
+    /// A server that answers with garbage must make the client fail, not hang
+    /// or report a figure.
+    #[test]
+    fn client_rejects_bad_replies() {
+        let listener = TcpListener::bind(loopback()).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let guard = spawn_server(move || {
+            let (mut s, _) = listener.accept()?;
+            let mut rr = rpc::RecordReader::new(MAX_RECORD);
+            let mut req = Vec::new();
+            rr.read_record(&mut req, |b| s.read(b))?;
+            let mut out = Vec::new();
+            rpc::begin_record(&mut out);
+            // A reply to a different xid.
+            rpc::encode_reply(
+                &mut out,
+                1,
+                &rpc::ReplyBody::Accepted {
+                    verf: rpc::AUTH_NONE_BODY,
+                    stat: rpc::Accepted::Success(&[0, 0, 0, 1]),
+                },
+            )?;
+            rpc::end_record(&mut out)?;
+            s.write_all(&out)?;
+            let _ = s.read(&mut [0u8; 1]);
+            Ok(())
+        })
+        .unwrap();
+        let mut c = TcpRpcClient::connect(addr).unwrap();
+        let err = c.echo(1).unwrap_err();
+        assert!(format!("{err:#}").contains("xid"), "{err:#}");
+        drop(c);
+        drop(guard);
+    }
+
+    /// Numbers for the comparison with lmbench: run with
+    /// `cargo test -p kscale-workloads --release ipc::tests::measure -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn measure() {
+        for w in FAMILY.workloads {
+            let mut ctx = quick_ctx();
+            ctx.trial_time = Duration::from_millis(500);
+            let mut vals = Vec::new();
+            for _ in 0..5 {
+                let out = (w.run)(&ctx).unwrap_or_else(|e| panic!("{}: {e:#}", w.name));
+                vals.push(out.values["latency"]);
+            }
+            vals.sort_by(f64::total_cmp);
+            println!(
+                "{:<12} median {:8.3} µs  (min {:.3}, max {:.3})",
+                w.name,
+                vals[vals.len() / 2],
+                vals[0],
+                vals[vals.len() - 1]
+            );
+        }
+    }
+}
