@@ -1,10 +1,332 @@
-//! `ctx` family — to be filled in.
+//! `ctx`: context switching latency (SPEC §4.3, seed 003, lmbench `lat_ctx`).
+//!
+//! `procs` processes (the worker and `procs - 1` forked children) form a ring
+//! of pipes and pass a 4-byte token around it; every process sums its own
+//! private array of `size` bytes each time it holds the token. One trip around
+//! the ring costs `procs` context switches plus `procs` times the pipe traffic
+//! and summing. As lat_ctx does, that overhead is measured in a single
+//! process — the same number of pipe write/read pairs (cycling over `procs`
+//! pipes) and array sums with no switch in between — and subtracted, leaving
+//! the time of the switch itself, including refilling the cache with the next
+//! process's array.
 
-use crate::Family;
+use crate::util::{fork_child, ChildGuard};
+use crate::{timed, Family, TrialCtx, TrialOutput, WorkloadDef};
+use anyhow::{bail, ensure, Context, Result};
+use kscale_core::{MetricDef, ParamDef, ParamKind};
+use std::hint::black_box;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+const LAT: MetricDef = MetricDef::lower("latency", "µs");
+/// The subtracted pipe + summing cost per switch, kept so a reader can see
+/// how much of the raw ring time was not switching.
+const OVERHEAD: MetricDef = MetricDef::lower("overhead", "µs");
 
 pub static FAMILY: Family = Family {
     name: "ctx",
-    title: "ctx",
-    help: "ctx",
-    workloads: &[],
+    title: "Context switching latency",
+    help: "Time to switch between processes passing a token around a ring of pipes, each \
+           summing a private array (lmbench lat_ctx).",
+    workloads: &[WorkloadDef {
+        family: "ctx",
+        name: "lat",
+        title: "Context switching latency",
+        help: "µs per context switch in a ring of `procs` processes, each summing its own \
+               `size`-byte array before passing the token on; the same pipe traffic and \
+               summing in one process is subtracted (lmbench lat_ctx -s size procs).",
+        params: &[
+            ParamDef {
+                name: "size",
+                help: "Private array each process sums while it holds the token.",
+                kind: ParamKind::Size,
+                default: &["0", "4k", "8k", "16k", "32k", "64k"],
+                quick: &["0", "16k", "64k"],
+            },
+            ParamDef {
+                name: "procs",
+                help: "Processes in the ring (at least 2).",
+                kind: ParamKind::Int,
+                default: &["2", "4", "8", "16", "24", "32", "64", "96"],
+                quick: &["2", "8", "32"],
+            },
+        ],
+        metrics: &[LAT, OVERHEAD],
+        geomean_over: Some("procs"),
+        timeout: Duration::from_secs(120),
+        run: lat,
+    }],
 };
+
+/// The token lat_ctx passes: one C int.
+type Token = [u8; 4];
+
+/// Writes the token; a short write or error means the ring is broken.
+fn send(fd: RawFd, tok: &Token) -> std::io::Result<()> {
+    // SAFETY: tok is a valid 4-byte buffer for the duration of the call.
+    let n = unsafe { libc::write(fd, tok.as_ptr().cast(), tok.len()) };
+    if n == tok.len() as isize {
+        Ok(())
+    } else if n < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::WriteZero,
+            "short pipe write",
+        ))
+    }
+}
+
+/// Reads the token; end of file (the ring was torn down) is an error too.
+fn recv(fd: RawFd, tok: &mut Token) -> std::io::Result<()> {
+    // SAFETY: tok is a valid, writable 4-byte buffer for the duration of the call.
+    let n = unsafe { libc::read(fd, tok.as_mut_ptr().cast(), tok.len()) };
+    if n == tok.len() as isize {
+        Ok(())
+    } else if n < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "pipe closed",
+        ))
+    }
+}
+
+/// A process's private array, written once so that every page is really
+/// mapped (a zeroed allocation would leave all pages sharing the kernel's
+/// zero page, which stays in cache and hides the cost being measured).
+fn private_array(bytes: usize) -> Vec<u64> {
+    vec![1u64; bytes / std::mem::size_of::<u64>()]
+}
+
+/// Sums the array with scalar volatile loads, as lmbench's `bread` compiled
+/// with `-O` does: the sum cannot be hoisted out of the token loop (the array
+/// never changes) nor vectorised into a different cost than the reference's.
+#[inline(never)]
+fn sum_words(data: &[u64]) -> u64 {
+    let mut sum = 0u64;
+    let mut chunks = data.chunks_exact(16);
+    for c in &mut chunks {
+        for w in c {
+            // SAFETY: w is a valid reference into the slice.
+            sum = sum.wrapping_add(unsafe { std::ptr::read_volatile(w) });
+        }
+    }
+    for w in chunks.remainder() {
+        // SAFETY: as above.
+        sum = sum.wrapping_add(unsafe { std::ptr::read_volatile(w) });
+    }
+    sum
+}
+
+fn pipes(n: usize) -> Result<Vec<(OwnedFd, OwnedFd)>> {
+    (0..n)
+        .map(|i| nix::unistd::pipe().with_context(|| format!("creating pipe {i} of {n}")))
+        .collect()
+}
+
+/// A running ring. Dropping it closes the worker's pipe ends and kills and
+/// reaps every child, whatever path the trial leaves by.
+struct Ring {
+    /// The worker writes the token into the first pipe...
+    first_w: OwnedFd,
+    /// ...and gets it back from the last one.
+    last_r: OwnedFd,
+    _children: Vec<ChildGuard>,
+}
+
+impl Ring {
+    fn start(procs: usize, bytes: usize) -> Result<Ring> {
+        let mut pipes = pipes(procs)?;
+        let all: Vec<RawFd> = pipes
+            .iter()
+            .flat_map(|(r, w)| [r.as_raw_fd(), w.as_raw_fd()])
+            .collect();
+        let mut children = Vec::with_capacity(procs - 1);
+        for i in 1..procs {
+            let rd = pipes[i - 1].0.as_raw_fd();
+            let wr = pipes[i].1.as_raw_fd();
+            let all = &all;
+            let pid = fork_child(move || {
+                for &fd in all {
+                    if fd != rd && fd != wr {
+                        // SAFETY: the child owns its copies of the inherited fds.
+                        unsafe { libc::close(fd) };
+                    }
+                }
+                let data = private_array(bytes);
+                let mut tok: Token = [0; 4];
+                // Runs until the worker closes its end or kills the ring.
+                while recv(rd, &mut tok).is_ok() {
+                    black_box(sum_words(black_box(&data)));
+                    if send(wr, &tok).is_err() {
+                        break;
+                    }
+                }
+                0
+            })
+            .with_context(|| format!("forking ring process {i} of {procs}"))?;
+            children.push(ChildGuard(pid));
+        }
+        let (last_r, _) = pipes.pop().context("ring has no pipes")?;
+        let (_, first_w) = pipes.swap_remove(0);
+        // The remaining ends belong to the children; closing ours now means a
+        // dead neighbour shows up as end of file instead of a hang.
+        drop(pipes);
+        let ring = Ring {
+            first_w,
+            last_r,
+            _children: children,
+        };
+        // One trip so that every child is up and waiting before timing.
+        let mut tok: Token = 1i32.to_ne_bytes();
+        send(ring.first_w.as_raw_fd(), &tok).context("starting the token")?;
+        recv(ring.last_r.as_raw_fd(), &mut tok).context("first trip around the ring")?;
+        Ok(ring)
+    }
+
+    /// `trips` times round the ring, the worker summing its own array in turn.
+    fn run(&self, trips: u64, data: &[u64]) -> Result<Duration> {
+        let (w, r) = (self.first_w.as_raw_fd(), self.last_r.as_raw_fd());
+        let mut tok: Token = 1i32.to_ne_bytes();
+        timed(|| {
+            for _ in 0..trips {
+                send(w, &tok).context("passing the token")?;
+                recv(r, &mut tok).context("token lost in the ring")?;
+                black_box(sum_words(black_box(data)));
+            }
+            Ok(())
+        })
+    }
+}
+
+/// The same work as `hops` ring hops without switching: a write and a read on
+/// one of `procs` pipes in turn, then the array sum, all in this process.
+fn overhead(procs: usize, hops: u64, data: &[u64]) -> Result<Duration> {
+    let pipes = pipes(procs)?;
+    let fds: Vec<(RawFd, RawFd)> = pipes
+        .iter()
+        .map(|(r, w)| (r.as_raw_fd(), w.as_raw_fd()))
+        .collect();
+    let mut tok: Token = 1i32.to_ne_bytes();
+    timed(|| {
+        let mut i = 0;
+        for _ in 0..hops {
+            let (r, w) = fds[i];
+            send(w, &tok).context("pipe write")?;
+            recv(r, &mut tok).context("pipe read")?;
+            i += 1;
+            if i == fds.len() {
+                i = 0;
+            }
+            black_box(sum_words(black_box(data)));
+        }
+        Ok(())
+    })
+}
+
+fn lat(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let procs = usize::try_from(ctx.params.int("procs")?).context("procs too large")?;
+    ensure!(
+        procs >= 2,
+        "procs must be at least 2 (a ring of one process never switches), got {procs}"
+    );
+    let bytes = usize::try_from(ctx.params.size("size")?).context("size too large")?;
+    let data = private_array(bytes);
+
+    let (per_trip, trips) = {
+        let ring = Ring::start(procs, bytes)?;
+        ctx.time_per_op(|n| ring.run(n, &data))?
+    };
+    // Measured after the ring is gone so no idle child shares the CPU, with
+    // exactly the hops the ring made, so both sides do the same work.
+    let hops = trips.saturating_mul(procs as u64);
+    let ovh = overhead(procs, hops, &data)?.as_secs_f64() / hops as f64;
+
+    let switch = per_trip / procs as f64 - ovh;
+    if switch.is_nan() || switch <= 0.0 {
+        bail!(
+            "context switch time not measurable: {:.3} µs per hop is not above the \
+             {:.3} µs pipe and summing overhead",
+            per_trip / procs as f64 * 1e6,
+            ovh * 1e6
+        );
+    }
+    Ok(TrialOutput::new(trips)
+        .with(&LAT, switch * 1e6)
+        .with(&OVERHEAD, ovh * 1e6))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kscale_core::Params;
+
+    fn ctx_with(size: &str, procs: &str, trial_ms: u64) -> TrialCtx {
+        TrialCtx {
+            params: Params(
+                [("size", size), ("procs", procs)]
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            ),
+            trial_time: Duration::from_millis(trial_ms),
+            iterations: None,
+            dir: std::env::temp_dir(),
+            cpus: vec![0],
+            quick: true,
+            warmup: false,
+        }
+    }
+
+    #[test]
+    fn ring_reports_a_plausible_switch_time() {
+        for (size, procs) in [("0", "2"), ("16k", "4")] {
+            let out = lat(&ctx_with(size, procs, 20)).unwrap();
+            let v = out.values[LAT.name];
+            assert!(
+                v.is_finite() && v > 0.0 && v < 10_000.0,
+                "{size} {procs}: {v}"
+            );
+            assert!(out.values[OVERHEAD.name] > 0.0);
+            assert!(out.iterations > 0);
+        }
+    }
+
+    #[test]
+    fn fixed_iterations_are_honoured() {
+        let mut ctx = ctx_with("0", "2", 20);
+        ctx.iterations = Some(50);
+        assert_eq!(lat(&ctx).unwrap().iterations, 50);
+    }
+
+    #[test]
+    fn a_ring_of_one_is_refused() {
+        assert!(lat(&ctx_with("0", "1", 20)).is_err());
+    }
+
+    #[test]
+    fn sum_reads_every_word() {
+        let data: Vec<u64> = (1..=37).collect();
+        assert_eq!(sum_words(&data), 37 * 38 / 2);
+    }
+
+    /// Side-by-side figures for comparison with `lat_ctx`:
+    /// `taskset -c 0 cargo test -p kscale-workloads --release ctx::tests::measure -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn measure() {
+        let sizes = std::env::var("KSCALE_CTX_SIZES").unwrap_or_else(|_| "0 16k 64k".into());
+        let procs = std::env::var("KSCALE_CTX_PROCS").unwrap_or_else(|_| "2 8 32".into());
+        for size in sizes.split_whitespace() {
+            for p in procs.split_whitespace() {
+                let out = lat(&ctx_with(size, p, 500)).unwrap();
+                println!(
+                    "ctx.lat size={size:<4} procs={p:<3} {:>8.2} µs (overhead {:.2} µs)",
+                    out.values[LAT.name], out.values[OVERHEAD.name]
+                );
+            }
+        }
+    }
+}

@@ -1,10 +1,333 @@
-//! `fs` family — to be filled in.
+//! `fs`: small-file creation and removal rates (SPEC §4.5, seed 003
+//! "Filesystem", lmbench `lat_fs`).
+//!
+//! Each timed batch works on fresh files in a fresh directory tree under
+//! `ctx.dir` (the filesystem the user chose), at most 100 entries per
+//! directory as lat_fs lays them out, so directory size does not grow with
+//! the iteration count. `create` times creat + write of `size` bytes + close
+//! per file; `delete` times unlink of files created (untimed) just before.
+//! Every batch's tree is removed when the batch ends, on errors too.
 
-use crate::Family;
+use crate::{Family, TrialCtx, TrialOutput, WorkloadDef};
+use anyhow::{ensure, Context, Result};
+use kscale_core::{MetricDef, ParamDef, ParamKind};
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+const CREATES: MetricDef = MetricDef::higher("creates", "files/s");
+const DELETES: MetricDef = MetricDef::higher("deletes", "files/s");
+
+/// Entries per directory (lat_fs's default `-n 100`).
+const PER_DIR: u64 = 100;
+/// lat_fs writes from a buffer of this size in chunks.
+const CHUNK: usize = 128 * 1024;
+
+const SIZE: ParamDef = ParamDef {
+    name: "size",
+    help: "Bytes written into each file.",
+    kind: ParamKind::Size,
+    default: &["0", "1k", "4k", "10k"],
+    quick: &[],
+};
 
 pub static FAMILY: Family = Family {
     name: "fs",
-    title: "fs",
-    help: "fs",
-    workloads: &[],
+    title: "Filesystem",
+    help: "Creating and deleting small files, 100 per directory, in the run's directory \
+           (lmbench lat_fs).",
+    workloads: &[
+        WorkloadDef {
+            family: "fs",
+            name: "create",
+            title: "File creations",
+            help: "Files created per second: creat, write `size` bytes, close (lmbench lat_fs).",
+            params: &[SIZE],
+            metrics: &[CREATES],
+            geomean_over: None,
+            timeout: Duration::from_secs(300),
+            run: create,
+        },
+        WorkloadDef {
+            family: "fs",
+            name: "delete",
+            title: "File removals",
+            help: "Files removed per second by unlink, of files of `size` bytes created just \
+                   before (lmbench lat_fs).",
+            params: &[SIZE],
+            metrics: &[DELETES],
+            geomean_over: None,
+            timeout: Duration::from_secs(300),
+            run: delete,
+        },
+    ],
 };
+
+/// A batch's directory tree: leaves hold at most [`PER_DIR`] file names and
+/// inner directories at most [`PER_DIR`] subdirectories. Dropping it removes
+/// the whole tree, so no path out of a trial leaves files behind.
+struct Tree {
+    root: PathBuf,
+    files: Vec<CString>,
+}
+
+impl Tree {
+    fn new(parent: &Path, n: u64) -> Result<Tree> {
+        static SEQ: AtomicU64 = AtomicU64::new(0);
+        let root = parent.join(format!(
+            "kscale-fs-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir(&root).with_context(|| format!("creating {}", root.display()))?;
+        let mut tree = Tree {
+            root,
+            files: Vec::with_capacity(usize::try_from(n).context("too many files")?),
+        };
+        // Depth: how many directory levels above the leaves n files need.
+        let mut depth = 0;
+        let mut span = PER_DIR;
+        while span < n {
+            span = span.saturating_mul(PER_DIR);
+            depth += 1;
+        }
+        let root = tree.root.clone();
+        tree.fill(&root, depth, n)?;
+        Ok(tree)
+    }
+
+    /// Adds up to `left` file names under `dir`, making subdirectories when
+    /// `depth` > 0.
+    fn fill(&mut self, dir: &Path, depth: u32, left: u64) -> Result<()> {
+        if depth == 0 {
+            for i in 0..left.min(PER_DIR) {
+                let name = dir.join(i.to_string());
+                self.files.push(
+                    CString::new(name.as_os_str().as_bytes())
+                        .with_context(|| format!("path {} contains NUL", name.display()))?,
+                );
+            }
+            return Ok(());
+        }
+        let per_child = PER_DIR.pow(depth);
+        let mut left = left;
+        let mut i = 0;
+        while left > 0 {
+            let sub = dir.join(i.to_string());
+            std::fs::create_dir(&sub).with_context(|| format!("creating {}", sub.display()))?;
+            let here = left.min(per_child);
+            self.fill(&sub, depth - 1, here)?;
+            left -= here;
+            i += 1;
+        }
+        Ok(())
+    }
+
+    /// Creates every file with `size` bytes from `buf`; in reverse order as
+    /// lat_fs does.
+    fn create_all(&self, size: usize, buf: &[u8]) -> Result<()> {
+        for name in self.files.iter().rev() {
+            make_file(name, size, buf)?;
+        }
+        Ok(())
+    }
+
+    fn unlink_all(&self) -> Result<()> {
+        for name in self.files.iter().rev() {
+            // SAFETY: name is a valid NUL-terminated path.
+            if unsafe { libc::unlink(name.as_ptr()) } != 0 {
+                return Err(std::io::Error::last_os_error())
+                    .with_context(|| format!("unlink {}", name.to_string_lossy()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the tree, reporting failure (Drop can only try).
+    fn remove(mut self) -> Result<()> {
+        let root = std::mem::take(&mut self.root);
+        std::fs::remove_dir_all(&root).with_context(|| format!("removing {}", root.display()))
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        if !self.root.as_os_str().is_empty() {
+            let _ = std::fs::remove_dir_all(&self.root);
+        }
+    }
+}
+
+/// creat + write `size` bytes + close, with raw calls so no path conversion
+/// or buffering is timed.
+fn make_file(name: &CString, size: usize, buf: &[u8]) -> Result<()> {
+    // SAFETY: name is a valid NUL-terminated path; creat returns a new fd or -1.
+    let fd = unsafe { libc::creat(name.as_ptr(), 0o666) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error())
+            .with_context(|| format!("creat {}", name.to_string_lossy()));
+    }
+    let mut left = size;
+    let mut result = Ok(());
+    while left > 0 {
+        let chunk = left.min(buf.len());
+        // SAFETY: buf holds at least `chunk` bytes; fd is open for writing.
+        let n = unsafe { libc::write(fd, buf.as_ptr().cast(), chunk) };
+        if n <= 0 {
+            result = Err(std::io::Error::last_os_error())
+                .with_context(|| format!("write {}", name.to_string_lossy()));
+            break;
+        }
+        left -= n as usize;
+    }
+    // SAFETY: fd was opened above and is closed exactly once.
+    if unsafe { libc::close(fd) } != 0 && result.is_ok() {
+        result = Err(std::io::Error::last_os_error())
+            .with_context(|| format!("close {}", name.to_string_lossy()));
+    }
+    result
+}
+
+fn size_param(ctx: &TrialCtx) -> Result<usize> {
+    let size = ctx.params.size("size")?;
+    usize::try_from(size).context("size too large")
+}
+
+/// Runs `timed_part` on a fresh tree of n files per batch, calibrated by
+/// `time_per_op`, and returns (files per second, files per batch).
+fn rate(
+    ctx: &TrialCtx,
+    mut timed_part: impl FnMut(&Tree) -> Result<Duration>,
+) -> Result<(f64, u64)> {
+    ensure!(
+        ctx.dir.is_dir(),
+        "run directory {} does not exist",
+        ctx.dir.display()
+    );
+    let (per_file, n) = ctx.time_per_op(|n| {
+        let tree = Tree::new(&ctx.dir, n)?;
+        let t = timed_part(&tree)?;
+        tree.remove()?;
+        Ok(t)
+    })?;
+    ensure!(per_file > 0.0, "timer did not advance over {n} files");
+    Ok((1.0 / per_file, n))
+}
+
+fn create(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let size = size_param(ctx)?;
+    let buf = vec![0u8; size.clamp(1, CHUNK)];
+    let (rate, n) = rate(ctx, |tree| {
+        let start = Instant::now();
+        tree.create_all(size, &buf)?;
+        let t = start.elapsed();
+        tree.unlink_all()?;
+        Ok(t)
+    })?;
+    Ok(TrialOutput::new(n).with(&CREATES, rate))
+}
+
+fn delete(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let size = size_param(ctx)?;
+    let buf = vec![0u8; size.clamp(1, CHUNK)];
+    let (rate, n) = rate(ctx, |tree| {
+        tree.create_all(size, &buf)?;
+        let start = Instant::now();
+        tree.unlink_all()?;
+        Ok(start.elapsed())
+    })?;
+    Ok(TrialOutput::new(n).with(&DELETES, rate))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kscale_core::Params;
+
+    fn ctx_in(dir: &Path, size: &str, trial_ms: u64) -> TrialCtx {
+        TrialCtx {
+            params: Params([("size".to_string(), size.to_string())].into()),
+            trial_time: Duration::from_millis(trial_ms),
+            iterations: None,
+            dir: dir.to_path_buf(),
+            cpus: vec![0],
+            quick: true,
+            warmup: false,
+        }
+    }
+
+    fn is_empty(dir: &Path) -> bool {
+        std::fs::read_dir(dir).unwrap().next().is_none()
+    }
+
+    #[test]
+    fn both_workloads_report_a_rate_and_clean_up() {
+        let dir = tempfile::tempdir().unwrap();
+        for w in FAMILY.workloads {
+            for size in ["0", "4k"] {
+                let out = (w.run)(&ctx_in(dir.path(), size, 20)).unwrap();
+                let v = out.values[w.primary().name];
+                assert!(v.is_finite() && v > 1.0, "{} {size}: {v}", w.id());
+                assert!(is_empty(dir.path()), "{} left files behind", w.id());
+            }
+        }
+    }
+
+    #[test]
+    fn tree_keeps_100_entries_per_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = Tree::new(dir.path(), 10_050).unwrap();
+        assert_eq!(tree.files.len(), 10_050);
+        let unique: std::collections::HashSet<_> = tree.files.iter().collect();
+        assert_eq!(unique.len(), 10_050);
+        // Root holds 2 subdirectories of up to 100 leaf directories each.
+        let top: Vec<_> = std::fs::read_dir(&tree.root).unwrap().collect();
+        assert_eq!(top.len(), 2);
+        for d in std::fs::read_dir(&tree.root).unwrap() {
+            let n = std::fs::read_dir(d.unwrap().path()).unwrap().count();
+            assert!(n <= 100, "{n}");
+        }
+        drop(tree);
+        assert!(is_empty(dir.path()));
+    }
+
+    #[test]
+    fn failure_midway_removes_the_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ctx = ctx_in(dir.path(), "1k", 20);
+        ctx.iterations = Some(150);
+        let err = rate(&ctx, |tree| {
+            tree.create_all(1024, &[0u8; 1024])?;
+            anyhow::bail!("injected failure")
+        });
+        assert!(err.is_err());
+        assert!(is_empty(dir.path()));
+    }
+
+    #[test]
+    fn fixed_iterations_are_honoured() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ctx = ctx_in(dir.path(), "0", 20);
+        ctx.iterations = Some(250);
+        assert_eq!(delete(&ctx).unwrap().iterations, 250);
+    }
+
+    /// Side-by-side figures for comparison with `lat_fs`:
+    /// `KSCALE_FS_DIR=/some/dir cargo test -p kscale-workloads --release fs::tests::measure -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn measure() {
+        let dir = std::env::var_os("KSCALE_FS_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(std::env::temp_dir);
+        let sizes = std::env::var("KSCALE_FS_SIZES").unwrap_or_else(|_| "0 1k 4k 10k".into());
+        for size in sizes.split_whitespace() {
+            let ctx = ctx_in(&dir, size, 500);
+            let c = create(&ctx).unwrap().values[CREATES.name];
+            let d = delete(&ctx).unwrap().values[DELETES.name];
+            println!("fs size={size:<4} create {c:>10.0} files/s  delete {d:>10.0} files/s");
+        }
+    }
+}

@@ -1,10 +1,370 @@
-//! `mem` family — to be filled in.
+//! `mem`: memory bandwidth (SPEC §4.4, seed 003 "Memory read rate", lmbench
+//! `bw_mem`).
+//!
+//! Each workload makes passes over a buffer of `size` bytes, 512 bytes (128
+//! four-byte words) per unrolled block, and reports `size` bytes per pass as
+//! MB/s with MB = 10^6 bytes (bw_mem's unit too). The word loops use volatile
+//! loads and stores: that keeps the compiler from dropping repeated passes and
+//! also from vectorising them, so each word costs one scalar load or store as
+//! in bw_mem's C compiled with `-O` — the figures stay comparable with
+//! bw_mem's on the same machine. `bzero` and `bcopy` call the C library's
+//! `memset`/`memcpy`, as bw_mem does.
 
-use crate::Family;
+use crate::{timed, Family, TrialCtx, TrialOutput, WorkloadDef};
+use anyhow::{ensure, Context, Result};
+use kscale_core::{MetricDef, ParamDef, ParamKind};
+use std::alloc::Layout;
+use std::hint::black_box;
+use std::ptr::{read_volatile, write_volatile};
+use std::time::Duration;
+
+const BW: MetricDef = MetricDef::higher("bandwidth", "MB/s");
+const BW_METRICS: &[MetricDef] = &[BW];
+
+/// Words per unrolled block: bw_mem's 512-byte chunk of 4-byte ints.
+const BLOCK: usize = 128;
+const BLOCK_BYTES: usize = BLOCK * std::mem::size_of::<i32>();
+
+const SIZE: ParamDef = ParamDef {
+    name: "size",
+    help: "Buffer size; bytes moved per pass (bcopy uses two buffers of this size).",
+    kind: ParamKind::Size,
+    default: &[
+        "0.5m", "1m", "2m", "4m", "8m", "16m", "32m", "64m", "128m", "256m",
+    ],
+    quick: &["0.5m", "8m", "64m"],
+};
+const PARAMS: &[ParamDef] = &[SIZE];
+
+const fn workload(
+    name: &'static str,
+    title: &'static str,
+    help: &'static str,
+    run: fn(&TrialCtx) -> Result<TrialOutput>,
+) -> WorkloadDef {
+    WorkloadDef {
+        family: "mem",
+        name,
+        title,
+        help,
+        params: PARAMS,
+        metrics: BW_METRICS,
+        geomean_over: Some("size"),
+        timeout: Duration::from_secs(120),
+        run,
+    }
+}
 
 pub static FAMILY: Family = Family {
     name: "mem",
-    title: "mem",
-    help: "mem",
-    workloads: &[],
+    title: "Memory read rate",
+    help: "Memory bandwidth of reads, writes, bzero and bcopy over buffers of 0.5 MB to \
+           256 MB (lmbench bw_mem).",
+    workloads: &[
+        workload(
+            "frd",
+            "Memory read",
+            "Sums every 4-byte word of the buffer (bw_mem frd).",
+            frd,
+        ),
+        workload(
+            "rd",
+            "Memory partial read",
+            "Sums every fourth 4-byte word (16-byte stride) but counts the whole buffer \
+             (bw_mem rd).",
+            rd,
+        ),
+        workload(
+            "fwr",
+            "Memory write",
+            "Stores to every 4-byte word of the buffer (bw_mem fwr).",
+            fwr,
+        ),
+        workload(
+            "wr",
+            "Memory partial write",
+            "Stores to every fourth 4-byte word (16-byte stride) but counts the whole \
+             buffer (bw_mem wr).",
+            wr,
+        ),
+        workload(
+            "rdwr",
+            "Memory partial read/write",
+            "Reads then overwrites every fourth 4-byte word (bw_mem rdwr).",
+            rdwr,
+        ),
+        workload(
+            "bzero",
+            "Memory bzero",
+            "memset of the whole buffer (bw_mem bzero).",
+            bzero,
+        ),
+        workload(
+            "bcopy",
+            "Memory bcopy",
+            "memcpy of the buffer into a second buffer of the same size; counts `size` \
+             bytes per copy (bw_mem bcopy).",
+            bcopy,
+        ),
+    ],
 };
+
+/// A page-aligned, fully touched buffer of 4-byte words (bw_mem uses valloc
+/// and zeroes it, so no page fault lands in the timed passes).
+struct Buffer {
+    ptr: *mut i32,
+    layout: Layout,
+}
+
+impl Buffer {
+    fn new(bytes: usize) -> Result<Buffer> {
+        ensure!(
+            bytes >= BLOCK_BYTES,
+            "size must be at least {BLOCK_BYTES} bytes (one 512-byte block), got {bytes}"
+        );
+        let layout = Layout::from_size_align(bytes, 4096).context("buffer layout")?;
+        // SAFETY: the layout has a non-zero size (checked above).
+        let ptr = unsafe { std::alloc::alloc(layout) }.cast::<i32>();
+        ensure!(!ptr.is_null(), "cannot allocate {bytes} bytes");
+        // SAFETY: ptr is valid for `bytes` bytes; black_box keeps the fill from
+        // being dropped as a store to memory nobody reads yet.
+        unsafe { std::ptr::write_bytes(black_box(ptr).cast::<u8>(), 0, bytes) };
+        Ok(Buffer { ptr, layout })
+    }
+
+    fn bytes(&self) -> usize {
+        self.layout.size()
+    }
+
+    /// Start and start of the last whole block, as bw_mem's `buf`/`lastone`.
+    /// Passed through black_box so every pass re-reads and re-writes memory.
+    fn span(&self) -> (*mut i32, *mut i32) {
+        let blocks = self.bytes() / BLOCK_BYTES;
+        let start = black_box(self.ptr);
+        // SAFETY: blocks >= 1, so the last block starts inside the allocation.
+        (start, unsafe { start.add((blocks - 1) * BLOCK) })
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { std::alloc::dealloc(self.ptr.cast(), self.layout) };
+    }
+}
+
+/// Times `pass` (one sweep over the buffer) and turns it into MB/s, counting
+/// `bytes` per pass.
+fn bandwidth(ctx: &TrialCtx, bytes: usize, mut pass: impl FnMut()) -> Result<TrialOutput> {
+    let (per_pass, n) = ctx.time_per_op(|n| {
+        timed(|| {
+            for _ in 0..n {
+                pass();
+            }
+            Ok(())
+        })
+    })?;
+    ensure!(per_pass > 0.0, "timer did not advance over {n} passes");
+    Ok(TrialOutput::new(n).with(&BW, bytes as f64 / per_pass / 1e6))
+}
+
+fn size_param(ctx: &TrialCtx) -> Result<usize> {
+    let size = ctx.params.size("size")?;
+    usize::try_from(size).context("size does not fit in memory")
+}
+
+/// Invokes `$m!($args; offsets)` with every word offset of a block.
+macro_rules! every_word {
+    ($m:ident!($($args:tt)*)) => {
+        $m!($($args)*; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26
+            27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53
+            54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80
+            81 82 83 84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99 100 101 102 103 104 105
+            106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125
+            126 127)
+    };
+}
+
+/// Invokes `$m!($args; offsets)` with every fourth word offset of a block
+/// (bw_mem's partial accesses).
+macro_rules! every_fourth_word {
+    ($m:ident!($($args:tt)*)) => {
+        $m!($($args)*; 0 4 8 12 16 20 24 28 32 36 40 44 48 52 56 60 64 68 72 76 80 84 88 92
+            96 100 104 108 112 116 120 124)
+    };
+}
+
+/// Adds the words at the offsets of block `p` into `sum`.
+macro_rules! load {
+    ($p:ident, $sum:ident; $($i:literal)*) => {{
+        // SAFETY: callers pass a block start with BLOCK words inside the buffer.
+        $($sum = $sum.wrapping_add(unsafe { read_volatile($p.add($i)) });)*
+    }};
+}
+
+/// Stores 1 to the words at the offsets of block `p`.
+macro_rules! store {
+    ($p:ident; $($i:literal)*) => {{
+        // SAFETY: callers pass a block start with BLOCK words inside the buffer.
+        $(unsafe { write_volatile($p.add($i), 1) };)*
+    }};
+}
+
+/// Reads, adds into `sum` and then overwrites each word at the offsets.
+macro_rules! load_store {
+    ($p:ident, $sum:ident; $($i:literal)*) => {{
+        // SAFETY: callers pass a block start with BLOCK words inside the buffer.
+        $(unsafe {
+            $sum = $sum.wrapping_add(read_volatile($p.add($i)));
+            write_volatile($p.add($i), 1);
+        })*
+    }};
+}
+
+/// Calls `block(p)` for the start of every whole block, as bw_mem's
+/// `while (p <= lastone)` loop.
+#[inline(always)]
+fn blocks(buf: &Buffer, mut block: impl FnMut(*mut i32)) {
+    let (mut p, last) = buf.span();
+    while p <= last {
+        block(p);
+        p = p.wrapping_add(BLOCK);
+    }
+}
+
+fn frd(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let buf = Buffer::new(size_param(ctx)?)?;
+    bandwidth(ctx, buf.bytes(), || {
+        let mut sum: i32 = 0;
+        blocks(&buf, |p| every_word!(load!(p, sum)));
+        black_box(sum);
+    })
+}
+
+fn rd(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let buf = Buffer::new(size_param(ctx)?)?;
+    bandwidth(ctx, buf.bytes(), || {
+        let mut sum: i32 = 0;
+        blocks(&buf, |p| every_fourth_word!(load!(p, sum)));
+        black_box(sum);
+    })
+}
+
+fn fwr(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let buf = Buffer::new(size_param(ctx)?)?;
+    bandwidth(ctx, buf.bytes(), || {
+        blocks(&buf, |p| every_word!(store!(p)))
+    })
+}
+
+fn wr(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let buf = Buffer::new(size_param(ctx)?)?;
+    bandwidth(ctx, buf.bytes(), || {
+        blocks(&buf, |p| every_fourth_word!(store!(p)))
+    })
+}
+
+fn rdwr(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let buf = Buffer::new(size_param(ctx)?)?;
+    bandwidth(ctx, buf.bytes(), || {
+        let mut sum: i32 = 0;
+        blocks(&buf, |p| every_fourth_word!(load_store!(p, sum)));
+        black_box(sum);
+    })
+}
+
+fn bzero(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let buf = Buffer::new(size_param(ctx)?)?;
+    let bytes = buf.bytes();
+    bandwidth(ctx, bytes, || {
+        // SAFETY: the buffer holds `bytes` bytes; black_box makes each memset
+        // a fresh store the compiler cannot merge with the previous pass.
+        unsafe { std::ptr::write_bytes(black_box(buf.ptr).cast::<u8>(), 0, bytes) };
+    })
+}
+
+fn bcopy(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let size = size_param(ctx)?;
+    let src = Buffer::new(size)?;
+    let dst = Buffer::new(size)?;
+    bandwidth(ctx, size, || {
+        // SAFETY: two distinct allocations of `size` bytes each.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                black_box(src.ptr).cast::<u8>(),
+                black_box(dst.ptr).cast::<u8>(),
+                size,
+            )
+        };
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kscale_core::Params;
+
+    pub(crate) fn ctx_with(params: &[(&str, &str)], trial_ms: u64) -> TrialCtx {
+        TrialCtx {
+            params: Params(
+                params
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            ),
+            trial_time: Duration::from_millis(trial_ms),
+            iterations: None,
+            dir: std::env::temp_dir(),
+            cpus: vec![0],
+            quick: true,
+            warmup: false,
+        }
+    }
+
+    #[test]
+    fn every_workload_reports_a_plausible_bandwidth() {
+        for w in FAMILY.workloads {
+            let out = (w.run)(&ctx_with(&[("size", "64k")], 20)).unwrap();
+            let bw = out.values[BW.name];
+            assert!(
+                bw.is_finite() && bw > 10.0 && bw < 1e7,
+                "{}: {bw} MB/s",
+                w.id()
+            );
+            assert!(out.iterations > 0);
+        }
+    }
+
+    #[test]
+    fn fixed_iterations_are_honoured() {
+        let mut ctx = ctx_with(&[("size", "4k")], 20);
+        ctx.iterations = Some(7);
+        assert_eq!(frd(&ctx).unwrap().iterations, 7);
+    }
+
+    #[test]
+    fn tiny_buffers_are_refused() {
+        assert!(rd(&ctx_with(&[("size", "100")], 20)).is_err());
+    }
+
+    /// Side-by-side figures for comparison with `bw_mem`:
+    /// `cargo test -p kscale-workloads --release mem::tests::measure -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn measure() {
+        let sizes = std::env::var("KSCALE_MEM_SIZES").unwrap_or_else(|_| "0.5m 8m 64m".into());
+        let only = std::env::var("KSCALE_MEM_ONLY").unwrap_or_default();
+        for w in FAMILY.workloads {
+            if !only.is_empty() && !only.split_whitespace().any(|o| o == w.name) {
+                continue;
+            }
+            for size in sizes.split_whitespace() {
+                let out = (w.run)(&ctx_with(&[("size", size)], 500)).unwrap();
+                println!(
+                    "mem.{:<6} size={:<5} {:>10.2} MB/s",
+                    w.name, size, out.values[BW.name]
+                );
+            }
+        }
+    }
+}
