@@ -149,7 +149,9 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
             let mut cells = vec![Cell::new(case_label(&info, key))];
             let primary = per_cfg.values().next().and_then(|c| c.primary().cloned());
             unit = primary.as_ref().map(|m| m.unit.clone()).unwrap_or_default();
-            units.insert(unit.clone());
+            // Only like with like enters the family's geometric mean: the
+            // seed gives creations and removals each their own.
+            units.insert((primary.as_ref().map(|m| m.name.clone()).unwrap_or_default(), unit.clone()));
             cells.push(Cell::tone(unit.clone(), Tone::Dim));
             let mut rest = key.params.clone();
             if let Some(o) = &info.geomean_over {

@@ -1,6 +1,10 @@
 //! A format-neutral table and its renderers.
 
-use comfy_table::{presets, Attribute, CellAlignment, Color, ContentArrangement};
+/// comfy-table preset (19 components, see `TableComponent`): a top rule, a
+/// header rule and a bottom rule, as the seed's slides draw their tables.
+const RULES: &str = "  ──────     ──────";
+
+use comfy_table::{Attribute, CellAlignment, Color, ContentArrangement};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tone {
@@ -81,7 +85,8 @@ impl Table {
 
     pub fn to_terminal(&self, color: bool) -> String {
         let mut t = comfy_table::Table::new();
-        t.load_preset(presets::UTF8_HORIZONTAL_ONLY);
+        // Rules above and below the table and under the header, no inner lines.
+        t.load_preset(RULES);
         t.set_content_arrangement(ContentArrangement::Disabled);
         t.set_header(
             self.headers
