@@ -237,10 +237,8 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
         }
     }
     if g.rows.len() > 1 && units.len() == 1 {
-        let mut cells = vec![
-            Cell::new("Geometric mean"),
-            Cell::tone(units.iter().next().cloned().unwrap_or_default(), Tone::Dim),
-        ];
+        let unit = units.iter().next().map(|(_, u)| u.clone()).unwrap_or_default();
+        let mut cells = vec![Cell::new("Geometric mean"), Cell::tone(unit, Tone::Dim)];
         for vals in &family_means {
             cells.push(Cell::new(
                 geomean(vals)
