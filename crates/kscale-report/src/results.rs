@@ -88,6 +88,17 @@ fn group<'a>(cases: &[&'a CaseData]) -> Grouped<'a> {
     Grouped { configs, rows }
 }
 
+/// A geometric mean only over a complete column: a column that lost a case
+/// (failed, or not run) would otherwise be compared over different cases.
+fn complete_geomean(vals: &[f64], rows: usize) -> String {
+    if vals.len() != rows {
+        return "–".into();
+    }
+    geomean(vals)
+        .map(|v| sig(v, 4))
+        .unwrap_or_else(|| "–".into())
+}
+
 /// Params other than the `geomean_over` one → per-configuration means.
 type GeomeanGroups = Vec<(BTreeMap<String, String>, Vec<Vec<f64>>)>;
 
@@ -144,6 +155,7 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
             g.rows.iter().filter(|(k, _)| &k.workload == wid).collect();
         // Geomean groups: params other than `geomean_over` → per-config values.
         let mut gm: GeomeanGroups = Vec::new();
+        let mut gm_rows: Vec<usize> = Vec::new();
         let mut unit = String::new();
         for (key, per_cfg) in &rows {
             let mut cells = vec![Cell::new(case_label(&info, key))];
@@ -151,7 +163,10 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
             unit = primary.as_ref().map(|m| m.unit.clone()).unwrap_or_default();
             // Only like with like enters the family's geometric mean: the
             // seed gives creations and removals each their own.
-            units.insert((primary.as_ref().map(|m| m.name.clone()).unwrap_or_default(), unit.clone()));
+            units.insert((
+                primary.as_ref().map(|m| m.name.clone()).unwrap_or_default(),
+                unit.clone(),
+            ));
             cells.push(Cell::tone(unit.clone(), Tone::Dim));
             let mut rest = key.params.clone();
             if let Some(o) = &info.geomean_over {
@@ -161,9 +176,11 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
                 Some(i) => i,
                 None => {
                     gm.push((rest, vec![Vec::new(); g.configs.len()]));
+                    gm_rows.push(0);
                     gm.len() - 1
                 }
             };
+            gm_rows[gi] += 1;
             for (ci, (cfg, _)) in g.configs.iter().enumerate() {
                 let Some(case) = per_cfg.get(cfg) else {
                     cells.extend([Cell::new(""), Cell::new(""), Cell::new("")]);
@@ -211,7 +228,7 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
             table.push(RowKind::Data, cells);
         }
         if let Some(over) = &info.geomean_over {
-            for (rest, per_cfg) in &gm {
+            for ((rest, per_cfg), rows) in gm.iter().zip(&gm_rows) {
                 let label = if rest.is_empty() {
                     format!("{} — geometric mean over {over}", info.title)
                 } else {
@@ -237,14 +254,14 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
         }
     }
     if g.rows.len() > 1 && units.len() == 1 {
-        let unit = units.iter().next().map(|(_, u)| u.clone()).unwrap_or_default();
+        let unit = units
+            .iter()
+            .next()
+            .map(|(_, u)| u.clone())
+            .unwrap_or_default();
         let mut cells = vec![Cell::new("Geometric mean"), Cell::tone(unit, Tone::Dim)];
         for vals in &family_means {
-            cells.push(Cell::new(
-                geomean(vals)
-                    .map(|v| sig(v, 4))
-                    .unwrap_or_else(|| "–".into()),
-            ));
+            cells.push(Cell::new(complete_geomean(vals, g.rows.len())));
             cells.push(Cell::new(""));
             cells.push(Cell::new(""));
         }

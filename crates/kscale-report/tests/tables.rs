@@ -1,0 +1,201 @@
+//! Snapshot tests of the run tables: the layout people read and paste.
+
+use kscale_core::{CaseKey, Direction};
+use kscale_report::results::run_tables;
+use kscale_report::{Catalog, WorkloadInfo};
+use kscale_store::{CaseData, CaseStatus, MetricRow, RunData, RunRow, TrialRow};
+use std::collections::BTreeMap;
+
+struct Cat;
+
+impl Catalog for Cat {
+    fn workload(&self, id: &str) -> Option<WorkloadInfo> {
+        let (family, family_title, title, params, over) = match id {
+            "syscall.null" => (
+                "syscall",
+                "Latency of simple functions",
+                "Simple syscall",
+                vec![],
+                None,
+            ),
+            "syscall.pipe" => (
+                "syscall",
+                "Latency of simple functions",
+                "Pipe latency",
+                vec![],
+                None,
+            ),
+            "ctx.lat" => (
+                "ctx",
+                "Context switching latency",
+                "Context switch",
+                vec!["procs", "size"],
+                Some("procs"),
+            ),
+            _ => return None,
+        };
+        Some(WorkloadInfo {
+            id: id.into(),
+            family: family.into(),
+            family_title: family_title.into(),
+            title: title.into(),
+            param_order: params.into_iter().map(String::from).collect(),
+            geomean_over: over.map(String::from),
+        })
+    }
+    fn family_order(&self) -> Vec<String> {
+        vec!["syscall".into(), "ctx".into()]
+    }
+}
+
+fn case(
+    id: i64,
+    w: &str,
+    params: &[(&str, &str)],
+    cpus: &str,
+    vals: &[f64],
+    converged: Option<bool>,
+) -> CaseData {
+    let trials = std::iter::once((0, true, vals[0] * 1.3))
+        .chain(
+            vals.iter()
+                .enumerate()
+                .map(|(i, v)| (i as i64 + 1, false, *v)),
+        )
+        .map(|(idx, warmup, v)| TrialRow {
+            idx,
+            warmup,
+            started_at: "2026-01-01T00:00:00Z".into(),
+            wall_s: 0.5,
+            iterations: Some(1000),
+            values: BTreeMap::from([("latency".to_string(), v)]),
+        })
+        .collect();
+    CaseData {
+        id,
+        seq: id,
+        key: CaseKey {
+            workload: w.into(),
+            params: params
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            cpus: cpus.into(),
+        },
+        cpus: if cpus == "1" { vec![0] } else { vec![0, 1] },
+        status: CaseStatus::Done,
+        converged,
+        error: None,
+        iterations: Some(1000),
+        notes: vec![],
+        metrics: vec![MetricRow {
+            name: "latency".into(),
+            unit: "µs".into(),
+            direction: Direction::Lower,
+            primary: true,
+        }],
+        trials,
+    }
+}
+
+fn run() -> RunData {
+    let mut failed = case(9, "syscall.pipe", &[], "all", &[1.0], None);
+    failed.status = CaseStatus::Failed;
+    failed.error = Some("worker killed by signal 9".into());
+    failed.trials.clear();
+    RunData {
+        run: RunRow {
+            id: 1,
+            label: "test".into(),
+            started_at: "2026-01-01T00:00:00Z".into(),
+            ended_at: None,
+            status: "complete".into(),
+            kscale_version: "0.1.0".into(),
+            git_rev: "x".into(),
+            args: vec![],
+            options: serde_json::json!({"rule": {"width_pct": 5.0, "confidence_pct": 95.0}}),
+            snapshot: serde_json::json!({}),
+            cases_total: 0,
+            cases_done: 0,
+            cases_failed: 0,
+            not_converged: 0,
+        },
+        cases: vec![
+            case(
+                1,
+                "syscall.null",
+                &[],
+                "1",
+                &[0.2600, 0.2610, 0.2590],
+                Some(true),
+            ),
+            case(
+                2,
+                "syscall.null",
+                &[],
+                "all",
+                &[0.2700, 0.2650, 0.2750],
+                Some(true),
+            ),
+            case(
+                3,
+                "syscall.pipe",
+                &[],
+                "1",
+                &[2.1, 2.9, 2.5, 1.8, 3.0],
+                Some(false),
+            ),
+            failed,
+            case(
+                4,
+                "ctx.lat",
+                &[("procs", "2"), ("size", "0")],
+                "1",
+                &[1.5, 1.52, 1.49],
+                Some(true),
+            ),
+            case(
+                5,
+                "ctx.lat",
+                &[("procs", "8"), ("size", "0")],
+                "1",
+                &[2.0, 2.02, 1.98],
+                Some(true),
+            ),
+            case(
+                6,
+                "ctx.lat",
+                &[("procs", "2"), ("size", "16k")],
+                "1",
+                &[4.0, 4.1, 3.9],
+                Some(true),
+            ),
+            case(
+                7,
+                "ctx.lat",
+                &[("procs", "8"), ("size", "16k")],
+                "1",
+                &[9.0, 9.1, 8.9],
+                Some(true),
+            ),
+        ],
+    }
+}
+
+#[test]
+fn terminal_tables() {
+    let text: String = run_tables(&run(), &Cat)
+        .iter()
+        .map(|t| t.to_terminal(false) + "\n")
+        .collect();
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn markdown_tables() {
+    let text: String = run_tables(&run(), &Cat)
+        .iter()
+        .map(|t| t.to_markdown() + "\n")
+        .collect();
+    insta::assert_snapshot!(text);
+}
