@@ -241,11 +241,7 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
                 };
                 let mut cells = vec![Cell::new(label), Cell::tone(unit.clone(), Tone::Dim)];
                 for vals in per_cfg {
-                    cells.push(Cell::new(
-                        geomean(vals)
-                            .map(|v| sig(v, 4))
-                            .unwrap_or_else(|| "–".into()),
-                    ));
+                    cells.push(Cell::new(complete_geomean(vals, *rows)));
                     cells.push(Cell::new(""));
                     cells.push(Cell::new(""));
                 }
