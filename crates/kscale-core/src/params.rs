@@ -12,6 +12,9 @@ pub enum ParamKind {
     Size,
     /// One of a fixed set of words.
     Choice(&'static [&'static str]),
+    /// A positive count, or `ncpus`: as many as the CPU configuration has
+    /// (resolved by the workload, since one case runs on several).
+    Count,
 }
 
 /// A param as declared in a workload's registry entry. `default` is the sweep
@@ -39,6 +42,7 @@ impl ParamDef {
             ParamKind::Int => "int".into(),
             ParamKind::Size => "size".into(),
             ParamKind::Choice(c) => c.join("|"),
+            ParamKind::Count => "count|ncpus".into(),
         }
     }
 
@@ -59,6 +63,15 @@ impl ParamDef {
             ParamKind::Size => parse_size(value)
                 .map(|_| value.trim().to_ascii_lowercase())
                 .ok_or_else(|| bad("a size such as 512, 4k, 0.5m or 1g".into())),
+            ParamKind::Count => match value.trim() {
+                "ncpus" => Ok("ncpus".into()),
+                v => v
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .map(|n| n.to_string())
+                    .ok_or_else(|| bad("a positive count or `ncpus`".into())),
+            },
             ParamKind::Choice(choices) => {
                 if choices.contains(&value) {
                     Ok(value.to_string())
@@ -129,6 +142,13 @@ impl Params {
             value: v.into(),
             accepted: "an integer".into(),
         })
+    }
+    /// A [`ParamKind::Count`] value, with `ncpus` resolved to `ncpus`.
+    pub fn count(&self, name: &str, ncpus: usize) -> Result<u64, ParamError> {
+        match self.get(name)? {
+            "ncpus" => Ok(ncpus.max(1) as u64),
+            _ => self.int(name),
+        }
     }
     pub fn size(&self, name: &str) -> Result<u64, ParamError> {
         let v = self.get(name)?;
@@ -201,6 +221,16 @@ mod tests {
         };
         assert_eq!(i.validate("w", " 16").unwrap(), "16");
         assert!(i.validate("w", "many").is_err());
+    }
+
+    #[test]
+    fn counts() {
+        let p = ParamDef { name: "threads", help: "", kind: ParamKind::Count, default: &["ncpus"], quick: &[] };
+        assert_eq!(p.validate("w", "ncpus").unwrap(), "ncpus");
+        assert_eq!(p.validate("w", "4").unwrap(), "4");
+        assert!(p.validate("w", "0").is_err());
+        let params = Params([("threads".to_string(), "ncpus".to_string())].into_iter().collect());
+        assert_eq!(params.count("threads", 2).unwrap(), 2);
     }
 
     #[test]
