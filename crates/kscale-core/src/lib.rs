@@ -10,4 +10,4 @@ pub mod stats;
 pub use cpus::{CpuConfig, CpuSpecError};
 pub use model::{CaseKey, Direction, MetricDef, MetricValue, TrialValues};
 pub use params::{ParamDef, ParamError, ParamKind, Params};
-pub use stats::{Decision, StopRule, Summary};
+pub use stats::{Decision, StopRule, Summary, Welch};

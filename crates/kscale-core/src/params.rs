@@ -225,11 +225,21 @@ mod tests {
 
     #[test]
     fn counts() {
-        let p = ParamDef { name: "threads", help: "", kind: ParamKind::Count, default: &["ncpus"], quick: &[] };
+        let p = ParamDef {
+            name: "threads",
+            help: "",
+            kind: ParamKind::Count,
+            default: &["ncpus"],
+            quick: &[],
+        };
         assert_eq!(p.validate("w", "ncpus").unwrap(), "ncpus");
         assert_eq!(p.validate("w", "4").unwrap(), "4");
         assert!(p.validate("w", "0").is_err());
-        let params = Params([("threads".to_string(), "ncpus".to_string())].into_iter().collect());
+        let params = Params(
+            [("threads".to_string(), "ncpus".to_string())]
+                .into_iter()
+                .collect(),
+        );
         assert_eq!(params.count("threads", 2).unwrap(), 2);
     }
 

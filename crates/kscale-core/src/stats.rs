@@ -137,6 +137,59 @@ pub fn t_quantile(confidence_pct: f64, df: f64) -> f64 {
     }
 }
 
+/// Welch's unequal-variance t-test (two-sided), which comparisons use to mark
+/// a ratio as not significant.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Welch {
+    pub t: f64,
+    pub df: f64,
+    pub p: f64,
+}
+
+impl Welch {
+    /// `None` when either sample has fewer than two values.
+    pub fn test(a: &[f64], b: &[f64]) -> Option<Welch> {
+        if a.len() < 2 || b.len() < 2 {
+            return None;
+        }
+        let (sa, sb) = (Summary::of(a, 95.0), Summary::of(b, 95.0));
+        let (va, vb) = (
+            sa.sd.powi(2) / a.len() as f64,
+            sb.sd.powi(2) / b.len() as f64,
+        );
+        let diff = sa.mean - sb.mean;
+        if va + vb == 0.0 {
+            // No spread at all: the samples either agree exactly or differ for certain.
+            let p = if diff == 0.0 { 1.0 } else { 0.0 };
+            return Some(Welch {
+                t: if diff == 0.0 {
+                    0.0
+                } else {
+                    diff.signum() * f64::INFINITY
+                },
+                df: f64::NAN,
+                p,
+            });
+        }
+        let t = diff / (va + vb).sqrt();
+        let df = (va + vb).powi(2)
+            / (va.powi(2) / (a.len() - 1) as f64 + vb.powi(2) / (b.len() - 1) as f64);
+        let p = match StudentsT::new(0.0, 1.0, df) {
+            Ok(dist) => 2.0 * (1.0 - dist.cdf(t.abs())),
+            Err(_) => f64::NAN,
+        };
+        Some(Welch {
+            t,
+            df,
+            p: p.clamp(0.0, 1.0),
+        })
+    }
+
+    pub fn significant(&self, alpha: f64) -> bool {
+        self.p < alpha
+    }
+}
+
 /// Geometric mean of positive values; `None` when any value is not positive.
 pub fn geomean(values: &[f64]) -> Option<f64> {
     if values.is_empty()
@@ -235,7 +288,30 @@ mod tests {
         assert_eq!(geomean(&[]), None);
     }
 
+    #[test]
+    fn welch_by_hand() {
+        // a: mean 3, var 2.5; b: mean 4.6, var 7.3 → se² = 1.96, t = -1.6/1.4.
+        let w = Welch::test(&[1.0, 2.0, 3.0, 4.0, 5.0], &[2.0, 3.0, 4.0, 5.0, 9.0]).unwrap();
+        assert!(close(w.t, -1.142857, 1e-5), "{w:?}");
+        assert!(close(w.df, 6.4521, 1e-3), "{w:?}");
+        assert!(w.p > 0.25 && w.p < 0.35 && !w.significant(0.05), "{w:?}");
+        let w = Welch::test(&[10.1, 10.3, 9.9, 10.2], &[11.0, 11.2, 10.9, 11.1, 11.3]).unwrap();
+        assert!(w.significant(0.05) && w.p < 1e-4, "{w:?}");
+        assert_eq!(Welch::test(&[1.0], &[1.0, 2.0]), None);
+        assert_eq!(Welch::test(&[2.0, 2.0], &[2.0, 2.0]).unwrap().p, 1.0);
+        assert_eq!(Welch::test(&[2.0, 2.0], &[3.0, 3.0]).unwrap().p, 0.0);
+    }
+
     proptest! {
+        #[test]
+        fn welch_is_symmetric(a in prop::collection::vec(1.0f64..100.0, 2..20), b in prop::collection::vec(1.0f64..100.0, 2..20)) {
+            let x = Welch::test(&a, &b).unwrap();
+            let y = Welch::test(&b, &a).unwrap();
+            prop_assert!((x.p - y.p).abs() < 1e-9);
+            prop_assert!((x.t + y.t).abs() < 1e-9);
+            prop_assert!((0.0..=1.0).contains(&x.p));
+        }
+
         #[test]
         fn ci_contains_mean_and_is_ordered(v in prop::collection::vec(0.001f64..1e6, 2..40)) {
             let s = Summary::of(&v, 95.0);
