@@ -2,6 +2,7 @@
 //! [`Table`]; renderers turn it into terminal, Markdown or CSV text, so every
 //! view (show, compare, scale, HTML) shares one layout.
 
+pub mod compare;
 pub mod format;
 pub mod results;
 pub mod table;

@@ -42,6 +42,8 @@ enum Command {
     Results(cmd::results::Args),
     /// Show a run's results as tables, one per family.
     Show(cmd::show::Args),
+    /// Compare systems: a column per run, ratio columns, geometric means, significance.
+    Compare(cmd::compare::Args),
     /// Export a run's results as JSON or CSV.
     Export(cmd::export::Args),
     /// Internal: run one trial in a worker process (started by `kscale run`).
@@ -86,6 +88,7 @@ fn main() -> ExitCode {
         Command::Results(a) => cmd::results::run(a, db),
         Command::Show(a) => cmd::show::run(a, db),
         Command::Export(a) => cmd::export::run(a, db),
+        Command::Compare(a) => cmd::compare::run(a, db),
     };
     match result {
         Ok(code) => code,

@@ -1,6 +1,7 @@
 //! One file per sub-command, plus what they share: opening the store and
 //! describing the registry to the report crate.
 
+pub mod compare;
 pub mod export;
 pub mod list;
 pub mod results;
@@ -77,4 +78,36 @@ impl Catalog for Registry {
 pub fn use_color() -> bool {
     use std::io::IsTerminal;
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+}
+
+/// Output formats shared by the table-printing sub-commands.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum TableFormat {
+    Terminal,
+    Md,
+    Csv,
+    Json,
+}
+
+/// Renders tables in a text format (JSON is each command's own structure).
+pub fn render_tables(tables: &[kscale_report::Table], format: TableFormat) -> String {
+    let mut out = String::new();
+    for (i, t) in tables.iter().enumerate() {
+        match format {
+            TableFormat::Terminal => {
+                if i > 0 {
+                    out.push('\n');
+                }
+                out.push_str(&t.to_terminal(use_color()));
+            }
+            TableFormat::Md => {
+                if i > 0 {
+                    out.push('\n');
+                }
+                out.push_str(&t.to_markdown());
+            }
+            TableFormat::Csv | TableFormat::Json => out.push_str(&t.to_csv(i == 0)),
+        }
+    }
+    out
 }

@@ -1,0 +1,512 @@
+//! `kscale compare`: systems side by side in the layout of seed 003 — a row
+//! per case, a column per system, then ratio columns (B/A, C/A, C/B) and a
+//! geometric-mean row, with Welch's test deciding which ratios mean anything.
+
+use crate::format::{pct, sig};
+use crate::results::{case_label, cpus_header};
+use crate::table::{Cell, RowKind, Table, Tone};
+use crate::{Catalog, WorkloadInfo};
+use kscale_core::stats::geomean;
+use kscale_core::{Direction, Welch};
+use kscale_store::{CaseData, CaseStatus, RunData};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+pub const ALPHA: f64 = 0.05;
+
+/// How cases of different runs are matched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Matching {
+    /// Same workload, params and CPU configuration.
+    SameCpus,
+    /// Every run has one CPU configuration and they differ (e.g. `--cpus 1`
+    /// against `--cpus all`): match on workload and params only.
+    AcrossCpus,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct System {
+    pub name: String,
+    pub run_id: i64,
+    pub label: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Ratio {
+    /// Index of the numerator and denominator systems.
+    pub num: usize,
+    pub den: usize,
+    pub ratio: f64,
+    pub p: Option<f64>,
+    pub significant: bool,
+    /// Whether the numerator system is the better one.
+    pub better: Option<bool>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CompareRow {
+    pub workload: String,
+    pub label: String,
+    pub params: BTreeMap<String, String>,
+    pub cpus: String,
+    pub metric: String,
+    pub unit: String,
+    pub direction: Direction,
+    pub means: Vec<f64>,
+    pub n: Vec<usize>,
+    pub converged: Vec<bool>,
+    pub ratios: Vec<Ratio>,
+    /// Geometric-mean rows carry no significance.
+    pub summary: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FamilyComparison {
+    pub family: String,
+    pub title: String,
+    pub rows: Vec<CompareRow>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    pub systems: Vec<System>,
+    pub matching: Matching,
+    pub families: Vec<FamilyComparison>,
+    /// Cases present in only some systems: (system names that have it, case).
+    pub only_in: Vec<(Vec<String>, String)>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum CompareError {
+    #[error("compare needs at least two runs")]
+    TooFew,
+    #[error("runs {0} have no case in common (compare runs of the same workloads)")]
+    NothingInCommon(String),
+}
+
+/// Ratio pairs in the seed's order: B/A, C/A, C/B, D/A …
+pub fn ratio_pairs(n: usize) -> Vec<(usize, usize)> {
+    (0..n)
+        .flat_map(|den| (den + 1..n).map(move |num| (num, den)))
+        .collect()
+}
+
+fn system_names(runs: &[&RunData]) -> Vec<String> {
+    runs.iter()
+        .map(|r| {
+            let dup = runs.iter().filter(|o| o.run.label == r.run.label).count() > 1;
+            if dup {
+                format!("{}#{}", r.run.label, r.run.id)
+            } else {
+                r.run.label.clone()
+            }
+        })
+        .collect()
+}
+
+fn configs(run: &RunData) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for c in &run.cases {
+        if !v.contains(&c.key.cpus) {
+            v.push(c.key.cpus.clone());
+        }
+    }
+    v
+}
+
+type Key = (String, BTreeMap<String, String>, String);
+
+pub fn compare(runs: &[&RunData], cat: &dyn Catalog) -> Result<Comparison, CompareError> {
+    if runs.len() < 2 {
+        return Err(CompareError::TooFew);
+    }
+    let cfgs: Vec<Vec<String>> = runs.iter().map(|r| configs(r)).collect();
+    let matching = if cfgs.iter().all(|c| c.len() == 1) && cfgs.iter().any(|c| c != &cfgs[0]) {
+        Matching::AcrossCpus
+    } else {
+        Matching::SameCpus
+    };
+    let key_of = |c: &CaseData| -> Key {
+        let cpus = if matching == Matching::AcrossCpus {
+            String::new()
+        } else {
+            c.key.cpus.clone()
+        };
+        (c.key.workload.clone(), c.key.params.clone(), cpus)
+    };
+    let mut names = system_names(runs);
+    if matching == Matching::AcrossCpus {
+        for (i, r) in runs.iter().enumerate() {
+            let count = r.cases.first().map(|c| c.cpus.len()).unwrap_or(0);
+            names[i] = format!("{} [{}]", names[i], cpus_header(&cfgs[i][0], count));
+        }
+    }
+    // Keys in the first run's order, then any others.
+    let mut order: Vec<Key> = Vec::new();
+    let mut per_run: Vec<BTreeMap<Key, &CaseData>> = Vec::new();
+    for r in runs {
+        let mut m = BTreeMap::new();
+        for c in &r.cases {
+            let k = key_of(c);
+            if !order.contains(&k) {
+                order.push(k.clone());
+            }
+            m.insert(k, c);
+        }
+        per_run.push(m);
+    }
+    let pairs = ratio_pairs(runs.len());
+    let mut only_in = Vec::new();
+    let mut by_family: BTreeMap<String, Vec<CompareRow>> = BTreeMap::new();
+    for k in &order {
+        let cases: Vec<Option<&&CaseData>> = per_run.iter().map(|m| m.get(k)).collect();
+        let info = info_for(cat, &k.0);
+        let any = cases.iter().flatten().next().map(|c| **c);
+        let Some(first) = any else { continue };
+        let label = {
+            let l = case_label(&info, &first.key);
+            if k.2.is_empty() {
+                l
+            } else {
+                format!("{l} [{}]", cpus_header(&k.2, first.cpus.len()))
+            }
+        };
+        let usable = |c: &Option<&&CaseData>| c.is_some_and(|c| c.status == CaseStatus::Done);
+        if !cases.iter().all(usable) {
+            let have: Vec<String> = cases
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| usable(c))
+                .map(|(i, _)| names[i].clone())
+                .collect();
+            only_in.push((have, label));
+            continue;
+        }
+        let cases: Vec<&CaseData> = cases.into_iter().flatten().map(|c| *c).collect();
+        let Some(metric) = cases[0].primary().cloned() else {
+            continue;
+        };
+        let values: Vec<Vec<f64>> = cases.iter().map(|c| c.values(&metric.name)).collect();
+        let means: Vec<f64> = values
+            .iter()
+            .map(|v| kscale_core::Summary::of(v, 95.0).mean)
+            .collect();
+        let ratios = pairs
+            .iter()
+            .map(|&(num, den)| {
+                let w = Welch::test(&values[num], &values[den]);
+                let ratio = means[num] / means[den];
+                Ratio {
+                    num,
+                    den,
+                    ratio,
+                    p: w.map(|w| w.p),
+                    significant: w.is_some_and(|w| w.significant(ALPHA)),
+                    better: better(metric.direction, ratio),
+                }
+            })
+            .collect();
+        by_family
+            .entry(info.family.clone())
+            .or_default()
+            .push(CompareRow {
+                workload: k.0.clone(),
+                label,
+                params: k.1.clone(),
+                cpus: cases[0].key.cpus.clone(),
+                metric: metric.name.clone(),
+                unit: metric.unit.clone(),
+                direction: metric.direction,
+                means,
+                n: values.iter().map(Vec::len).collect(),
+                converged: cases.iter().map(|c| c.converged == Some(true)).collect(),
+                ratios,
+                summary: false,
+            });
+    }
+    if by_family.is_empty() {
+        let ids: Vec<String> = runs.iter().map(|r| r.run.id.to_string()).collect();
+        return Err(CompareError::NothingInCommon(ids.join(", ")));
+    }
+    let mut families = Vec::new();
+    let mut fam_order = cat.family_order();
+    for f in by_family.keys() {
+        if !fam_order.contains(f) {
+            fam_order.push(f.clone());
+        }
+    }
+    for f in fam_order {
+        let Some(mut rows) = by_family.remove(&f) else {
+            continue;
+        };
+        let title = cat
+            .workload(&rows[0].workload)
+            .map(|i| i.family_title)
+            .unwrap_or_else(|| f.clone());
+        add_geomeans(&mut rows, runs.len(), &pairs, cat);
+        families.push(FamilyComparison {
+            family: f,
+            title,
+            rows,
+        });
+    }
+    let systems = runs
+        .iter()
+        .zip(names)
+        .map(|(r, name)| System {
+            name,
+            run_id: r.run.id,
+            label: r.run.label.clone(),
+        })
+        .collect();
+    Ok(Comparison {
+        systems,
+        matching,
+        families,
+        only_in,
+    })
+}
+
+fn better(direction: Direction, ratio: f64) -> Option<bool> {
+    if !ratio.is_finite() || ratio == 1.0 {
+        return None;
+    }
+    Some(match direction {
+        Direction::Lower => ratio < 1.0,
+        Direction::Higher => ratio > 1.0,
+    })
+}
+
+fn info_for(cat: &dyn Catalog, id: &str) -> WorkloadInfo {
+    cat.workload(id).unwrap_or_else(|| WorkloadInfo {
+        id: id.into(),
+        family: id.split('.').next().unwrap_or(id).into(),
+        family_title: id.split('.').next().unwrap_or(id).into(),
+        title: id.into(),
+        param_order: vec![],
+        geomean_over: None,
+    })
+}
+
+/// Appends per-workload geometric means over `geomean_over` (ctx across
+/// procs, mem across sizes), then the family's geometric mean when all rows
+/// measure the same metric.
+fn add_geomeans(
+    rows: &mut Vec<CompareRow>,
+    systems: usize,
+    pairs: &[(usize, usize)],
+    cat: &dyn Catalog,
+) {
+    let data: Vec<CompareRow> = rows.clone();
+    let mut extra = Vec::new();
+    let mut seen: Vec<(String, BTreeMap<String, String>)> = Vec::new();
+    for r in &data {
+        let info = info_for(cat, &r.workload);
+        let Some(over) = &info.geomean_over else {
+            continue;
+        };
+        let mut rest = r.params.clone();
+        rest.remove(over);
+        if seen.contains(&(r.workload.clone(), rest.clone())) {
+            continue;
+        }
+        seen.push((r.workload.clone(), rest.clone()));
+        let members: Vec<&CompareRow> = data
+            .iter()
+            .filter(|o| {
+                o.workload == r.workload && o.cpus == r.cpus && {
+                    let mut p = o.params.clone();
+                    p.remove(over);
+                    p == rest
+                }
+            })
+            .collect();
+        let tail: Vec<String> = rest.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let label = if tail.is_empty() {
+            format!("{} — geometric mean over {over}", info.title)
+        } else {
+            format!(
+                "{} {} — geometric mean over {over}",
+                info.title,
+                tail.join(" ")
+            )
+        };
+        extra.push(summary_row(label, &members, systems, pairs, r));
+    }
+    rows.extend(extra);
+    let metrics: std::collections::BTreeSet<(&str, &str)> = data
+        .iter()
+        .map(|r| (r.metric.as_str(), r.unit.as_str()))
+        .collect();
+    if data.len() > 1 && metrics.len() == 1 {
+        let all: Vec<&CompareRow> = data.iter().collect();
+        rows.push(summary_row(
+            "Geometric mean".into(),
+            &all,
+            systems,
+            pairs,
+            &data[0],
+        ));
+    }
+}
+
+fn summary_row(
+    label: String,
+    members: &[&CompareRow],
+    systems: usize,
+    pairs: &[(usize, usize)],
+    like: &CompareRow,
+) -> CompareRow {
+    let means: Vec<f64> = (0..systems)
+        .map(|s| {
+            geomean(&members.iter().map(|r| r.means[s]).collect::<Vec<_>>()).unwrap_or(f64::NAN)
+        })
+        .collect();
+    CompareRow {
+        workload: like.workload.clone(),
+        label,
+        params: BTreeMap::new(),
+        cpus: like.cpus.clone(),
+        metric: like.metric.clone(),
+        unit: like.unit.clone(),
+        direction: like.direction,
+        n: vec![members.len(); systems],
+        converged: vec![true; systems],
+        ratios: pairs
+            .iter()
+            .map(|&(num, den)| {
+                let ratio = means[num] / means[den];
+                Ratio {
+                    num,
+                    den,
+                    ratio,
+                    p: None,
+                    significant: true,
+                    better: better(like.direction, ratio),
+                }
+            })
+            .collect(),
+        means,
+        summary: true,
+    }
+}
+
+/// A ratio cell: `108%`, or `~104%` when Welch's test finds no difference.
+pub fn ratio_cell(r: &Ratio) -> Cell {
+    if !r.significant {
+        return Cell::tone(format!("~{}", pct(r.ratio)), Tone::Dim);
+    }
+    match r.better {
+        Some(true) => Cell::tone(pct(r.ratio), Tone::Good),
+        Some(false) => Cell::tone(pct(r.ratio), Tone::Bad),
+        None => Cell::new(pct(r.ratio)),
+    }
+}
+
+pub fn legend(c: &Comparison) -> Vec<String> {
+    let n = &c.systems;
+    let mut v = vec![
+        "Ratios are raw-value ratios (e.g. B/A = B's value ÷ A's). Time-based metrics (lower is better): above 100% means the numerator is slower. Throughput metrics (higher is better): above 100% means it is faster.".to_string(),
+        format!(
+            "Green: the numerator is better; red: worse; ~: Welch's t-test finds no significant difference (two-sided, α = {ALPHA}). NOT CONVERGED marks a case whose CI never reached its target."
+        ),
+    ];
+    let names: Vec<String> = n
+        .iter()
+        .enumerate()
+        .map(|(i, s)| format!("{} = {} (run {})", letter(i), s.name, s.run_id))
+        .collect();
+    v.push(format!("Systems: {}.", names.join(", ")));
+    v
+}
+
+pub fn letter(i: usize) -> char {
+    (b'A' + (i as u8 % 26)) as char
+}
+
+/// One table per family.
+pub fn tables(c: &Comparison) -> Vec<Table> {
+    let pairs = ratio_pairs(c.systems.len());
+    let mut out = Vec::new();
+    for f in &c.families {
+        let mut headers = vec!["Case".to_string(), "Unit".to_string()];
+        headers.extend(
+            c.systems
+                .iter()
+                .enumerate()
+                .map(|(i, s)| format!("{} {}", letter(i), s.name)),
+        );
+        headers.extend(
+            pairs
+                .iter()
+                .map(|(num, den)| format!("{}/{}", letter(*num), letter(*den))),
+        );
+        let mut t = Table::new(format!("{} ({})", f.title, f.family), headers);
+        for r in &f.rows {
+            let mut cells = vec![
+                Cell::new(r.label.clone()),
+                Cell::tone(r.unit.clone(), Tone::Dim),
+            ];
+            for (i, m) in r.means.iter().enumerate() {
+                let mut text = sig(*m, 4);
+                if !r.summary && !r.converged[i] {
+                    text.push_str(" (NOT CONVERGED)");
+                }
+                cells.push(Cell::new(text));
+            }
+            cells.extend(r.ratios.iter().map(ratio_cell));
+            t.push(
+                if r.summary {
+                    RowKind::Summary
+                } else {
+                    RowKind::Data
+                },
+                cells,
+            );
+        }
+        out.push(t);
+    }
+    if !c.only_in.is_empty() {
+        let mut t = Table::new(
+            "Cases not in every system (left out of ratios and geometric means)",
+            vec!["Case".into(), "Present in".into()],
+        );
+        for (have, label) in &c.only_in {
+            t.push(
+                RowKind::Data,
+                vec![
+                    Cell::new(label.clone()),
+                    Cell::new(if have.is_empty() {
+                        "none (failed)".to_string()
+                    } else {
+                        have.join(", ")
+                    }),
+                ],
+            );
+        }
+        out.push(t);
+    }
+    if let Some(last) = out.last_mut() {
+        last.notes.extend(legend(c));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pairs_in_seed_order() {
+        assert_eq!(ratio_pairs(2), vec![(1, 0)]);
+        assert_eq!(ratio_pairs(3), vec![(1, 0), (2, 0), (2, 1)]);
+    }
+
+    #[test]
+    fn betterness() {
+        assert_eq!(better(Direction::Lower, 1.2), Some(false));
+        assert_eq!(better(Direction::Higher, 1.2), Some(true));
+        assert_eq!(better(Direction::Lower, 1.0), None);
+    }
+}

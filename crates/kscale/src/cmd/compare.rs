@@ -1,0 +1,37 @@
+//! `kscale compare A B [C…]`: systems side by side, seed 003's layout.
+
+use crate::error::user;
+use anyhow::Result;
+use kscale_report::compare::{compare, tables};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+#[command(after_help = "Examples:
+  kscale compare 6.1.0 6.8.0              the latest runs of two labels
+  kscale compare 3 4 5 --format md        three runs, as a Markdown table")]
+pub struct Args {
+    /// Runs to compare (ids, labels or `latest`); the first is the baseline A.
+    #[arg(value_name = "RUN", num_args = 2.., required = true)]
+    runs: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "terminal")]
+    format: super::TableFormat,
+}
+
+pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
+    let store = super::open_existing(db)?;
+    let mut data = Vec::new();
+    for spec in &args.runs {
+        let id = store.resolve(spec)?;
+        data.push(store.load_run(id)?);
+    }
+    let refs: Vec<&kscale_store::RunData> = data.iter().collect();
+    let cmp = compare(&refs, &super::Registry).map_err(|e| user(e.to_string()))?;
+    if matches!(args.format, super::TableFormat::Json) {
+        println!("{}", serde_json::to_string_pretty(&cmp)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    print!("{}", super::render_tables(&tables(&cmp), args.format));
+    Ok(ExitCode::SUCCESS)
+}
