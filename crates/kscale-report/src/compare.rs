@@ -183,7 +183,7 @@ pub fn compare(runs: &[&RunData], cat: &dyn Catalog) -> Result<Comparison, Compa
             only_in.push((have, label));
             continue;
         }
-        let cases: Vec<&CaseData> = cases.into_iter().flatten().map(|c| *c).collect();
+        let cases: Vec<&CaseData> = cases.into_iter().flatten().copied().collect();
         let Some(metric) = cases[0].primary().cloned() else {
             continue;
         };
