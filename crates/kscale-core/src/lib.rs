@@ -6,6 +6,7 @@ pub mod cpus;
 pub mod model;
 pub mod params;
 pub mod stats;
+pub mod usl;
 
 pub use cpus::{CpuConfig, CpuSpecError};
 pub use model::{CaseKey, Direction, MetricDef, MetricValue, TrialValues};

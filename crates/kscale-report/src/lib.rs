@@ -5,6 +5,7 @@
 pub mod compare;
 pub mod format;
 pub mod results;
+pub mod scale;
 pub mod table;
 
 pub use format::sig;

@@ -44,6 +44,8 @@ enum Command {
     Show(cmd::show::Args),
     /// Compare systems: a column per run, ratio columns, geometric means, significance.
     Compare(cmd::compare::Args),
+    /// Scalability (N CPUs / 1 CPU), efficiency, SMP overhead and a USL fit for one run.
+    Scale(cmd::scale::Args),
     /// Export a run's results as JSON or CSV.
     Export(cmd::export::Args),
     /// Internal: run one trial in a worker process (started by `kscale run`).
@@ -89,6 +91,7 @@ fn main() -> ExitCode {
         Command::Show(a) => cmd::show::run(a, db),
         Command::Export(a) => cmd::export::run(a, db),
         Command::Compare(a) => cmd::compare::run(a, db),
+        Command::Scale(a) => cmd::scale::run(a, db),
     };
     match result {
         Ok(code) => code,

@@ -6,6 +6,7 @@ pub mod export;
 pub mod list;
 pub mod results;
 pub mod run;
+pub mod scale;
 pub mod show;
 pub mod worker;
 

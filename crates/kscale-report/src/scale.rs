@@ -1,0 +1,390 @@
+//! `kscale scale`: scalability (N CPUs / 1 CPU, inverted for latency),
+//! efficiency (scalability / N), SMP overhead (SMP-1 / UP) and, with three or
+//! more CPU counts, a Universal Scalability Law fit (SPEC §5, seed 003's
+//! "SMP overhead" and "Scalability" tables).
+
+use crate::format::{pct, sig};
+use crate::results::case_label;
+use crate::table::{Cell, RowKind, Table, Tone};
+use crate::{Catalog, WorkloadInfo};
+use kscale_core::stats::geomean;
+use kscale_core::usl::UslFit;
+use kscale_core::{Direction, Welch};
+use kscale_store::{CaseData, CaseStatus, RunData};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct UslRow {
+    pub fit: UslFit,
+    pub peak_cpus: Option<f64>,
+    /// Predicted throughput (in the metric's unit, or operations/s for
+    /// latency metrics) at 2× and 4× the largest measured CPU count.
+    pub at: Vec<(usize, f64)>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ScaleRow {
+    pub workload: String,
+    pub label: String,
+    pub params: BTreeMap<String, String>,
+    pub metric: String,
+    pub unit: String,
+    pub direction: Direction,
+    /// Mean at each of the report's CPU counts.
+    pub means: Vec<Option<f64>>,
+    pub converged: Vec<bool>,
+    /// Scalability relative to the smallest count, per count.
+    pub scalability: Vec<Option<f64>>,
+    pub efficiency: Vec<Option<f64>>,
+    /// SMP-1 / UP as a raw-value ratio, with Welch's p.
+    pub smp_overhead: Option<f64>,
+    pub smp_significant: Option<bool>,
+    pub usl: Option<UslRow>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FamilyScale {
+    pub family: String,
+    pub title: String,
+    pub rows: Vec<ScaleRow>,
+    pub geomean_scalability: Vec<Option<f64>>,
+    pub geomean_efficiency: Vec<Option<f64>>,
+    pub geomean_smp_overhead: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ScaleReport {
+    pub run_id: i64,
+    pub label: String,
+    pub up: Option<(i64, String)>,
+    pub counts: Vec<usize>,
+    pub families: Vec<FamilyScale>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ScaleError {
+    #[error("run {0} was measured on a single CPU configuration; measure with --cpus 1,all or --cpus sweep, or give --up RUN for SMP overhead")]
+    OneConfig(i64),
+    #[error("run {0} and UP run {1} have no case in common")]
+    NothingInCommon(i64, i64),
+}
+
+fn info_for(cat: &dyn Catalog, id: &str) -> WorkloadInfo {
+    cat.workload(id).unwrap_or_else(|| WorkloadInfo {
+        id: id.into(),
+        family: id.split('.').next().unwrap_or(id).into(),
+        family_title: id.split('.').next().unwrap_or(id).into(),
+        title: id.into(),
+        param_order: vec![],
+        geomean_over: None,
+    })
+}
+
+/// Throughput-like value: the metric itself, or its inverse for latency.
+fn throughput(direction: Direction, v: f64) -> f64 {
+    match direction {
+        Direction::Higher => v,
+        Direction::Lower => 1.0 / v,
+    }
+}
+
+pub fn scale(
+    run: &RunData,
+    up: Option<&RunData>,
+    cat: &dyn Catalog,
+) -> Result<ScaleReport, ScaleError> {
+    let done = |c: &&CaseData| c.status == CaseStatus::Done && c.primary().is_some();
+    let mut counts: Vec<usize> = run
+        .cases
+        .iter()
+        .filter(done)
+        .map(|c| c.cpus.len())
+        .collect();
+    counts.sort_unstable();
+    counts.dedup();
+    if counts.len() < 2 && up.is_none() {
+        return Err(ScaleError::OneConfig(run.run.id));
+    }
+    // (workload, params) → count → case
+    let mut order: Vec<(String, BTreeMap<String, String>)> = Vec::new();
+    let mut by: BTreeMap<(String, BTreeMap<String, String>), BTreeMap<usize, &CaseData>> =
+        BTreeMap::new();
+    for c in run.cases.iter().filter(done) {
+        let k = (c.key.workload.clone(), c.key.params.clone());
+        if !order.contains(&k) {
+            order.push(k.clone());
+        }
+        by.entry(k).or_default().entry(c.cpus.len()).or_insert(c);
+    }
+    let up_cases: BTreeMap<(String, BTreeMap<String, String>), &CaseData> = up
+        .map(|u| {
+            let mut m = BTreeMap::new();
+            let mut cases: Vec<&CaseData> = u.cases.iter().filter(done).collect();
+            // Prefer the UP run's single-CPU case when it has several.
+            cases.sort_by_key(|c| c.cpus.len());
+            for c in cases {
+                m.entry((c.key.workload.clone(), c.key.params.clone()))
+                    .or_insert(c);
+            }
+            m
+        })
+        .unwrap_or_default();
+    let base = counts.first().copied().unwrap_or(1);
+    let max = counts.last().copied().unwrap_or(1);
+    let mut fams: BTreeMap<String, Vec<ScaleRow>> = BTreeMap::new();
+    let mut any_up = false;
+    for k in &order {
+        let per = &by[k];
+        let first = per.values().next().copied().expect("non-empty");
+        let Some(m) = first.primary().cloned() else {
+            continue;
+        };
+        let info = info_for(cat, &k.0);
+        let means: Vec<Option<f64>> = counts
+            .iter()
+            .map(|n| per.get(n).map(|c| c.summary(&m.name, 95.0).mean))
+            .collect();
+        let converged: Vec<bool> = counts
+            .iter()
+            .map(|n| per.get(n).is_some_and(|c| c.converged == Some(true)))
+            .collect();
+        let b = means[0];
+        let scalability: Vec<Option<f64>> = means
+            .iter()
+            .map(|v| match (b, v) {
+                (Some(b), Some(v)) if b > 0.0 && *v > 0.0 => {
+                    Some(throughput(m.direction, *v) / throughput(m.direction, b))
+                }
+                _ => None,
+            })
+            .collect();
+        let efficiency: Vec<Option<f64>> = scalability
+            .iter()
+            .zip(&counts)
+            .map(|(s, n)| s.map(|s| s / (*n as f64 / base as f64)))
+            .collect();
+        let (smp_overhead, smp_significant) = match (up_cases.get(k), per.get(&1)) {
+            (Some(u), Some(s1)) => {
+                any_up = true;
+                let (a, b) = (s1.values(&m.name), u.values(&m.name));
+                let r = kscale_core::Summary::of(&a, 95.0).mean
+                    / kscale_core::Summary::of(&b, 95.0).mean;
+                (Some(r), Welch::test(&a, &b).map(|w| w.significant(0.05)))
+            }
+            _ => (None, None),
+        };
+        let usl = {
+            let pts: Vec<(f64, f64)> = counts
+                .iter()
+                .zip(&means)
+                .filter_map(|(n, v)| v.map(|v| (*n as f64, throughput(m.direction, v))))
+                .collect();
+            UslFit::fit(&pts).map(|fit| UslRow {
+                peak_cpus: fit.peak(),
+                at: [2 * max, 4 * max]
+                    .iter()
+                    .map(|&n| (n, fit.predict(n as f64)))
+                    .collect(),
+                fit,
+            })
+        };
+        fams.entry(info.family.clone()).or_default().push(ScaleRow {
+            workload: k.0.clone(),
+            label: case_label(&info, &first.key),
+            params: k.1.clone(),
+            metric: m.name.clone(),
+            unit: m.unit.clone(),
+            direction: m.direction,
+            means,
+            converged,
+            scalability,
+            efficiency,
+            smp_overhead,
+            smp_significant,
+            usl,
+        });
+    }
+    if let Some(u) = up {
+        if !any_up && counts.len() < 2 {
+            return Err(ScaleError::NothingInCommon(run.run.id, u.run.id));
+        }
+    }
+    let mut order = cat.family_order();
+    for f in fams.keys() {
+        if !order.contains(f) {
+            order.push(f.clone());
+        }
+    }
+    let families = order
+        .into_iter()
+        .filter_map(|f| {
+            let rows = fams.remove(&f)?;
+            let title = cat
+                .workload(&rows[0].workload)
+                .map(|i| i.family_title)
+                .unwrap_or_else(|| f.clone());
+            let gm = |get: &dyn Fn(&ScaleRow) -> Option<f64>| -> Option<f64> {
+                let v: Vec<f64> = rows.iter().filter_map(get).collect();
+                if v.len() == rows.len() {
+                    geomean(&v)
+                } else {
+                    None
+                }
+            };
+            let n = counts.len();
+            Some(FamilyScale {
+                geomean_scalability: (0..n)
+                    .map(|i| gm(&|r: &ScaleRow| r.scalability[i]))
+                    .collect(),
+                geomean_efficiency: (0..n)
+                    .map(|i| gm(&|r: &ScaleRow| r.efficiency[i]))
+                    .collect(),
+                geomean_smp_overhead: gm(&|r: &ScaleRow| r.smp_overhead),
+                family: f,
+                title,
+                rows,
+            })
+        })
+        .collect();
+    Ok(ScaleReport {
+        run_id: run.run.id,
+        label: run.run.label.clone(),
+        up: up.map(|u| (u.run.id, u.run.label.clone())),
+        counts,
+        families,
+    })
+}
+
+fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    v.map(f).unwrap_or_else(|| "–".into())
+}
+
+fn cpus(n: usize) -> String {
+    if n == 1 {
+        "1 CPU".into()
+    } else {
+        format!("{n} CPUs")
+    }
+}
+
+pub fn tables(r: &ScaleReport) -> Vec<Table> {
+    let base = r.counts.first().copied().unwrap_or(1);
+    let more: Vec<(usize, usize)> = r.counts.iter().copied().enumerate().skip(1).collect();
+    let has_up = r.up.is_some();
+    let mut out = Vec::new();
+    for f in &r.families {
+        let mut headers = vec!["Case".to_string(), "Unit".to_string()];
+        headers.extend(r.counts.iter().map(|n| cpus(*n)));
+        headers.extend(more.iter().map(|(_, n)| format!("scal. {n}/{base}")));
+        headers.extend(more.iter().map(|(_, n)| format!("eff. {n}")));
+        if has_up {
+            headers.push("SMP-1/UP".into());
+        }
+        let mut t = Table::new(format!("Scalability — {} ({})", f.title, f.family), headers);
+        for row in &f.rows {
+            let mut cells = vec![
+                Cell::new(row.label.clone()),
+                Cell::tone(row.unit.clone(), Tone::Dim),
+            ];
+            for (i, m) in row.means.iter().enumerate() {
+                let mut s = opt(*m, |v| sig(v, 4));
+                if m.is_some() && !row.converged[i] {
+                    s.push_str(" (NOT CONVERGED)");
+                }
+                cells.push(Cell::new(s));
+            }
+            for (i, n) in &more {
+                let tone = match row.scalability[*i] {
+                    Some(s) if s >= 1.0 + 0.5 * (*n as f64 / base as f64 - 1.0) => Tone::Good,
+                    Some(s) if s < 1.0 => Tone::Bad,
+                    _ => Tone::Plain,
+                };
+                cells.push(Cell::tone(
+                    opt(row.scalability[*i], |s| format!("{s:.2}×")),
+                    tone,
+                ));
+            }
+            for (i, _) in &more {
+                cells.push(Cell::new(opt(row.efficiency[*i], pct)));
+            }
+            if has_up {
+                let text = opt(row.smp_overhead, pct);
+                cells.push(match row.smp_significant {
+                    Some(false) => Cell::tone(format!("~{text}"), Tone::Dim),
+                    _ => Cell::new(text),
+                });
+            }
+            t.push(RowKind::Data, cells);
+        }
+        let mut cells = vec![Cell::new("Geometric mean"), Cell::new("")];
+        cells.extend(r.counts.iter().map(|_| Cell::new("")));
+        for (i, _) in &more {
+            cells.push(Cell::new(opt(f.geomean_scalability[*i], |s| {
+                format!("{s:.2}×")
+            })));
+        }
+        for (i, _) in &more {
+            cells.push(Cell::new(opt(f.geomean_efficiency[*i], pct)));
+        }
+        if has_up {
+            cells.push(Cell::new(opt(f.geomean_smp_overhead, pct)));
+        }
+        t.push(RowKind::Summary, cells);
+        out.push(t);
+
+        let usl: Vec<&ScaleRow> = f.rows.iter().filter(|r| r.usl.is_some()).collect();
+        if !usl.is_empty() {
+            let max = r.counts.last().copied().unwrap_or(1);
+            let mut t = Table::new(
+                format!("Universal Scalability Law — {} ({})", f.title, f.family),
+                vec![
+                    "Case".into(),
+                    "σ contention".into(),
+                    "κ coherency".into(),
+                    "peak at".into(),
+                    format!("X({})", 2 * max),
+                    format!("X({})", 4 * max),
+                    "R²".into(),
+                ],
+            );
+            for row in usl {
+                let Some(u) = &row.usl else { continue };
+                let unit = if row.direction == Direction::Lower {
+                    "ops/s".to_string()
+                } else {
+                    row.unit.clone()
+                };
+                let mut cells = vec![
+                    Cell::new(row.label.clone()),
+                    Cell::new(format!("{:.4}", u.fit.sigma)),
+                    Cell::new(format!("{:.5}", u.fit.kappa)),
+                    Cell::new(opt(u.peak_cpus, |p| format!("{p:.1} CPUs"))),
+                ];
+                for (_, x) in &u.at {
+                    let x = if row.direction == Direction::Lower && row.unit == "µs" {
+                        x * 1e6
+                    } else {
+                        *x
+                    };
+                    cells.push(Cell::new(format!("{} {unit}", sig(x, 4))));
+                }
+                cells.push(Cell::new(format!("{:.3}", u.fit.r2)));
+                t.push(RowKind::Data, cells);
+            }
+            t.notes.push("X(N): throughput the fitted law predicts at N CPUs (latency metrics as operations per second).".into());
+            out.push(t);
+        }
+    }
+    if let Some(last) = out
+        .iter_mut()
+        .rev()
+        .find(|t| t.title.starts_with("Scalability"))
+    {
+        last.notes.push(format!(
+            "scal. N/{base}: metric on N CPUs ÷ on {base} (inverted for latency, so above 1× is faster); eff. N: scalability ÷ (N/{base}).{}",
+            if has_up { " SMP-1/UP: raw-value ratio of the 1-CPU result to the UP run's (time: above 100% is slower); ~ not significant (Welch, α = 0.05)." } else { "" }
+        ));
+    }
+    out
+}

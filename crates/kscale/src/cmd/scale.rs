@@ -1,0 +1,40 @@
+//! `kscale scale RUN [--up RUN]`: scalability, efficiency, SMP overhead and
+//! the Universal Scalability Law fit of one system.
+
+use crate::error::user;
+use anyhow::Result;
+use kscale_report::scale::{scale, tables};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+#[command(after_help = "Examples:
+  kscale run --suite micro --cpus sweep --label smp && kscale scale smp
+  kscale scale smp --up up-kernel          adds SMP-1/UP overhead columns")]
+pub struct Args {
+    /// A run measured on several CPU configurations (id, label or `latest`).
+    #[arg(default_value = "latest")]
+    run: String,
+    /// A run of the same workloads on a uniprocessor kernel, for SMP overhead.
+    #[arg(long, value_name = "RUN")]
+    up: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "terminal")]
+    format: super::TableFormat,
+}
+
+pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
+    let store = super::open_existing(db)?;
+    let data = store.load_run(store.resolve(&args.run)?)?;
+    let up = match &args.up {
+        Some(u) => Some(store.load_run(store.resolve(u)?)?),
+        None => None,
+    };
+    let report = scale(&data, up.as_ref(), &super::Registry).map_err(|e| user(e.to_string()))?;
+    if matches!(args.format, super::TableFormat::Json) {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    print!("{}", super::render_tables(&tables(&report), args.format));
+    Ok(ExitCode::SUCCESS)
+}

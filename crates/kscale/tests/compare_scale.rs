@@ -1,0 +1,135 @@
+//! compare and scale on real stored runs.
+
+mod common;
+use common::Env;
+
+fn quick_run(env: &Env, label: &str, cpus: &str, targets: &[&str]) {
+    let mut args = vec![
+        "run",
+        "--quick",
+        "--trial-time",
+        "0.02",
+        "--no-progress",
+        "--label",
+        label,
+        "--cpus",
+        cpus,
+    ];
+    args.extend_from_slice(targets);
+    env.cmd(&args).assert().success();
+}
+
+fn stdout(env: &Env, args: &[&str]) -> String {
+    let out = env.cmd(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn refused(env: &Env, args: &[&str], needle: &str) {
+    let out = env.cmd(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains(needle), "{args:?}: {err}");
+}
+
+#[test]
+fn compare_one_cpu_against_all() {
+    let env = Env::new();
+    quick_run(
+        &env,
+        "one",
+        "1",
+        &["syscall.null", "syscall.read", "syscall.write"],
+    );
+    quick_run(
+        &env,
+        "all",
+        "all",
+        &["syscall.null", "syscall.read", "fs.create"],
+    );
+    let text = stdout(&env, &["compare", "one", "all"]);
+    assert!(text.contains("B/A"), "{text}");
+    assert!(
+        text.contains("Simple syscall") && text.contains("Geometric mean"),
+        "{text}"
+    );
+    assert!(text.contains("Cases not in every system"), "{text}");
+    assert!(
+        text.contains("above 100% means the numerator is slower"),
+        "{text}"
+    );
+
+    let md = stdout(&env, &["compare", "one", "all", "--format", "md"]);
+    assert!(md.contains("| Case | Unit | A one [1 CPU] |"), "{md}");
+    assert!(md.contains("| **Geometric mean** |"), "{md}");
+
+    let json: serde_json::Value = serde_json::from_str(&stdout(
+        &env,
+        &["compare", "one", "all", "--format", "json"],
+    ))
+    .unwrap();
+    assert_eq!(json["matching"], "across_cpus");
+    let rows = json["families"][0]["rows"].as_array().unwrap();
+    // null and read are common; write and fs.create are in one system only.
+    assert_eq!(rows.iter().filter(|r| r["summary"] == false).count(), 2);
+    assert_eq!(
+        json["only_in"].as_array().unwrap().len(),
+        1 + 4,
+        "write, and fs.create at four sizes"
+    );
+    let r = &rows[0]["ratios"][0];
+    let ratio = rows[0]["means"][1].as_f64().unwrap() / rows[0]["means"][0].as_f64().unwrap();
+    assert!(
+        (r["ratio"].as_f64().unwrap() - ratio).abs() < 1e-12,
+        "raw-value ratio"
+    );
+
+    refused(&env, &["compare", "one"], "required");
+    refused(&env, &["compare", "one", "nosuch"], "no run `nosuch`");
+}
+
+#[test]
+fn compare_without_common_cases_is_refused() {
+    let env = Env::new();
+    quick_run(&env, "a", "1", &["syscall.null"]);
+    quick_run(&env, "b", "1", &["syscall.read"]);
+    refused(&env, &["compare", "a", "b"], "no case in common");
+}
+
+#[test]
+fn scale_and_smp_overhead() {
+    let env = Env::new();
+    quick_run(
+        &env,
+        "smp",
+        "1,all",
+        &["syscall.null", "mem.frd", "--param", "size=1m"],
+    );
+    quick_run(&env, "up", "1", &["syscall.null"]);
+    let text = stdout(&env, &["scale", "smp", "--up", "up"]);
+    assert!(
+        text.contains("scal. 2/1") || text.contains("scal."),
+        "{text}"
+    );
+    assert!(text.contains("SMP-1/UP"), "{text}");
+    assert!(text.contains("Geometric mean"), "{text}");
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&env, &["scale", "smp", "--format", "json"])).unwrap();
+    let fam = &json["families"][0];
+    let row = &fam["rows"][0];
+    let (m1, m2) = (
+        row["means"][0].as_f64().unwrap(),
+        row["means"][1].as_f64().unwrap(),
+    );
+    // Latency: scalability is inverted.
+    assert!(
+        (row["scalability"][1].as_f64().unwrap() - m1 / m2).abs() < 1e-9,
+        "{row}"
+    );
+    refused(&env, &["scale", "up"], "single CPU configuration");
+}
