@@ -30,8 +30,11 @@ impl UslFit {
         counts.sort_by(f64::total_cmp);
         counts.dedup();
         if counts.len() < 3
-            || x1.is_nan() || x1 <= 0.0
-            || points.iter().any(|(n, x)| n.is_nan() || *n < 1.0 || x.is_nan() || *x <= 0.0)
+            || x1.is_nan()
+            || x1 <= 0.0
+            || points
+                .iter()
+                .any(|(n, x)| n.is_nan() || *n < 1.0 || x.is_nan() || *x <= 0.0)
         {
             return None;
         }

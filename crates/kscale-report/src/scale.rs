@@ -89,6 +89,9 @@ fn throughput(direction: Direction, v: f64) -> f64 {
     }
 }
 
+/// A case across CPU configurations: workload and params.
+type CaseId = (String, BTreeMap<String, String>);
+
 pub fn scale(
     run: &RunData,
     up: Option<&RunData>,
@@ -107,9 +110,8 @@ pub fn scale(
         return Err(ScaleError::OneConfig(run.run.id));
     }
     // (workload, params) → count → case
-    let mut order: Vec<(String, BTreeMap<String, String>)> = Vec::new();
-    let mut by: BTreeMap<(String, BTreeMap<String, String>), BTreeMap<usize, &CaseData>> =
-        BTreeMap::new();
+    let mut order: Vec<CaseId> = Vec::new();
+    let mut by: BTreeMap<CaseId, BTreeMap<usize, &CaseData>> = BTreeMap::new();
     for c in run.cases.iter().filter(done) {
         let k = (c.key.workload.clone(), c.key.params.clone());
         if !order.contains(&k) {
@@ -117,7 +119,7 @@ pub fn scale(
         }
         by.entry(k).or_default().entry(c.cpus.len()).or_insert(c);
     }
-    let up_cases: BTreeMap<(String, BTreeMap<String, String>), &CaseData> = up
+    let up_cases: BTreeMap<CaseId, &CaseData> = up
         .map(|u| {
             let mut m = BTreeMap::new();
             let mut cases: Vec<&CaseData> = u.cases.iter().filter(done).collect();
