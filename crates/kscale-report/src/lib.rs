@@ -4,8 +4,10 @@
 
 pub mod compare;
 pub mod format;
+pub mod html;
 pub mod results;
 pub mod scale;
+pub mod svg;
 pub mod table;
 
 pub use format::sig;

@@ -173,6 +173,48 @@ impl Table {
         out
     }
 
+    /// An HTML `<table>`; tones become CSS classes the report styles.
+    pub fn to_html(&self) -> String {
+        let esc = |s: &str| {
+            s.replace('&', "&amp;")
+                .replace('<', "&lt;")
+                .replace('>', "&gt;")
+        };
+        let mut out = String::new();
+        if !self.title.is_empty() {
+            out.push_str(&format!("<h3>{}</h3>\n", esc(&self.title)));
+        }
+        out.push_str("<table>\n<thead><tr>");
+        for h in &self.headers {
+            out.push_str(&format!("<th>{}</th>", esc(h)));
+        }
+        out.push_str("</tr></thead>\n<tbody>\n");
+        for row in &self.rows {
+            let class = match row.kind {
+                RowKind::Data => "",
+                RowKind::Summary => " class=\"summary\"",
+                RowKind::Section => " class=\"section\"",
+            };
+            out.push_str(&format!("<tr{class}>"));
+            for c in &row.cells {
+                let tone = match c.tone {
+                    Tone::Plain => "",
+                    Tone::Good => " class=\"good\"",
+                    Tone::Bad => " class=\"bad\"",
+                    Tone::Warn => " class=\"warn\"",
+                    Tone::Dim => " class=\"dim\"",
+                };
+                out.push_str(&format!("<td{tone}>{}</td>", esc(&c.text)));
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</tbody>\n</table>\n");
+        for n in &self.notes {
+            out.push_str(&format!("<p class=\"note\">{}</p>\n", esc(n)));
+        }
+        out
+    }
+
     /// CSV with a leading `table` column so several tables stack in one file.
     pub fn to_csv(&self, header: bool) -> String {
         let q = |s: &str| {

@@ -34,6 +34,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// The seeds' method in one command: a suite on 1 CPU and on all, stored, summarised, reported.
+    Study(cmd::study::Args),
     /// List the workload catalogue: families, workloads, params, metrics and suites.
     List(cmd::list::Args),
     /// Run workloads, suites or families on one or more CPU configurations.
@@ -46,6 +48,8 @@ enum Command {
     Compare(cmd::compare::Args),
     /// Scalability (N CPUs / 1 CPU), efficiency, SMP overhead and a USL fit for one run.
     Scale(cmd::scale::Args),
+    /// Write a self-contained HTML report with tables and SVG charts.
+    Report(cmd::report::Args),
     /// Export a run's results as JSON or CSV.
     Export(cmd::export::Args),
     /// Internal: run one trial in a worker process (started by `kscale run`).
@@ -86,12 +90,14 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Worker => return cmd::worker::main(),
         Command::List(a) => cmd::list::run(a),
+        Command::Study(a) => cmd::study::run(a, db),
         Command::Run(a) => cmd::run::run(a, db),
         Command::Results(a) => cmd::results::run(a, db),
         Command::Show(a) => cmd::show::run(a, db),
         Command::Export(a) => cmd::export::run(a, db),
         Command::Compare(a) => cmd::compare::run(a, db),
         Command::Scale(a) => cmd::scale::run(a, db),
+        Command::Report(a) => cmd::report::run(a, db),
     };
     match result {
         Ok(code) => code,

@@ -4,10 +4,12 @@
 pub mod compare;
 pub mod export;
 pub mod list;
+pub mod report;
 pub mod results;
 pub mod run;
 pub mod scale;
 pub mod show;
+pub mod study;
 pub mod worker;
 
 use crate::error::user;

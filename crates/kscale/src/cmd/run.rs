@@ -143,6 +143,14 @@ pub fn options(args: &Args) -> Result<RunOptions> {
 }
 
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
+    let (store, run_id) = measure(&args, db)?;
+    let data = store.load_run(run_id)?;
+    print!("{}", super::show::render(&data, super::use_color()));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Creates (or resumes) a run and measures it; shared with `kscale study`.
+pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store, i64)> {
     crate::signals::install();
     let (store, run_id, opts) = if let Some(spec) = &args.resume {
         let store = super::open_existing(db)?;
@@ -166,7 +174,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         );
         (store, id, opts)
     } else {
-        let opts = options(&args)?;
+        let opts = options(args)?;
         let label = args
             .label
             .clone()
@@ -213,7 +221,5 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
             return Err(e);
         }
     }
-    let data = store.load_run(run_id)?;
-    print!("{}", super::show::render(&data, super::use_color()));
-    Ok(ExitCode::SUCCESS)
+    Ok((store, run_id))
 }

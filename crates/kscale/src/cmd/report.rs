@@ -1,0 +1,39 @@
+//! `kscale report RUN… -o FILE.html`: a self-contained HTML report.
+
+use crate::error::user;
+use anyhow::Result;
+use kscale_report::html;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Runs to report on (ids, labels or `latest`); with two or more, the
+    /// report compares them, the first being the baseline.
+    #[arg(value_name = "RUN", required = true)]
+    runs: Vec<String>,
+    /// The HTML file to write.
+    #[arg(short, long, value_name = "FILE.html")]
+    output: PathBuf,
+}
+
+/// Writes the report for these runs; shared with `kscale study`.
+pub fn write(runs: &[kscale_store::RunData], path: &Path) -> Result<()> {
+    let refs: Vec<&kscale_store::RunData> = runs.iter().collect();
+    let report = html::build(&refs, &super::Registry);
+    let text = html::render(&report).map_err(|e| anyhow::anyhow!("rendering the report: {e}"))?;
+    std::fs::write(path, text)
+        .map_err(|e| user(format!("cannot write {}: {e}", path.display())))?;
+    Ok(())
+}
+
+pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
+    let store = super::open_existing(db)?;
+    let mut data = Vec::new();
+    for spec in &args.runs {
+        data.push(store.load_run(store.resolve(spec)?)?);
+    }
+    write(&data, &args.output)?;
+    println!("{}", args.output.display());
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,92 @@
+//! `kscale study`: the seeds' whole method in one command — measure a suite
+//! on one CPU and on all CPUs with interleaved trials, store it, print the
+//! direct results and the scalability, and write the HTML report.
+
+use anyhow::Result;
+use kscale_report::results::run_tables;
+use kscale_report::scale::{scale, tables as scale_tables};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+#[command(after_help = "Examples:
+  kscale study --quick                     a first look in a few minutes
+  kscale study --label 6.8-tuned           the full micro suite under a label")]
+pub struct Args {
+    /// Quick run rules (CI 10@95, at most 5 trials, shorter sweeps).
+    #[arg(long)]
+    quick: bool,
+    /// The suite to study (see `kscale list`).
+    #[arg(long, value_name = "NAME", default_value = "micro")]
+    suite: String,
+    /// Label of the system (default: the kernel release).
+    #[arg(long)]
+    label: Option<String>,
+    /// Directory for scratch files and the fs workloads (default: current directory).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Where to write the report (default: kscale-study-<label>.html).
+    #[arg(short, long, value_name = "FILE.html")]
+    output: Option<PathBuf>,
+    /// Do not draw the progress bar.
+    #[arg(long)]
+    no_progress: bool,
+}
+
+pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
+    let run_args = super::run::Args {
+        targets: vec![],
+        suite: Some(args.suite.clone()),
+        cpus: vec!["1,all".into()],
+        label: args.label.clone(),
+        quick: args.quick,
+        ci: None,
+        min_trials: None,
+        max_trials: None,
+        trial_time: None,
+        dir: args.dir.clone(),
+        params: vec![],
+        resume: None,
+        no_progress: args.no_progress,
+    };
+    let (store, run_id) = super::run::measure(&run_args, db)?;
+    let data = store.load_run(run_id)?;
+    let color = super::use_color();
+    println!("{}", super::show::header(&data));
+    println!("== Direct results");
+    for t in run_tables(&data, &super::Registry) {
+        println!();
+        print!("{}", t.to_terminal(color));
+    }
+    println!("\n== Scalability (all CPUs ÷ 1 CPU)");
+    match scale(&data, None, &super::Registry) {
+        Ok(s) => {
+            for t in scale_tables(&s) {
+                println!();
+                print!("{}", t.to_terminal(color));
+            }
+        }
+        Err(e) => println!("{e}"),
+    }
+    let path = args.output.unwrap_or_else(|| {
+        let safe: String = data
+            .run
+            .label
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        PathBuf::from(format!("kscale-study-{safe}.html"))
+    });
+    super::report::write(std::slice::from_ref(&data), &path)?;
+    println!(
+        "\nreport: {}",
+        std::path::absolute(&path).unwrap_or(path).display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
