@@ -89,6 +89,9 @@ pub fn build(runs: &[&RunData], cat: &dyn Catalog) -> Report {
     report
 }
 
+/// One row of the systems table: a fact read from a run.
+type Fact = Box<dyn Fn(&RunData) -> String>;
+
 fn systems_section(runs: &[&RunData]) -> Section {
     let mut headers = vec!["".to_string()];
     headers.extend(
@@ -107,7 +110,7 @@ fn systems_section(runs: &[&RunData]) -> Section {
             other => other.to_string(),
         }
     };
-    let rows: Vec<(&str, Box<dyn Fn(&RunData) -> String>)> = vec![
+    let rows: Vec<(&str, Fact)> = vec![
         ("started", Box::new(|r: &RunData| r.run.started_at.clone())),
         ("status", Box::new(|r: &RunData| r.run.status.clone())),
         ("host", Box::new(move |r: &RunData| s(r, &["hostname"]))),
