@@ -22,6 +22,9 @@ pub struct Args {
     /// Label of the system (default: the kernel release).
     #[arg(long)]
     label: Option<String>,
+    /// Seconds one micro-benchmark trial lasts (default 0.5, --quick 0.2).
+    #[arg(long, value_name = "SECONDS")]
+    trial_time: Option<f64>,
     /// Directory for scratch files and the fs workloads (default: current directory).
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
@@ -43,7 +46,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         ci: None,
         min_trials: None,
         max_trials: None,
-        trial_time: None,
+        trial_time: args.trial_time,
         dir: args.dir.clone(),
         params: vec![],
         resume: None,
