@@ -4,7 +4,13 @@
 mod common;
 use common::Env;
 
+/// Families run one at a time: measurements pinned to the same CPU by
+/// parallel tests would disturb each other (ctx's overhead subtraction in
+/// particular).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn run_family(family: &str, extra: &[&str]) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let env = Env::new();
     let mut args = vec![
         "run",
