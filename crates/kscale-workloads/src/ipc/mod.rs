@@ -337,9 +337,15 @@ fn tcp_echo_server(listener: TcpListener) -> Result<()> {
 /// kernel's TIME_WAIT recycling. lmbench lets the client close first; at tens
 /// of thousands of connects per 0.5 s trial its TIME_WAIT sockets fill the
 /// ephemeral port range and connect() slows down and finally fails with
-/// EADDRNOTAVAIL. Waiting for the close also keeps one connection in flight,
-/// so the accept queue cannot overflow and drop SYNs (a 1 s retransmit) when
-/// the server shares a CPU with the client.
+/// EADDRNOTAVAIL. Server-side TIME_WAIT sockets are bounded by the port
+/// range per server and, across trials, by the kernel's tcp_max_tw_buckets,
+/// past which it simply stops keeping TIME_WAIT (TcpExtTCPTimeWaitOverflow);
+/// nothing fails and the per-connection work barely changes. SO_LINGER(0)
+/// was rejected because a reset instead of a FIN exchange is a different,
+/// cheaper teardown than lmbench's. Waiting for the close also keeps one
+/// connection in flight, so the accept queue cannot overflow and drop SYNs
+/// (a 1 s retransmit), which is what makes lmbench's lat_connect report
+/// milliseconds when the server shares a CPU with the client.
 fn tcp_connect(ctx: &TrialCtx) -> Result<TrialOutput> {
     let listener = TcpListener::bind(loopback()).context("binding TCP server socket")?;
     let addr = listener.local_addr().context("TCP server address")?;
@@ -882,6 +888,37 @@ mod tests {
         assert!(format!("{err:#}").contains("xid"), "{err:#}");
         drop(c);
         drop(guard);
+    }
+
+    /// A lost datagram is retransmitted with the same xid, and a duplicate
+    /// reply to an earlier call is skipped rather than taken as an answer.
+    #[test]
+    fn rpc_udp_retransmits_and_skips_stale_replies() {
+        let server = UdpSocket::bind(loopback()).unwrap();
+        let addr = server.local_addr().unwrap();
+        let guard = spawn_server(move || {
+            let mut buf = [0u8; 512];
+            let mut out = Vec::new();
+            // Drop the first transmission of call 1.
+            let (len, _) = server.recv_from(&mut buf)?;
+            let first = buf[..len].to_vec();
+            let (len, peer) = server.recv_from(&mut buf)?;
+            ensure!(buf[..len] == first[..], "retransmission differs");
+            dispatch(&buf[..len], &mut out)?;
+            // Answer it twice; the second copy is stale for call 2.
+            server.send_to(&out, peer)?;
+            server.send_to(&out, peer)?;
+            let (len, peer) = server.recv_from(&mut buf)?;
+            out.clear();
+            dispatch(&buf[..len], &mut out)?;
+            server.send_to(&out, peer)?;
+            Ok(())
+        })
+        .unwrap();
+        let mut c = UdpRpcClient::connect(addr).unwrap();
+        c.echo(7).unwrap();
+        c.echo(8).unwrap();
+        finish_server(guard).unwrap();
     }
 
     /// Numbers for the comparison with lmbench: run with
