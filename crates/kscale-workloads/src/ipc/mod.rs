@@ -165,6 +165,49 @@ fn wait_readable(fd: RawFd, timeout: Duration) -> io::Result<bool> {
     }
 }
 
+/// poll(2) over several fds; false on timeout.
+fn poll_many(fds: &mut [libc::pollfd], timeout: Duration) -> io::Result<bool> {
+    let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+    loop {
+        // SAFETY: `fds` is a valid, exclusively borrowed array of pollfd.
+        let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        if r >= 0 {
+            return Ok(r > 0);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Blocks every signal until dropped, as libtirpc's clnt_vc/clnt_dg do for
+/// the length of a call so that a handler cannot re-enter the client while a
+/// record is half written. It is part of what an ONC RPC call costs in the
+/// implementation lmbench's lat_rpc measures (two rt_sigprocmask per call).
+struct SignalsBlocked(nix::sys::signal::SigSet);
+
+impl SignalsBlocked {
+    fn new() -> Result<Self> {
+        use nix::sys::signal::{pthread_sigmask, SigSet, SigmaskHow};
+        let mut old = SigSet::empty();
+        pthread_sigmask(
+            SigmaskHow::SIG_SETMASK,
+            Some(&SigSet::all()),
+            Some(&mut old),
+        )
+        .context("blocking signals for an RPC call")?;
+        Ok(SignalsBlocked(old))
+    }
+}
+
+impl Drop for SignalsBlocked {
+    fn drop(&mut self) {
+        use nix::sys::signal::{pthread_sigmask, SigmaskHow};
+        let _ = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&self.0), None);
+    }
+}
+
 /// Makes a blocking `accept` on `l` give up after `t` (Linux honours
 /// SO_RCVTIMEO on listening sockets), which bounds a server whose client
 /// never comes.
@@ -294,9 +337,15 @@ fn tcp_echo_server(listener: TcpListener) -> Result<()> {
 /// kernel's TIME_WAIT recycling. lmbench lets the client close first; at tens
 /// of thousands of connects per 0.5 s trial its TIME_WAIT sockets fill the
 /// ephemeral port range and connect() slows down and finally fails with
-/// EADDRNOTAVAIL. Waiting for the close also keeps one connection in flight,
-/// so the accept queue cannot overflow and drop SYNs (a 1 s retransmit) when
-/// the server shares a CPU with the client.
+/// EADDRNOTAVAIL. Server-side TIME_WAIT sockets are bounded by the port
+/// range per server and, across trials, by the kernel's tcp_max_tw_buckets,
+/// past which it simply stops keeping TIME_WAIT (TcpExtTCPTimeWaitOverflow);
+/// nothing fails and the per-connection work barely changes. SO_LINGER(0)
+/// was rejected because a reset instead of a FIN exchange is a different,
+/// cheaper teardown than lmbench's. Waiting for the close also keeps one
+/// connection in flight, so the accept queue cannot overflow and drop SYNs
+/// (a 1 s retransmit), which is what makes lmbench's lat_connect report
+/// milliseconds when the server shares a CPU with the client.
 fn tcp_connect(ctx: &TrialCtx) -> Result<TrialOutput> {
     let listener = TcpListener::bind(loopback()).context("binding TCP server socket")?;
     let addr = listener.local_addr().context("TCP server address")?;
@@ -432,6 +481,7 @@ impl TcpRpcClient {
 
     /// Sends call `proc_` and returns the xid and the reply message.
     fn call(&mut self, proc_: u32, args: &[u8]) -> Result<(u32, &[u8])> {
+        let _blocked = SignalsBlocked::new()?;
         self.xid = self.xid.wrapping_add(1);
         rpc::begin_record(&mut self.out);
         rpc::encode_call(&mut self.out, self.xid, XACT_PROG, XACT_VERS, proc_, args)?;
@@ -480,17 +530,42 @@ fn rpc_tcp(ctx: &TrialCtx) -> Result<TrialOutput> {
     Ok(TrialOutput::new(n).with(&LAT, per_op * 1e6))
 }
 
-/// Serves one connection the way libtirpc's svc_run + svc_vc do: poll, one
-/// buffered read per record, dispatch, one write per reply.
+/// Serves the way libtirpc's svc_run + svc_vc do, so the per-call kernel
+/// work matches lat_rpc's server: the dispatcher polls every transport (the
+/// listening socket and the connection), then the connection waits for
+/// readability with its own timeout before one buffered read per record,
+/// and each reply is one write. A further connection is accepted and closed
+/// at once: this server has one client.
 fn rpc_tcp_server(listener: TcpListener) -> Result<()> {
     set_accept_timeout(&listener, SERVER_IDLE)?;
     let (mut s, _) = listener.accept().context("RPC/tcp server accept")?;
-    drop(listener);
     s.set_nodelay(true)?;
     let fd = s.as_raw_fd();
     let mut rr = rpc::RecordReader::new(MAX_RECORD);
     let (mut req, mut out) = (Vec::with_capacity(128), Vec::with_capacity(128));
+    let mut fds = [
+        libc::pollfd {
+            fd: listener.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
     loop {
+        ensure!(
+            poll_many(&mut fds, SERVER_IDLE).context("RPC/tcp server poll")?,
+            "RPC/tcp server idle for {SERVER_IDLE:?}"
+        );
+        if fds[0].revents != 0 {
+            drop(listener.accept().context("RPC/tcp server accept")?);
+        }
+        if fds[1].revents == 0 {
+            continue;
+        }
         let more = rr.read_record(&mut req, |buf| {
             if !wait_readable(fd, SERVER_IDLE)? {
                 return Err(io::Error::new(
@@ -513,12 +588,15 @@ fn rpc_tcp_server(listener: TcpListener) -> Result<()> {
     }
 }
 
-/// The client side of RPC over UDP, shaped like libtirpc's clnt_dg: send,
-/// poll with a retransmission timeout, receive; replies to earlier calls
-/// (possible only after a retransmission) are discarded, anything else that
-/// does not match is an error.
+/// The client side of RPC over UDP, shaped like libtirpc's clnt_dg: an
+/// unconnected socket (one client may address any server) with sendto, a
+/// poll bounded by the retransmission timeout, then recvfrom. Replies must
+/// come from the server's address; replies to earlier calls (possible only
+/// after a retransmission) are discarded, anything else that does not match
+/// is an error.
 struct UdpRpcClient {
     s: UdpSocket,
+    server: SocketAddr,
     xid: u32,
     out: Vec<u8>,
     reply: Vec<u8>,
@@ -528,9 +606,9 @@ struct UdpRpcClient {
 impl UdpRpcClient {
     fn connect(addr: SocketAddr) -> Result<Self> {
         let s = UdpSocket::bind(loopback()).context("binding RPC/udp client socket")?;
-        s.connect(addr).context("connecting RPC/udp client")?;
         Ok(UdpRpcClient {
             s,
+            server: addr,
             xid: 0x4b53_0000,
             out: Vec::with_capacity(128),
             reply: vec![0; 8800],
@@ -539,6 +617,7 @@ impl UdpRpcClient {
     }
 
     fn call(&mut self, proc_: u32, args: &[u8]) -> Result<(u32, &[u8])> {
+        let _blocked = SignalsBlocked::new()?;
         self.xid = self.xid.wrapping_add(1);
         let xid = self.xid;
         self.out.clear();
@@ -553,10 +632,20 @@ impl UdpRpcClient {
             if sent > 0 {
                 self.retransmitted = true;
             }
-            self.s.send(&self.out).context("RPC/udp send")?;
+            self.s
+                .send_to(&self.out, self.server)
+                .context("RPC/udp send")?;
             sent += 1;
             while wait_readable(fd, UDP_RETRANSMIT).context("RPC/udp poll")? {
-                let len = self.s.recv(&mut self.reply).context("RPC/udp receive")?;
+                let (len, from) = self
+                    .s
+                    .recv_from(&mut self.reply)
+                    .context("RPC/udp receive")?;
+                ensure!(
+                    from == self.server,
+                    "RPC/udp reply from {from}, not the server {}",
+                    self.server
+                );
                 let got = rpc::XdrReader::new(&self.reply[..len])
                     .get_u32()
                     .context("RPC/udp reply")?;
@@ -596,20 +685,54 @@ fn rpc_udp(ctx: &TrialCtx) -> Result<TrialOutput> {
     Ok(TrialOutput::new(n).with(&LAT, per_op * 1e6))
 }
 
-/// svc_run + svc_dg in miniature: poll, recvfrom, dispatch, sendto.
+/// svc_run + svc_dg in miniature: poll, recvmsg, dispatch, sendmsg. Like
+/// svc_dg it asks for IP_PKTINFO and replies from the address the call was
+/// sent to, which a UDP server on a multi-homed host must do for clients to
+/// accept the reply.
 fn rpc_udp_server(sock: UdpSocket) -> Result<()> {
+    use nix::sys::socket::{
+        recvmsg, sendmsg, setsockopt, sockopt, ControlMessage, ControlMessageOwned, MsgFlags,
+        SockaddrIn,
+    };
+    use std::io::{IoSlice, IoSliceMut};
+    setsockopt(&sock, sockopt::Ipv4PacketInfo, &true).context("IP_PKTINFO")?;
     let fd = sock.as_raw_fd();
     let mut buf = vec![0u8; 8800];
+    let mut cmsg = nix::cmsg_space!(libc::in_pktinfo);
     let mut out = Vec::with_capacity(128);
     loop {
         ensure!(
             wait_readable(fd, SERVER_IDLE).context("RPC/udp server poll")?,
             "RPC/udp server idle for {SERVER_IDLE:?}"
         );
-        let (len, peer) = sock.recv_from(&mut buf).context("RPC/udp server receive")?;
+        let (len, peer, dst) = {
+            let mut iov = [IoSliceMut::new(&mut buf)];
+            let msg = recvmsg::<SockaddrIn>(fd, &mut iov, Some(&mut cmsg), MsgFlags::empty())
+                .context("RPC/udp server receive")?;
+            let mut dst = None;
+            for c in msg.cmsgs().context("RPC/udp control messages")? {
+                if let ControlMessageOwned::Ipv4PacketInfo(info) = c {
+                    dst = Some(info.ipi_addr);
+                }
+            }
+            let peer = msg
+                .address
+                .context("RPC/udp call without a source address")?;
+            (msg.bytes, peer, dst)
+        };
         out.clear();
         let after = dispatch(&buf[..len], &mut out)?;
-        sock.send_to(&out, peer).context("RPC/udp server send")?;
+        // SAFETY: in_pktinfo is plain old data; all-zero is a valid value.
+        let mut info: libc::in_pktinfo = unsafe { std::mem::zeroed() };
+        info.ipi_spec_dst = dst.context("RPC/udp call without IP_PKTINFO")?;
+        sendmsg(
+            fd,
+            &[IoSlice::new(&out)],
+            &[ControlMessage::Ipv4PacketInfo(&info)],
+            MsgFlags::empty(),
+            Some(&peer),
+        )
+        .context("RPC/udp server send")?;
         if after == After::Exit {
             return Ok(());
         }
@@ -767,12 +890,48 @@ mod tests {
         drop(guard);
     }
 
+    /// A lost datagram is retransmitted with the same xid, and a duplicate
+    /// reply to an earlier call is skipped rather than taken as an answer.
+    #[test]
+    fn rpc_udp_retransmits_and_skips_stale_replies() {
+        let server = UdpSocket::bind(loopback()).unwrap();
+        let addr = server.local_addr().unwrap();
+        let guard = spawn_server(move || {
+            let mut buf = [0u8; 512];
+            let mut out = Vec::new();
+            // Drop the first transmission of call 1.
+            let (len, _) = server.recv_from(&mut buf)?;
+            let first = buf[..len].to_vec();
+            let (len, peer) = server.recv_from(&mut buf)?;
+            ensure!(buf[..len] == first[..], "retransmission differs");
+            dispatch(&buf[..len], &mut out)?;
+            // Answer it twice; the second copy is stale for call 2.
+            server.send_to(&out, peer)?;
+            server.send_to(&out, peer)?;
+            let (len, peer) = server.recv_from(&mut buf)?;
+            out.clear();
+            dispatch(&buf[..len], &mut out)?;
+            server.send_to(&out, peer)?;
+            Ok(())
+        })
+        .unwrap();
+        let mut c = UdpRpcClient::connect(addr).unwrap();
+        c.echo(7).unwrap();
+        c.echo(8).unwrap();
+        finish_server(guard).unwrap();
+    }
+
     /// Numbers for the comparison with lmbench: run with
-    /// `cargo test -p kscale-workloads --release ipc::tests::measure -- --ignored --nocapture`.
+    /// `cargo test -p kscale-workloads --release ipc::tests::measure -- --ignored --nocapture`
+    /// (`KSCALE_IPC_ONLY=udp,tcp` picks workloads).
     #[test]
     #[ignore]
     fn measure() {
+        let only = std::env::var("KSCALE_IPC_ONLY").unwrap_or_default();
         for w in FAMILY.workloads {
+            if !only.is_empty() && !only.split(',').any(|n| n == w.name) {
+                continue;
+            }
             let mut ctx = quick_ctx();
             ctx.trial_time = Duration::from_millis(500);
             let mut vals = Vec::new();
