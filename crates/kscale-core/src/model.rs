@@ -97,3 +97,18 @@ impl CaseKey {
         serde_json::to_string(&self.params).unwrap_or_else(|_| "{}".into())
     }
 }
+
+/// Where the CPUs of a trial's configuration spent the trial (SPEC §6),
+/// from /proc/stat; context switches and interrupts are system-wide counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuAccounting {
+    pub user_pct: f64,
+    pub system_pct: f64,
+    pub idle_pct: f64,
+    pub irq_pct: f64,
+    pub softirq_pct: f64,
+    pub steal_pct: f64,
+    pub ctxt: u64,
+    pub intr: u64,
+    pub seconds: f64,
+}

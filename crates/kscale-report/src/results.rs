@@ -282,3 +282,52 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
     table.notes.extend(failures);
     table
 }
+
+/// Where the CPUs went during each case's counted trials (/proc/stat),
+/// one row per case and CPU configuration.
+pub fn accounting_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
+    let mut t = Table::new(
+        "CPU accounting (counted trials, CPUs of the configuration; ctxt and intr system-wide)",
+        [
+            "Case", "CPUs", "user%", "sys%", "idle%", "irq%", "softirq%", "steal%", "ctxt/s",
+            "intr/s",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+    );
+    for c in &run.cases {
+        let Some(a) = c.accounting() else { continue };
+        let info = info_for(cat, &c.key.workload);
+        let per_s = |x: u64| {
+            if a.seconds > 0.0 {
+                sig(x as f64 / a.seconds, 3)
+            } else {
+                "–".into()
+            }
+        };
+        t.push(
+            RowKind::Data,
+            vec![
+                Cell::new(case_label(&info, &c.key)),
+                Cell::new(cpus_header(&c.key.cpus, c.cpus.len())),
+                Cell::new(format!("{:.1}", a.user_pct)),
+                Cell::new(format!("{:.1}", a.system_pct)),
+                Cell::new(format!("{:.1}", a.idle_pct)),
+                Cell::new(format!("{:.1}", a.irq_pct)),
+                Cell::new(format!("{:.1}", a.softirq_pct)),
+                Cell::tone(
+                    format!("{:.1}", a.steal_pct),
+                    if a.steal_pct >= 5.0 {
+                        Tone::Warn
+                    } else {
+                        Tone::Plain
+                    },
+                ),
+                Cell::new(per_s(a.ctxt)),
+                Cell::new(per_s(a.intr)),
+            ],
+        );
+    }
+    (!t.rows.is_empty()).then_some(t)
+}

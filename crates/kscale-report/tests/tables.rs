@@ -69,6 +69,7 @@ fn case(
             wall_s: 0.5,
             iterations: Some(1000),
             values: BTreeMap::from([("latency".to_string(), v)]),
+            accounting: None,
         })
         .collect();
     CaseData {

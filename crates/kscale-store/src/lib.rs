@@ -5,6 +5,7 @@
 mod schema;
 mod time;
 
+use kscale_core::model::CpuAccounting;
 use kscale_core::{CaseKey, Direction, Summary, TrialValues};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
@@ -91,6 +92,18 @@ pub struct TrialRow {
     pub wall_s: f64,
     pub iterations: Option<u64>,
     pub values: TrialValues,
+    pub accounting: Option<CpuAccounting>,
+}
+
+/// One finished trial, as the runner hands it to the store.
+#[derive(Clone, Debug)]
+pub struct NewTrial<'a> {
+    pub idx: i64,
+    pub warmup: bool,
+    pub wall_s: f64,
+    pub iterations: Option<u64>,
+    pub values: &'a TrialValues,
+    pub accounting: Option<&'a CpuAccounting>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -150,6 +163,33 @@ impl CaseData {
     }
     pub fn summary(&self, metric: &str, confidence_pct: f64) -> Summary {
         Summary::of(&self.values(metric), confidence_pct)
+    }
+    /// Mean CPU accounting over the counted trials that recorded it, with
+    /// context switches and interrupts per second.
+    pub fn accounting(&self) -> Option<CpuAccounting> {
+        let a: Vec<&CpuAccounting> = self
+            .trials
+            .iter()
+            .filter(|t| !t.warmup)
+            .filter_map(|t| t.accounting.as_ref())
+            .collect();
+        if a.is_empty() {
+            return None;
+        }
+        let n = a.len() as f64;
+        let mean = |f: fn(&CpuAccounting) -> f64| a.iter().map(|x| f(x)).sum::<f64>() / n;
+        let secs: f64 = a.iter().map(|x| x.seconds).sum();
+        Some(CpuAccounting {
+            user_pct: mean(|x| x.user_pct),
+            system_pct: mean(|x| x.system_pct),
+            idle_pct: mean(|x| x.idle_pct),
+            irq_pct: mean(|x| x.irq_pct),
+            softirq_pct: mean(|x| x.softirq_pct),
+            steal_pct: mean(|x| x.steal_pct),
+            ctxt: a.iter().map(|x| x.ctxt).sum(),
+            intr: a.iter().map(|x| x.intr).sum(),
+            seconds: secs,
+        })
     }
 }
 
@@ -301,26 +341,20 @@ impl Store {
 
     /// Stores one trial; committed at once (autocommit) so a kill loses at
     /// most the trial in flight.
-    pub fn add_trial(
-        &self,
-        case_id: i64,
-        idx: i64,
-        warmup: bool,
-        wall_s: f64,
-        iterations: Option<u64>,
-        values: &TrialValues,
-    ) -> Result<()> {
+    pub fn add_trial(&self, case_id: i64, t: &NewTrial<'_>) -> Result<()> {
+        let accounting = t.accounting.map(serde_json::to_string).transpose()?;
         self.conn.execute(
-            "INSERT OR REPLACE INTO trials (case_id, idx, warmup, started_at, wall_s, iterations, vals)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT OR REPLACE INTO trials (case_id, idx, warmup, started_at, wall_s, iterations, vals, accounting)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             params![
                 case_id,
-                idx,
-                warmup,
+                t.idx,
+                t.warmup,
                 now_rfc3339(),
-                wall_s,
-                iterations.map(|i| i as i64),
-                serde_json::to_string(values)?
+                t.wall_s,
+                t.iterations.map(|i| i as i64),
+                serde_json::to_string(t.values)?,
+                accounting
             ],
         )?;
         Ok(())
@@ -438,7 +472,7 @@ impl Store {
             .conn
             .prepare("SELECT name, unit, direction, is_primary FROM metrics WHERE case_id = ?1 ORDER BY is_primary DESC, rowid")?;
         let mut tst = self.conn.prepare(
-            "SELECT idx, warmup, started_at, wall_s, iterations, vals FROM trials WHERE case_id = ?1 ORDER BY idx",
+            "SELECT idx, warmup, started_at, wall_s, iterations, vals, accounting FROM trials WHERE case_id = ?1 ORDER BY idx",
         )?;
         for c in &mut cases {
             let mut rows = mst.query([c.id])?;
@@ -454,6 +488,7 @@ impl Store {
             let mut rows = tst.query([c.id])?;
             while let Some(r) = rows.next()? {
                 let vals: String = r.get(5)?;
+                let accounting: Option<String> = r.get(6)?;
                 c.trials.push(TrialRow {
                     idx: r.get(0)?,
                     warmup: r.get(1)?,
@@ -461,6 +496,7 @@ impl Store {
                     wall_s: r.get(3)?,
                     iterations: r.get::<_, Option<i64>>(4)?.map(|i| i as u64),
                     values: serde_json::from_str(&vals)?,
+                    accounting: accounting.map(|a| serde_json::from_str(&a)).transpose()?,
                 });
             }
         }

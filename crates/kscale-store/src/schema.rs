@@ -8,7 +8,7 @@ use rusqlite::Connection;
 /// instead of being silently given our tables.
 pub const APPLICATION_ID: i64 = 0x6b73_636c;
 
-const MIGRATIONS: &[&str] = &[
+pub(crate) const MIGRATIONS: &[&str] = &[
     // v0 → v1: runs, cases, their metric declarations, raw trials.
     "CREATE TABLE runs (
         id INTEGER PRIMARY KEY,
@@ -57,6 +57,8 @@ const MIGRATIONS: &[&str] = &[
         vals TEXT NOT NULL,
         UNIQUE (case_id, idx)
     );",
+    // v1 → v2: per-trial CPU accounting from /proc/stat (JSON).
+    "ALTER TABLE trials ADD COLUMN accounting TEXT;",
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -1,4 +1,5 @@
 use super::*;
+use kscale_core::model::CpuAccounting;
 use kscale_core::CaseKey;
 use std::collections::BTreeMap;
 
@@ -55,10 +56,38 @@ fn round_trip_and_resolve() {
         "idempotent"
     );
     let v = |x: f64| BTreeMap::from([("latency".to_string(), x)]);
-    s.add_trial(c, 0, true, 0.5, Some(100), &v(9.0)).unwrap();
+    let warm = v(9.0);
+    s.add_trial(
+        c,
+        &NewTrial {
+            idx: 0,
+            warmup: true,
+            wall_s: 0.5,
+            iterations: Some(100),
+            values: &warm,
+            accounting: None,
+        },
+    )
+    .unwrap();
+    let acc = CpuAccounting {
+        user_pct: 50.0,
+        system_pct: 50.0,
+        ctxt: 10,
+        intr: 20,
+        seconds: 0.5,
+        ..Default::default()
+    };
     for (i, x) in [1.0, 1.1, 0.9].iter().enumerate() {
-        s.add_trial(c, i as i64 + 1, false, 0.5, Some(100), &v(*x))
-            .unwrap();
+        let vals = v(*x);
+        let t = NewTrial {
+            idx: i as i64 + 1,
+            warmup: false,
+            wall_s: 0.5,
+            iterations: Some(100),
+            values: &vals,
+            accounting: Some(&acc),
+        };
+        s.add_trial(c, &t).unwrap();
     }
     s.finish_case(
         c,
@@ -85,6 +114,14 @@ fn round_trip_and_resolve() {
     assert_eq!(case.trials.len(), 4);
     assert_eq!(case.converged, Some(false));
     assert_eq!(case.notes, vec!["note".to_string()]);
+    let acc = case.accounting().unwrap();
+    assert_eq!(
+        (acc.ctxt, acc.intr),
+        (30, 60),
+        "summed over the three counted trials"
+    );
+    assert!((acc.user_pct - 50.0).abs() < 1e-12);
+    assert!(case.trials[0].accounting.is_none());
     assert!((case.summary("latency", 95.0).mean - 1.0).abs() < 1e-12);
     assert_eq!(data.run.snapshot["kernel"]["release"], "6.1");
 }
@@ -141,4 +178,34 @@ fn migrates_from_empty_and_is_idempotent() {
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
     assert_eq!(mode, "wal");
+}
+
+#[test]
+fn migrates_a_version_1_database_keeping_its_trials() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("old.db");
+    {
+        let c = Connection::open(&p).unwrap();
+        c.execute_batch(crate::schema::MIGRATIONS[0]).unwrap();
+        c.pragma_update(None, "application_id", crate::schema::APPLICATION_ID)
+            .unwrap();
+        c.pragma_update(None, "user_version", 1).unwrap();
+        c.execute_batch(
+            "INSERT INTO runs VALUES (1, 'old', '2026-01-01T00:00:00Z', NULL, 'complete', '0.0.1', 'x', '[]', '{}', '{}');
+             INSERT INTO cases VALUES (1, 1, 0, 'syscall.null', '{}', '1', '[0]', 'done', 1, NULL, 10, '[]');
+             INSERT INTO metrics VALUES (1, 'latency', 'µs', 'lower', 1);
+             INSERT INTO trials VALUES (1, 1, 0, 1, 't', 0.5, 10, '{\"latency\": 0.3}');
+             INSERT INTO trials VALUES (2, 1, 1, 0, 't', 0.5, 10, '{\"latency\": 0.2}');",
+        )
+        .unwrap();
+    }
+    let s = Store::open(&p).unwrap();
+    let v: i64 = s
+        .conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, SCHEMA_VERSION);
+    let data = s.load_run(1).unwrap();
+    assert_eq!(data.cases[0].values("latency"), vec![0.2]);
+    assert!(data.cases[0].accounting().is_none());
 }

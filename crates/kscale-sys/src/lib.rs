@@ -3,4 +3,5 @@
 
 pub mod affinity;
 pub mod process;
+pub mod procstat;
 pub mod snapshot;

@@ -116,6 +116,9 @@ pub struct TrialOutput {
     pub iterations: u64,
     /// Facts worth showing with the result (e.g. "file verified in page cache").
     pub notes: Vec<String>,
+    /// Filled in by the worker around the workload's run, not by workloads.
+    #[serde(default)]
+    pub accounting: Option<kscale_core::model::CpuAccounting>,
 }
 
 impl TrialOutput {

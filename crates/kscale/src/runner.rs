@@ -9,7 +9,7 @@ use crate::signals;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use kscale_core::{CaseKey, Decision, StopRule};
-use kscale_store::{CaseData, CaseStatus, MetricRow, Store};
+use kscale_store::{CaseData, CaseStatus, MetricRow, NewTrial, Store};
 use kscale_workloads::{TrialOutput, TrialRequest, WorkloadDef};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -233,11 +233,14 @@ fn run_group(
                 Ok(out) => {
                     store.add_trial(
                         u.case_id,
-                        u.next_idx,
-                        warmup,
-                        wall,
-                        Some(out.iterations),
-                        &out.values,
+                        &NewTrial {
+                            idx: u.next_idx,
+                            warmup,
+                            wall_s: wall,
+                            iterations: Some(out.iterations),
+                            values: &out.values,
+                            accounting: out.accounting.as_ref(),
+                        },
                     )?;
                     u.next_idx += 1;
                     for n in out.notes {

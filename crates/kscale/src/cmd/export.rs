@@ -54,6 +54,7 @@ pub fn results(data: &RunData) -> Vec<Value> {
                 "trials": c.values(&m.name),
                 "warmup": c.trials.iter().find(|t| t.warmup).and_then(|t| t.values.get(&m.name)),
                 "iterations": c.iterations,
+                "accounting": c.accounting(),
             }));
         }
     }

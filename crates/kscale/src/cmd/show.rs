@@ -1,7 +1,7 @@
 //! `kscale show RUN`: a run's results as tables, one per family.
 
 use anyhow::Result;
-use kscale_report::results::run_tables;
+use kscale_report::results::{accounting_table, run_tables};
 use kscale_store::RunData;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -44,9 +44,16 @@ pub fn header(data: &RunData) -> String {
     )
 }
 
+/// Family tables, then the CPU accounting of every case.
+pub fn tables(data: &RunData) -> Vec<kscale_report::Table> {
+    let mut t = run_tables(data, &super::Registry);
+    t.extend(accounting_table(data, &super::Registry));
+    t
+}
+
 pub fn render(data: &RunData, color: bool) -> String {
     let mut out = header(data);
-    for t in run_tables(data, &super::Registry) {
+    for t in tables(data) {
         out.push('\n');
         out.push_str(&t.to_terminal(color));
     }
@@ -61,13 +68,13 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         Format::Terminal => print!("{}", render(&data, super::use_color())),
         Format::Md => {
             print!("{}", header(&data));
-            for t in run_tables(&data, &super::Registry) {
+            for t in tables(&data) {
                 println!();
                 print!("{}", t.to_markdown());
             }
         }
         Format::Csv => {
-            for (i, t) in run_tables(&data, &super::Registry).iter().enumerate() {
+            for (i, t) in tables(&data).iter().enumerate() {
                 print!("{}", t.to_csv(i == 0));
             }
         }

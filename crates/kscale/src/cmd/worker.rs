@@ -24,19 +24,24 @@ pub fn main() -> ExitCode {
         return ExitCode::from(1);
     }
     inject_fault(&req.workload);
-    match kscale_workloads::run_trial(&req) {
-        Ok(out) => match serde_json::to_string(&out) {
-            Ok(line) => {
-                println!("{line}");
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("worker: {e}");
-                ExitCode::from(1)
-            }
-        },
+    let before = kscale_sys::procstat::read();
+    let result = kscale_workloads::run_trial(&req);
+    let after = kscale_sys::procstat::read();
+    let mut out = match result {
+        Ok(out) => out,
         Err(e) => {
             eprintln!("{e:#}");
+            return ExitCode::from(1);
+        }
+    };
+    out.accounting = kscale_sys::procstat::delta(&before, &after, &req.cpus);
+    match serde_json::to_string(&out) {
+        Ok(line) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("worker: {e}");
             ExitCode::from(1)
         }
     }
