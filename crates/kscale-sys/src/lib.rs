@@ -2,5 +2,6 @@
 //! kernel interfaces lives here, so the other crates stay portable and safe.
 
 pub mod affinity;
+pub mod perf;
 pub mod process;
 pub mod snapshot;
