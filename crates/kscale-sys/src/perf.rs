@@ -95,9 +95,9 @@ pub fn explain(what: &str, errno: Option<i32>, paranoid: Option<i32>, e: &io::Er
         Some(libc::EMFILE) => {
             format!("too many open files (raise `ulimit -n`); kernel.perf_event_paranoid={p}")
         }
-        Some(libc::EBUSY) => format!(
-            "the PMU is in exclusive use by another tool; kernel.perf_event_paranoid={p}"
-        ),
+        Some(libc::EBUSY) => {
+            format!("the PMU is in exclusive use by another tool; kernel.perf_event_paranoid={p}")
+        }
         _ => format!("kernel.perf_event_paranoid={p}"),
     };
     format!("perf_event_open({what}) failed: {name} ({e}): {fix}")
@@ -213,11 +213,17 @@ mod tests {
     fn explanations_name_errno_paranoid_and_fix() {
         let e = io::Error::from_raw_os_error(libc::EACCES);
         let s = explain("cpu-cycles", Some(libc::EACCES), Some(2), &e);
-        assert!(s.contains("EACCES") && s.contains("perf_event_paranoid=2"), "{s}");
+        assert!(
+            s.contains("EACCES") && s.contains("perf_event_paranoid=2"),
+            "{s}"
+        );
         assert!(!s.contains('\n'));
         let e = io::Error::from_raw_os_error(libc::ENOENT);
         let s = explain("cpu-cycles", Some(libc::ENOENT), None, &e);
-        assert!(s.contains("ENOENT") && s.contains("PMU") && s.contains("unreadable"), "{s}");
+        assert!(
+            s.contains("ENOENT") && s.contains("PMU") && s.contains("unreadable"),
+            "{s}"
+        );
     }
 
     /// Counts where the kernel allows it; otherwise prints why not (the
