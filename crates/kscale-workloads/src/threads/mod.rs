@@ -152,7 +152,9 @@ pub static FAMILY: Family = Family {
             title: "Uncontested lock + unlock",
             help: "Lock and unlock a mutex no other thread touches, in one thread; one \
                    operation is a lock + unlock pair (the seed halves its time for a single \
-                   lock operation).",
+                   lock operation). A second thread sits parked meanwhile: glibc skips the \
+                   atomic instructions of a private mutex in a single-threaded process, \
+                   which no program that needs a mutex is.",
             params: &[
                 ParamDef {
                     name: "impl",
@@ -515,6 +517,9 @@ fn context(ctx: &TrialCtx) -> Result<TrialOutput> {
 /// Items per fill of the bounded queue.
 const QUEUE: usize = 10;
 const WORK: usize = 0;
+/// How long the master waits for a drained queue before calling it a lost
+/// wake-up: hundreds of times a loaded machine's scheduling delay.
+const WATCHDOG: Duration = Duration::from_secs(2);
 const SPACE: usize = 1;
 
 struct Queue {
@@ -562,17 +567,27 @@ fn wakeup_with<M: Monitor<Queue>>(
                     m.notify_all(WORK);
                 })?;
         }
-        let started = meter.start();
-        if started.is_ok() {
+        let mut result = meter.start();
+        if result.is_ok() {
             let deadline = Instant::now() + dur;
             let mut next = 0u64;
             while Instant::now() < deadline {
-                m.wait_for(SPACE, |q| {
+                let filled = m.wait_for_timeout(SPACE, WATCHDOG, |q| {
                     q.items.is_empty().then(|| {
                         q.items.extend(next..next + QUEUE as u64);
                         next += QUEUE as u64;
                     })
                 });
+                if filled.is_none() {
+                    result = Err(anyhow::anyhow!(
+                        "lost wake-up: the queue stayed full for {} s with {workers} workers \
+                         waiting on it (a signalled waiter never woke, or the master missed \
+                         its signal) — a bug in the condition variable implementation \
+                         (glibc before 2.41 has one: sourceware bug 25847)",
+                        WATCHDOG.as_secs()
+                    ));
+                    break;
+                }
                 m.notify_one(WORK);
             }
         }
@@ -582,7 +597,7 @@ fn wakeup_with<M: Monitor<Queue>>(
         });
         let secs = meter.stop_clock();
         m.notify_all(WORK);
-        started?;
+        result?;
         Ok((wakeups, secs?))
     })
 }
@@ -608,6 +623,23 @@ fn wakeup(ctx: &TrialCtx) -> Result<TrialOutput> {
 const BATCH: u64 = 1000;
 
 fn uncontested_with<M: Monitor<u64>>(dur: Duration, meter: &mut Meter) -> Result<(u64, f64)> {
+    // glibc takes a private mutex without atomic instructions while the
+    // process has a single thread; a mutex exists for threaded programs, so
+    // a second thread sits parked (blocked, using no CPU) for the whole loop.
+    let (park, parked) = std::sync::mpsc::channel::<()>();
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .spawn_scoped(s, move || {
+                let _ = parked.recv();
+            })
+            .context("spawning the parked thread")?;
+        let r = uncontested_loop::<M>(dur, meter);
+        drop(park);
+        r
+    })
+}
+
+fn uncontested_loop<M: Monitor<u64>>(dur: Duration, meter: &mut Meter) -> Result<(u64, f64)> {
     let m = M::new(0);
     meter.start()?;
     let deadline = Instant::now() + dur;

@@ -9,6 +9,7 @@
 use super::futex::{FutexCond, FutexMutex};
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 pub trait Monitor<T: Send>: Sync + Send {
     fn new(v: T) -> Self;
@@ -17,6 +18,16 @@ pub trait Monitor<T: Send>: Sync + Send {
     /// Locks, then waits on condition `cv` (0 or 1) until `ready` returns
     /// `Some`; returns that with the lock released.
     fn wait_for<R>(&self, cv: usize, ready: impl FnMut(&mut T) -> Option<R>) -> R;
+    /// As [`wait_for`](Self::wait_for), but gives up (returning `None`)
+    /// once `timeout` has passed without `ready` returning `Some`: a
+    /// watchdog against lost wake-ups, so a broken primitive fails a trial
+    /// instead of hanging it.
+    fn wait_for_timeout<R>(
+        &self,
+        cv: usize,
+        timeout: Duration,
+        ready: impl FnMut(&mut T) -> Option<R>,
+    ) -> Option<R>;
     fn notify_one(&self, cv: usize);
     fn notify_all(&self, cv: usize);
 }
@@ -88,6 +99,42 @@ impl<T: Send> Monitor<T> for Pthread<T> {
             unsafe { libc::pthread_cond_wait(self.cv[cv].get(), self.m.get()) };
         }
     }
+    fn wait_for_timeout<R>(
+        &self,
+        cv: usize,
+        timeout: Duration,
+        mut ready: impl FnMut(&mut T) -> Option<R>,
+    ) -> Option<R> {
+        // The statically initialised cond measures timeouts on
+        // CLOCK_REALTIME; a step of the wall clock only shifts the watchdog.
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: now is a valid timespec to write into.
+        unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) };
+        let total = now.tv_nsec as u64 + timeout.subsec_nanos() as u64;
+        let abs = libc::timespec {
+            tv_sec: now.tv_sec
+                + timeout.as_secs() as libc::time_t
+                + (total / 1_000_000_000) as libc::time_t,
+            tv_nsec: (total % 1_000_000_000) as libc::c_long,
+        };
+        self.lock();
+        let _u = Unlock(|| self.unlock());
+        loop {
+            // SAFETY: m is held (pthread_cond_timedwait re-acquires it).
+            if let Some(r) = ready(unsafe { &mut *self.v.get() }) {
+                return Some(r);
+            }
+            // SAFETY: m is held by this thread; cond and abs are valid.
+            let rc = unsafe { libc::pthread_cond_timedwait(self.cv[cv].get(), self.m.get(), &abs) };
+            if rc == libc::ETIMEDOUT {
+                // SAFETY: m is held again after a timed-out wait.
+                return ready(unsafe { &mut *self.v.get() });
+            }
+        }
+    }
     fn notify_one(&self, cv: usize) {
         // SAFETY: the cond was initialised in new().
         unsafe { libc::pthread_cond_signal(self.cv[cv].get()) };
@@ -140,6 +187,28 @@ impl<T: Send> Monitor<T> for Std<T> {
             g = self.cv[cv].wait(g).unwrap_or_else(|e| e.into_inner());
         }
     }
+    fn wait_for_timeout<R>(
+        &self,
+        cv: usize,
+        timeout: Duration,
+        mut ready: impl FnMut(&mut T) -> Option<R>,
+    ) -> Option<R> {
+        let deadline = Instant::now() + timeout;
+        let mut g = self.m.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(r) = ready(&mut g) {
+                return Some(r);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            g = self.cv[cv]
+                .wait_timeout(g, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
     fn notify_one(&self, cv: usize) {
         self.cv[cv].notify_one();
     }
@@ -186,6 +255,27 @@ impl<T: Send> Monitor<T> for Futex<T> {
                 return r;
             }
             self.cv[cv].wait(&self.m);
+        }
+    }
+    fn wait_for_timeout<R>(
+        &self,
+        cv: usize,
+        timeout: Duration,
+        mut ready: impl FnMut(&mut T) -> Option<R>,
+    ) -> Option<R> {
+        let deadline = Instant::now() + timeout;
+        self.m.lock();
+        let _u = Unlock(|| self.m.unlock());
+        loop {
+            // SAFETY: m is held (wait re-acquires it before returning).
+            if let Some(r) = ready(unsafe { &mut *self.v.get() }) {
+                return Some(r);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            self.cv[cv].wait_timeout(&self.m, Some(left));
         }
     }
     fn notify_one(&self, cv: usize) {
@@ -266,6 +356,24 @@ impl<T: Send> Monitor<T> for Spin<T> {
         loop {
             if let Some(r) = self.with(&mut ready) {
                 return r;
+            }
+            spin_or_yield(&mut spins);
+        }
+    }
+    fn wait_for_timeout<R>(
+        &self,
+        _cv: usize,
+        timeout: Duration,
+        mut ready: impl FnMut(&mut T) -> Option<R>,
+    ) -> Option<R> {
+        let deadline = Instant::now() + timeout;
+        let mut spins = 0;
+        loop {
+            if let Some(r) = self.with(&mut ready) {
+                return Some(r);
+            }
+            if Instant::now() >= deadline {
+                return None;
             }
             spin_or_yield(&mut spins);
         }
