@@ -5,6 +5,7 @@
 pub mod compare;
 pub mod format;
 pub mod html;
+pub mod impls;
 pub mod results;
 pub mod scale;
 pub mod svg;

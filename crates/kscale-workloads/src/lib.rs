@@ -16,6 +16,7 @@ pub mod ipc;
 pub mod mem;
 pub mod suites;
 pub mod syscall;
+pub mod threads;
 pub mod util;
 
 /// Every family, in the order of the seed's tables.
@@ -25,6 +26,7 @@ pub static REGISTRY: &[&Family] = &[
     &ctx::FAMILY,
     &mem::FAMILY,
     &fs::FAMILY,
+    &threads::FAMILY,
 ];
 
 pub struct Family {

@@ -1,7 +1,9 @@
 //! `kscale show RUN`: a run's results as tables, one per family.
 
 use anyhow::Result;
+use kscale_report::impls::impl_table;
 use kscale_report::results::{accounting_table, run_tables};
+use kscale_report::Table;
 use kscale_store::RunData;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,7 +16,15 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value = "terminal")]
     format: Format,
+    /// Implementation the `threads` implementation table compares against
+    /// (pthread, std, futex or spin).
+    #[arg(long, value_name = "IMPL", default_value = DEFAULT_BASELINE)]
+    baseline: String,
 }
+
+/// The seed compared every thread library against NPTL; glibc's pthreads
+/// are NPTL today.
+pub const DEFAULT_BASELINE: &str = "pthread";
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum Format {
@@ -44,16 +54,22 @@ pub fn header(data: &RunData) -> String {
     )
 }
 
-/// Family tables, then the CPU accounting of every case.
-pub fn tables(data: &RunData) -> Vec<kscale_report::Table> {
-    let mut t = run_tables(data, &super::Registry);
-    t.extend(accounting_table(data, &super::Registry));
-    t
+/// The family tables, then (for a run with `threads` cases) the
+/// implementation table of seed 001, then the CPU accounting of every case.
+fn tables(data: &RunData, baseline: &str) -> Vec<Table> {
+    let mut tables = run_tables(data, &super::Registry);
+    tables.extend(impl_table(data, &super::Registry, baseline));
+    tables.extend(accounting_table(data, &super::Registry));
+    tables
 }
 
 pub fn render(data: &RunData, color: bool) -> String {
+    render_against(data, color, DEFAULT_BASELINE)
+}
+
+fn render_against(data: &RunData, color: bool, baseline: &str) -> String {
     let mut out = header(data);
-    for t in tables(data) {
+    for t in tables(data, baseline) {
         out.push('\n');
         out.push_str(&t.to_terminal(color));
     }
@@ -65,16 +81,19 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let id = store.resolve(&args.run)?;
     let data = store.load_run(id)?;
     match args.format {
-        Format::Terminal => print!("{}", render(&data, super::use_color())),
+        Format::Terminal => print!(
+            "{}",
+            render_against(&data, super::use_color(), &args.baseline)
+        ),
         Format::Md => {
             print!("{}", header(&data));
-            for t in tables(&data) {
+            for t in tables(&data, &args.baseline) {
                 println!();
                 print!("{}", t.to_markdown());
             }
         }
         Format::Csv => {
-            for (i, t) in tables(&data).iter().enumerate() {
+            for (i, t) in tables(&data, &args.baseline).iter().enumerate() {
                 print!("{}", t.to_csv(i == 0));
             }
         }

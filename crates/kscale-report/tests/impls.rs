@@ -1,0 +1,196 @@
+//! Snapshot tests of the seed-001 implementation table built from a stored
+//! run of the `threads` family.
+
+use kscale_core::{CaseKey, Direction};
+use kscale_report::impls::impl_table;
+use kscale_report::{Catalog, WorkloadInfo};
+use kscale_store::{CaseData, CaseStatus, MetricRow, RunData, RunRow, TrialRow};
+use std::collections::BTreeMap;
+
+struct Cat;
+
+impl Catalog for Cat {
+    fn workload(&self, id: &str) -> Option<WorkloadInfo> {
+        let (title, params) = match id {
+            "threads.lifecycle" => ("Thread create + join", vec!["impl", "stack", "seconds"]),
+            "threads.context" => (
+                "Mutex hand-over switches",
+                vec!["impl", "threads", "seconds"],
+            ),
+            "threads.uncontested" => ("Uncontested lock + unlock", vec!["impl", "seconds"]),
+            "syscall.null" => ("Simple syscall", vec![]),
+            _ => return None,
+        };
+        Some(WorkloadInfo {
+            id: id.into(),
+            family: id.split('.').next().unwrap_or(id).into(),
+            family_title: "Thread library".into(),
+            title: title.into(),
+            param_order: params.into_iter().map(String::from).collect(),
+            geomean_over: None,
+        })
+    }
+    fn family_order(&self) -> Vec<String> {
+        vec!["syscall".into(), "threads".into()]
+    }
+}
+
+/// A case whose trials have `ops` ops/s (spread by `jitter`), with ns/op and
+/// cycles/op derived from it at 2 GHz and `cpu_share` CPUs busy.
+fn case(id: i64, w: &str, params: &[(&str, &str)], cpus: &str, ops: f64, jitter: f64) -> CaseData {
+    let trials = [0.0, -1.0, 1.0, 0.5]
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let v = ops * (1.0 + d * jitter);
+            TrialRow {
+                idx: i as i64,
+                warmup: i == 0,
+                started_at: "2026-01-01T00:00:00Z".into(),
+                wall_s: 1.0,
+                iterations: Some(v as u64),
+                values: BTreeMap::from([
+                    ("ops".to_string(), v),
+                    ("ns".to_string(), 1e9 / v),
+                    ("cycles".to_string(), 2.0 * 1e9 / v),
+                ]),
+                accounting: None,
+            }
+        })
+        .collect();
+    let metric = |name: &str, unit: &str, direction, primary| MetricRow {
+        name: name.into(),
+        unit: unit.into(),
+        direction,
+        primary,
+    };
+    CaseData {
+        id,
+        seq: id,
+        key: CaseKey {
+            workload: w.into(),
+            params: params
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            cpus: cpus.into(),
+        },
+        cpus: if cpus == "1" { vec![0] } else { vec![0, 1] },
+        status: CaseStatus::Done,
+        converged: Some(true),
+        error: None,
+        iterations: None,
+        notes: vec![
+            "cycles/op: CPU time of all threads × TSC at 2.1 GHz (perf refused: ENOENT)".into(),
+        ],
+        metrics: vec![
+            metric("ops", "ops/s", Direction::Higher, true),
+            metric("ns", "ns", Direction::Lower, false),
+            metric("cycles", "cycles", Direction::Lower, false),
+        ],
+        trials,
+    }
+}
+
+fn run_with(cases: Vec<CaseData>) -> RunData {
+    RunData {
+        run: RunRow {
+            id: 1,
+            label: "test".into(),
+            started_at: "2026-01-01T00:00:00Z".into(),
+            ended_at: None,
+            status: "complete".into(),
+            kscale_version: "0.1.0".into(),
+            git_rev: "x".into(),
+            args: vec![],
+            options: serde_json::json!({"rule": {"width_pct": 5.0, "confidence_pct": 95.0}}),
+            snapshot: serde_json::json!({}),
+            cases_total: 0,
+            cases_done: 0,
+            cases_failed: 0,
+            not_converged: 0,
+        },
+        cases,
+    }
+}
+
+fn threads_run() -> RunData {
+    let mut cases = Vec::new();
+    let mut id = 0;
+    let mut add = |w: &str, p: &[(&str, &str)], one: f64, all: f64, jitter: f64| {
+        id += 1;
+        cases.push(case(id, w, p, "1", one, jitter));
+        id += 1;
+        cases.push(case(id, w, p, "all", all, jitter));
+    };
+    for (imp, one, all) in [("pthread", 60_000.0, 45_000.0), ("std", 52_000.0, 40_000.0)] {
+        add(
+            "threads.lifecycle",
+            &[("impl", imp), ("stack", "64k"), ("seconds", "1")],
+            one,
+            all,
+            0.01,
+        );
+    }
+    for (imp, one, all) in [
+        ("pthread", 700_000.0, 300_000.0),
+        ("std", 720_000.0, 310_000.0),
+        ("futex", 701_000.0, 330_000.0),
+        ("spin", 200_000.0, 4_000_000.0),
+    ] {
+        add(
+            "threads.context",
+            &[("impl", imp), ("threads", "2"), ("seconds", "1")],
+            one,
+            all,
+            0.02,
+        );
+    }
+    for (imp, v) in [
+        ("pthread", 55e6),
+        ("std", 60e6),
+        ("futex", 62e6),
+        ("spin", 70e6),
+    ] {
+        add(
+            "threads.uncontested",
+            &[("impl", imp), ("seconds", "1")],
+            v,
+            v * 0.99,
+            0.005,
+        );
+    }
+    // A failed case shows as such, and a non-threads case is ignored.
+    cases[3].status = CaseStatus::Failed;
+    cases[3].trials.clear();
+    cases.push(case(99, "syscall.null", &[], "1", 1.0, 0.0));
+    run_with(cases)
+}
+
+#[test]
+fn terminal_table() {
+    let t = impl_table(&threads_run(), &Cat, "pthread").expect("threads cases");
+    insta::assert_snapshot!(t.to_terminal(false));
+}
+
+#[test]
+fn markdown_table_against_std() {
+    let t = impl_table(&threads_run(), &Cat, "std").expect("threads cases");
+    insta::assert_snapshot!(t.to_markdown());
+}
+
+#[test]
+fn missing_baseline_is_marked() {
+    let t = impl_table(&threads_run(), &Cat, "nptl").expect("threads cases");
+    let text = t.to_terminal(false);
+    assert!(
+        text.contains("n/a") && text.contains("--baseline"),
+        "{text}"
+    );
+}
+
+#[test]
+fn no_threads_cases_no_table() {
+    let run = run_with(vec![case(1, "syscall.null", &[], "1", 1.0, 0.0)]);
+    assert!(impl_table(&run, &Cat, "pthread").is_none());
+}
