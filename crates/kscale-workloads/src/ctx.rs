@@ -8,8 +8,10 @@
 //! process — the same number of pipe write/read pairs (cycling over `procs`
 //! pipes) and array sums with no switch in between — and subtracted, leaving
 //! the time of the switch itself, including refilling the cache with the next
-//! process's array.
+//! process's array. Both sides are the median of 11 repetitions, as lat_ctx's
+//! benchmp reports.
 
+use crate::mem::{median_of_reps, median_time_per_op};
 use crate::util::{fork_child, ChildGuard};
 use crate::{timed, Family, TrialCtx, TrialOutput, WorkloadDef};
 use anyhow::{bail, ensure, Context, Result};
@@ -201,29 +203,33 @@ impl Ring {
     }
 }
 
-/// The same work as `hops` ring hops without switching: a write and a read on
-/// one of `procs` pipes in turn, then the array sum, all in this process.
-fn overhead(procs: usize, hops: u64, data: &[u64]) -> Result<Duration> {
+/// Seconds per hop of the same work as `hops` ring hops without switching:
+/// a write and a read on one of `procs` pipes in turn, then the array sum,
+/// all in this process; the median of lmbench's 11 repetitions.
+fn overhead(procs: usize, hops: u64, data: &[u64]) -> Result<f64> {
     let pipes = pipes(procs)?;
     let fds: Vec<(RawFd, RawFd)> = pipes
         .iter()
         .map(|(r, w)| (r.as_raw_fd(), w.as_raw_fd()))
         .collect();
     let mut tok: Token = 1i32.to_ne_bytes();
-    timed(|| {
-        let mut i = 0;
-        for _ in 0..hops {
-            let (r, w) = fds[i];
-            send(w, &tok).context("pipe write")?;
-            recv(r, &mut tok).context("pipe read")?;
-            i += 1;
-            if i == fds.len() {
-                i = 0;
+    let mut i = 0;
+    let (_, per_hop) = median_of_reps(hops, |share| {
+        timed(|| {
+            for _ in 0..share {
+                let (r, w) = fds[i];
+                send(w, &tok).context("pipe write")?;
+                recv(r, &mut tok).context("pipe read")?;
+                i += 1;
+                if i == fds.len() {
+                    i = 0;
+                }
+                black_box(sum_words(black_box(data)));
             }
-            black_box(sum_words(black_box(data)));
-        }
-        Ok(())
-    })
+            Ok(())
+        })
+    })?;
+    Ok(per_hop)
 }
 
 fn lat(ctx: &TrialCtx) -> Result<TrialOutput> {
@@ -237,12 +243,12 @@ fn lat(ctx: &TrialCtx) -> Result<TrialOutput> {
 
     let (per_trip, trips) = {
         let ring = Ring::start(procs, bytes)?;
-        ctx.time_per_op(|n| ring.run(n, &data))?
+        median_time_per_op(ctx, |n| ring.run(n, &data))?
     };
     // Measured after the ring is gone so no idle child shares the CPU, with
     // exactly the hops the ring made, so both sides do the same work.
     let hops = trips.saturating_mul(procs as u64);
-    let ovh = overhead(procs, hops, &data)?.as_secs_f64() / hops as f64;
+    let ovh = overhead(procs, hops, &data)?;
 
     let switch = per_trip / procs as f64 - ovh;
     if switch.is_nan() || switch <= 0.0 {

@@ -153,10 +153,57 @@ impl Drop for Buffer {
     }
 }
 
+/// How many timed repetitions one trial is split into: lmbench's `TRIES`.
+pub(crate) const REPS: u64 = 11;
+
+/// Runs `n` operations as up to [`REPS`] calls of `f(share)` and returns the
+/// total time and the median time per operation. lmbench's `benchmp` reports
+/// the median of 11 repetitions, which keeps one preempted stretch (another
+/// process on the CPU, a timer tick storm) from moving the figure; doing the
+/// same inside a trial keeps kscale's trials as steady as the reference's.
+pub(crate) fn median_of_reps(
+    n: u64,
+    mut f: impl FnMut(u64) -> Result<Duration>,
+) -> Result<(Duration, f64)> {
+    let reps = n.clamp(1, REPS);
+    let (base, extra) = (n / reps, n % reps);
+    let mut total = Duration::ZERO;
+    let mut per_op = Vec::with_capacity(reps as usize);
+    for i in 0..reps {
+        let share = (base + u64::from(i < extra)).max(1);
+        let t = f(share)?;
+        total += t;
+        per_op.push(t.as_secs_f64() / share as f64);
+    }
+    per_op.sort_by(f64::total_cmp);
+    let mid = per_op.len() / 2;
+    let median = if per_op.len() % 2 == 1 {
+        per_op[mid]
+    } else {
+        (per_op[mid - 1] + per_op[mid]) / 2.0
+    };
+    Ok((total, median))
+}
+
+/// [`TrialCtx::time_per_op`] whose final run is split as [`median_of_reps`]
+/// does; returns (median seconds per op, n).
+pub(crate) fn median_time_per_op(
+    ctx: &TrialCtx,
+    mut f: impl FnMut(u64) -> Result<Duration>,
+) -> Result<(f64, u64)> {
+    let mut median = 0.0;
+    let (_, n) = ctx.time_per_op(|n| {
+        let (total, m) = median_of_reps(n, &mut f)?;
+        median = m;
+        Ok(total)
+    })?;
+    Ok((median, n))
+}
+
 /// Times `pass` (one sweep over the buffer) and turns it into MB/s, counting
 /// `bytes` per pass.
 fn bandwidth(ctx: &TrialCtx, bytes: usize, mut pass: impl FnMut()) -> Result<TrialOutput> {
-    let (per_pass, n) = ctx.time_per_op(|n| {
+    let (per_pass, n) = median_time_per_op(ctx, |n| {
         timed(|| {
             for _ in 0..n {
                 pass();
@@ -340,6 +387,24 @@ mod tests {
         let mut ctx = ctx_with(&[("size", "4k")], 20);
         ctx.iterations = Some(7);
         assert_eq!(frd(&ctx).unwrap().iterations, 7);
+    }
+
+    #[test]
+    fn median_of_reps_splits_and_takes_the_middle() {
+        let mut calls = Vec::new();
+        let (total, median) = median_of_reps(25, |k| {
+            calls.push(k);
+            // The third call is a slow outlier the median must ignore.
+            let us = if calls.len() == 3 { 1000 } else { 10 };
+            Ok(Duration::from_micros(us * k))
+        })
+        .unwrap();
+        assert_eq!(calls.len() as u64, REPS);
+        assert_eq!(calls.iter().sum::<u64>(), 25);
+        assert!((median - 10e-6).abs() < 1e-9, "{median}");
+        assert!(total > Duration::from_micros(250));
+        let (_, m) = median_of_reps(3, |k| Ok(Duration::from_micros(k))).unwrap();
+        assert!((m - 1e-6).abs() < 1e-12);
     }
 
     #[test]
