@@ -8,10 +8,10 @@
 //! process — the same number of pipe write/read pairs (cycling over `procs`
 //! pipes) and array sums with no switch in between — and subtracted, leaving
 //! the time of the switch itself, including refilling the cache with the next
-//! process's array. Both sides are the median of 11 repetitions, as lat_ctx's
-//! benchmp reports.
+//! process's array. Both sides are the median of short repetitions, as
+//! lat_ctx's benchmp reports.
 
-use crate::mem::{median_of_reps, median_time_per_op};
+use crate::mem::{median_of_reps, median_time_per_op, reps};
 use crate::util::{fork_child, ChildGuard};
 use crate::{timed, Family, TrialCtx, TrialOutput, WorkloadDef};
 use anyhow::{bail, ensure, Context, Result};
@@ -205,8 +205,8 @@ impl Ring {
 
 /// Seconds per hop of the same work as `hops` ring hops without switching:
 /// a write and a read on one of `procs` pipes in turn, then the array sum,
-/// all in this process; the median of lmbench's 11 repetitions.
-fn overhead(procs: usize, hops: u64, data: &[u64]) -> Result<f64> {
+/// all in this process; the median of short repetitions as for the ring.
+fn overhead(procs: usize, hops: u64, reps: u64, data: &[u64]) -> Result<f64> {
     let pipes = pipes(procs)?;
     let fds: Vec<(RawFd, RawFd)> = pipes
         .iter()
@@ -214,7 +214,7 @@ fn overhead(procs: usize, hops: u64, data: &[u64]) -> Result<f64> {
         .collect();
     let mut tok: Token = 1i32.to_ne_bytes();
     let mut i = 0;
-    let (_, per_hop) = median_of_reps(hops, |share| {
+    let (_, per_hop) = median_of_reps(hops, reps, |share| {
         timed(|| {
             for _ in 0..share {
                 let (r, w) = fds[i];
@@ -248,7 +248,7 @@ fn lat(ctx: &TrialCtx) -> Result<TrialOutput> {
     // Measured after the ring is gone so no idle child shares the CPU, with
     // exactly the hops the ring made, so both sides do the same work.
     let hops = trips.saturating_mul(procs as u64);
-    let ovh = overhead(procs, hops, &data)?;
+    let ovh = overhead(procs, hops, reps(ctx), &data)?;
 
     let switch = per_trip / procs as f64 - ovh;
     if switch.is_nan() || switch <= 0.0 {

@@ -7,7 +7,7 @@
 //! the iteration count. `create` times creat + write of `size` bytes + close
 //! per file; `delete` times unlink of files created (untimed) just before.
 //! Every batch's tree is removed when the batch ends, on errors too. The
-//! figure is the median of 11 batches, as lat_fs's benchmp reports.
+//! figure is the median of short batches, as lat_fs's benchmp reports.
 
 use crate::mem::median_time_per_op;
 use crate::{Family, TrialCtx, TrialOutput, WorkloadDef};
@@ -198,7 +198,7 @@ fn size_param(ctx: &TrialCtx) -> Result<usize> {
 }
 
 /// Runs `timed_part` on a fresh tree per batch, calibrated by `time_per_op`
-/// and split into lmbench's 11 repetitions (each its own tree, as each
+/// and split into lmbench-style short repetitions (each its own tree, as each
 /// lat_fs repetition is); returns (median files per second, files in all).
 fn rate(
     ctx: &TrialCtx,

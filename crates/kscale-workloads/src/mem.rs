@@ -153,19 +153,32 @@ impl Drop for Buffer {
     }
 }
 
-/// How many timed repetitions one trial is split into: lmbench's `TRIES`.
-pub(crate) const REPS: u64 = 11;
+/// The fewest timed repetitions one trial is split into: lmbench's `TRIES`.
+const MIN_REPS: u64 = 11;
+/// Target length of one repetition: lmbench's shortest `ENOUGH` interval,
+/// which it picks on any machine with a fine-grained clock.
+const REP_TIME: Duration = Duration::from_millis(5);
 
-/// Runs `n` operations as up to [`REPS`] calls of `f(share)` and returns the
+/// How many repetitions a trial of `ctx.trial_time` is split into, so that
+/// each lasts about [`REP_TIME`]. Depends only on the trial time, so trials
+/// with the warm-up's fixed iteration count split the same way.
+pub(crate) fn reps(ctx: &TrialCtx) -> u64 {
+    let r = (ctx.trial_time.as_secs_f64() / REP_TIME.as_secs_f64()).round() as u64;
+    r.max(MIN_REPS)
+}
+
+/// Runs `n` operations as up to `reps` calls of `f(share)` and returns the
 /// total time and the median time per operation. lmbench's `benchmp` reports
-/// the median of 11 repetitions, which keeps one preempted stretch (another
-/// process on the CPU, a timer tick storm) from moving the figure; doing the
-/// same inside a trial keeps kscale's trials as steady as the reference's.
+/// the median of repetitions of about 5 ms each: short enough that most run
+/// without another process taking the CPU in between, so one busy neighbour
+/// does not move the figure. Doing the same inside a trial keeps kscale's
+/// trials as steady as the reference's on a shared machine.
 pub(crate) fn median_of_reps(
     n: u64,
+    reps: u64,
     mut f: impl FnMut(u64) -> Result<Duration>,
 ) -> Result<(Duration, f64)> {
-    let reps = n.clamp(1, REPS);
+    let reps = n.clamp(1, reps.max(1));
     let (base, extra) = (n / reps, n % reps);
     let mut total = Duration::ZERO;
     let mut per_op = Vec::with_capacity(reps as usize);
@@ -185,15 +198,16 @@ pub(crate) fn median_of_reps(
     Ok((total, median))
 }
 
-/// [`TrialCtx::time_per_op`] whose final run is split as [`median_of_reps`]
+/// [`TrialCtx::time_per_op`] whose runs are split as [`median_of_reps`]
 /// does; returns (median seconds per op, n).
 pub(crate) fn median_time_per_op(
     ctx: &TrialCtx,
     mut f: impl FnMut(u64) -> Result<Duration>,
 ) -> Result<(f64, u64)> {
+    let reps = reps(ctx);
     let mut median = 0.0;
     let (_, n) = ctx.time_per_op(|n| {
-        let (total, m) = median_of_reps(n, &mut f)?;
+        let (total, m) = median_of_reps(n, reps, &mut f)?;
         median = m;
         Ok(total)
     })?;
@@ -392,19 +406,25 @@ mod tests {
     #[test]
     fn median_of_reps_splits_and_takes_the_middle() {
         let mut calls = Vec::new();
-        let (total, median) = median_of_reps(25, |k| {
+        let (total, median) = median_of_reps(25, MIN_REPS, |k| {
             calls.push(k);
             // The third call is a slow outlier the median must ignore.
             let us = if calls.len() == 3 { 1000 } else { 10 };
             Ok(Duration::from_micros(us * k))
         })
         .unwrap();
-        assert_eq!(calls.len() as u64, REPS);
+        assert_eq!(calls.len() as u64, MIN_REPS);
         assert_eq!(calls.iter().sum::<u64>(), 25);
         assert!((median - 10e-6).abs() < 1e-9, "{median}");
         assert!(total > Duration::from_micros(250));
-        let (_, m) = median_of_reps(3, |k| Ok(Duration::from_micros(k))).unwrap();
+        let (_, m) = median_of_reps(3, 100, |k| Ok(Duration::from_micros(k))).unwrap();
         assert!((m - 1e-6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn reps_last_about_5_ms() {
+        assert_eq!(reps(&ctx_with(&[], 500)), 100);
+        assert_eq!(reps(&ctx_with(&[], 20)), MIN_REPS);
     }
 
     #[test]
