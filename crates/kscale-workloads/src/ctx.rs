@@ -102,24 +102,31 @@ fn private_array(bytes: usize) -> Vec<u64> {
     vec![1u64; bytes / std::mem::size_of::<u64>()]
 }
 
-/// Sums the array with scalar volatile loads, as lmbench's `bread` compiled
-/// with `-O` does: the sum cannot be hoisted out of the token loop (the array
-/// never changes) nor vectorised into a different cost than the reference's.
+/// Sums the array with scalar volatile loads, shaped as lmbench's `bread`
+/// compiled with `-O`: 128-word blocks summed on their own and then added,
+/// then 16-word blocks, then single words. Volatile loads keep the sum from
+/// being hoisted out of the token loop (the array never changes) or
+/// vectorised into a different cost than the reference's.
 #[inline(never)]
 fn sum_words(data: &[u64]) -> u64 {
-    let mut sum = 0u64;
-    let mut chunks = data.chunks_exact(16);
-    for c in &mut chunks {
-        for w in c {
+    fn block_sum(block: &[u64]) -> u64 {
+        let s = block.iter().fold(0u64, |acc, w| {
             // SAFETY: w is a valid reference into the slice.
-            sum = sum.wrapping_add(unsafe { std::ptr::read_volatile(w) });
-        }
+            acc.wrapping_add(unsafe { std::ptr::read_volatile(w) })
+        });
+        // Keeps LLVM from folding the blocks back into one running sum.
+        black_box(s)
     }
-    for w in chunks.remainder() {
-        // SAFETY: as above.
-        sum = sum.wrapping_add(unsafe { std::ptr::read_volatile(w) });
+    let mut sum = 0u64;
+    let mut big = data.chunks_exact(128);
+    for b in &mut big {
+        sum = sum.wrapping_add(block_sum(b));
     }
-    sum
+    let mut small = big.remainder().chunks_exact(16);
+    for b in &mut small {
+        sum = sum.wrapping_add(block_sum(b));
+    }
+    sum.wrapping_add(block_sum(small.remainder()))
 }
 
 fn pipes(n: usize) -> Result<Vec<(OwnedFd, OwnedFd)>> {
@@ -314,8 +321,10 @@ mod tests {
 
     #[test]
     fn sum_reads_every_word() {
-        let data: Vec<u64> = (1..=37).collect();
-        assert_eq!(sum_words(&data), 37 * 38 / 2);
+        for n in [0u64, 1, 37, 128, 200, 300] {
+            let data: Vec<u64> = (1..=n).collect();
+            assert_eq!(sum_words(&data), n * (n + 1) / 2, "{n}");
+        }
     }
 
     /// Side-by-side figures for comparison with `lat_ctx`:
