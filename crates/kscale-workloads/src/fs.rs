@@ -6,8 +6,10 @@
 //! directory as lat_fs lays them out, so directory size does not grow with
 //! the iteration count. `create` times creat + write of `size` bytes + close
 //! per file; `delete` times unlink of files created (untimed) just before.
-//! Every batch's tree is removed when the batch ends, on errors too.
+//! Every batch's tree is removed when the batch ends, on errors too. The
+//! figure is the median of short batches, as lat_fs's benchmp reports.
 
+use crate::mem::median_time_per_op;
 use crate::{Family, TrialCtx, TrialOutput, WorkloadDef};
 use anyhow::{ensure, Context, Result};
 use kscale_core::{MetricDef, ParamDef, ParamKind};
@@ -195,8 +197,9 @@ fn size_param(ctx: &TrialCtx) -> Result<usize> {
     usize::try_from(size).context("size too large")
 }
 
-/// Runs `timed_part` on a fresh tree of n files per batch, calibrated by
-/// `time_per_op`, and returns (files per second, files per batch).
+/// Runs `timed_part` on a fresh tree per batch, calibrated by `time_per_op`
+/// and split into lmbench-style short repetitions (each its own tree, as each
+/// lat_fs repetition is); returns (median files per second, files in all).
 fn rate(
     ctx: &TrialCtx,
     mut timed_part: impl FnMut(&Tree) -> Result<Duration>,
@@ -206,7 +209,7 @@ fn rate(
         "run directory {} does not exist",
         ctx.dir.display()
     );
-    let (per_file, n) = ctx.time_per_op(|n| {
+    let (per_file, n) = median_time_per_op(ctx, |n| {
         let tree = Tree::new(&ctx.dir, n)?;
         let t = timed_part(&tree)?;
         tree.remove()?;

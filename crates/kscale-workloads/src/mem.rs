@@ -153,10 +153,71 @@ impl Drop for Buffer {
     }
 }
 
+/// The fewest timed repetitions one trial is split into: lmbench's `TRIES`.
+const MIN_REPS: u64 = 11;
+/// Target length of one repetition: lmbench's shortest `ENOUGH` interval,
+/// which it picks on any machine with a fine-grained clock.
+const REP_TIME: Duration = Duration::from_millis(5);
+
+/// How many repetitions a trial of `ctx.trial_time` is split into, so that
+/// each lasts about [`REP_TIME`]. Depends only on the trial time, so trials
+/// with the warm-up's fixed iteration count split the same way.
+pub(crate) fn reps(ctx: &TrialCtx) -> u64 {
+    let r = (ctx.trial_time.as_secs_f64() / REP_TIME.as_secs_f64()).round() as u64;
+    r.max(MIN_REPS)
+}
+
+/// Runs `n` operations as up to `reps` calls of `f(share)` and returns the
+/// total time and the median time per operation. lmbench's `benchmp` reports
+/// the median of repetitions of about 5 ms each: short enough that most run
+/// without another process taking the CPU in between, so one busy neighbour
+/// does not move the figure. Doing the same inside a trial keeps kscale's
+/// trials as steady as the reference's on a shared machine.
+pub(crate) fn median_of_reps(
+    n: u64,
+    reps: u64,
+    mut f: impl FnMut(u64) -> Result<Duration>,
+) -> Result<(Duration, f64)> {
+    let reps = n.clamp(1, reps.max(1));
+    let (base, extra) = (n / reps, n % reps);
+    let mut total = Duration::ZERO;
+    let mut per_op = Vec::with_capacity(reps as usize);
+    for i in 0..reps {
+        let share = (base + u64::from(i < extra)).max(1);
+        let t = f(share)?;
+        total += t;
+        per_op.push(t.as_secs_f64() / share as f64);
+    }
+    per_op.sort_by(f64::total_cmp);
+    let mid = per_op.len() / 2;
+    let median = if per_op.len() % 2 == 1 {
+        per_op[mid]
+    } else {
+        (per_op[mid - 1] + per_op[mid]) / 2.0
+    };
+    Ok((total, median))
+}
+
+/// [`TrialCtx::time_per_op`] whose runs are split as [`median_of_reps`]
+/// does; returns (median seconds per op, n).
+pub(crate) fn median_time_per_op(
+    ctx: &TrialCtx,
+    mut f: impl FnMut(u64) -> Result<Duration>,
+) -> Result<(f64, u64)> {
+    let reps = reps(ctx);
+    let mut median = 0.0;
+    let (_, n) = ctx.time_per_op(|n| {
+        let (total, m) = median_of_reps(n, reps, &mut f)?;
+        median = m;
+        Ok(total)
+    })?;
+    Ok((median, n))
+}
+
 /// Times `pass` (one sweep over the buffer) and turns it into MB/s, counting
 /// `bytes` per pass.
 fn bandwidth(ctx: &TrialCtx, bytes: usize, mut pass: impl FnMut()) -> Result<TrialOutput> {
-    let (per_pass, n) = ctx.time_per_op(|n| {
+    let (per_pass, n) = median_time_per_op(ctx, |n| {
         timed(|| {
             for _ in 0..n {
                 pass();
@@ -194,11 +255,18 @@ macro_rules! every_fourth_word {
     };
 }
 
-/// Adds the words at the offsets of block `p` into `sum`.
+/// Adds the words at the offsets of block `p` into `sum`. The block is
+/// summed on its own first and then added, as bw_mem's
+/// `sum += p[0]+p[1]+...` is: each block is a fresh dependency chain that the
+/// CPU can overlap with the next block's, which a single running sum would
+/// forbid (that alone costs frd a third of its in-cache rate).
 macro_rules! load {
     ($p:ident, $sum:ident; $($i:literal)*) => {{
+        let mut block: i32 = 0;
         // SAFETY: callers pass a block start with BLOCK words inside the buffer.
-        $($sum = $sum.wrapping_add(unsafe { read_volatile($p.add($i)) });)*
+        $(block = block.wrapping_add(unsafe { read_volatile($p.add($i)) });)*
+        // black_box stops LLVM from re-associating the block back into `sum`.
+        $sum = $sum.wrapping_add(black_box(block));
     }};
 }
 
@@ -340,6 +408,30 @@ mod tests {
         let mut ctx = ctx_with(&[("size", "4k")], 20);
         ctx.iterations = Some(7);
         assert_eq!(frd(&ctx).unwrap().iterations, 7);
+    }
+
+    #[test]
+    fn median_of_reps_splits_and_takes_the_middle() {
+        let mut calls = Vec::new();
+        let (total, median) = median_of_reps(25, MIN_REPS, |k| {
+            calls.push(k);
+            // The third call is a slow outlier the median must ignore.
+            let us = if calls.len() == 3 { 1000 } else { 10 };
+            Ok(Duration::from_micros(us * k))
+        })
+        .unwrap();
+        assert_eq!(calls.len() as u64, MIN_REPS);
+        assert_eq!(calls.iter().sum::<u64>(), 25);
+        assert!((median - 10e-6).abs() < 1e-9, "{median}");
+        assert!(total > Duration::from_micros(250));
+        let (_, m) = median_of_reps(3, 100, |k| Ok(Duration::from_micros(k))).unwrap();
+        assert!((m - 1e-6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn reps_last_about_5_ms() {
+        assert_eq!(reps(&ctx_with(&[], 500)), 100);
+        assert_eq!(reps(&ctx_with(&[], 20)), MIN_REPS);
     }
 
     #[test]
