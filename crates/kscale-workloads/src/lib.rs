@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 pub mod ctx;
 pub mod fs;
+pub mod fscache;
 pub mod ipc;
 pub mod mem;
 pub mod suites;
@@ -25,6 +26,7 @@ pub static REGISTRY: &[&Family] = &[
     &ctx::FAMILY,
     &mem::FAMILY,
     &fs::FAMILY,
+    &fscache::FAMILY,
 ];
 
 pub struct Family {
