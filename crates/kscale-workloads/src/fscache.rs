@@ -668,20 +668,27 @@ mod tests {
     }
 
     /// Side-by-side figures for comparison with fio:
-    /// `cargo test -p kscale-workloads --release fscache::tests::measure -- --ignored --nocapture`
+    /// `taskset -c 0 cargo test -p kscale-workloads --release fscache::tests::measure -- --ignored --nocapture`
+    /// (env: KSCALE_FSC_THREADS, KSCALE_FSC_SECS, KSCALE_FSC_SOURCES, KSCALE_FSC_BS).
     #[test]
     #[ignore]
     fn measure() {
         let dir = tempfile::tempdir().unwrap();
         let threads = std::env::var("KSCALE_FSC_THREADS").unwrap_or_else(|_| "ncpus".into());
-        for source in SOURCES {
-            for bs in ["512", "4096"] {
+        let secs: f64 = std::env::var("KSCALE_FSC_SECS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(2.0);
+        let sources = std::env::var("KSCALE_FSC_SOURCES").unwrap_or_else(|_| "read memcpy".into());
+        let sizes = std::env::var("KSCALE_FSC_BS").unwrap_or_else(|_| "512 4096".into());
+        for source in sources.split_whitespace() {
+            for bs in sizes.split_whitespace() {
                 let mut ctx = ctx_with(
                     dir.path(),
                     &[("source", source), ("bufsize", bs), ("threads", &threads)],
                     cpus(),
                 );
-                ctx.trial_time = Duration::from_secs(2);
+                ctx.trial_time = Duration::from_secs_f64(secs);
                 let out = read(&ctx).unwrap();
                 println!(
                     "fscache {source:<6} bs={bs:<4} threads={threads}: {:>12.0} KB/s {:>10.0} ops/s",
