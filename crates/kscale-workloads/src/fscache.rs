@@ -47,6 +47,11 @@ const BW: MetricDef = MetricDef::higher("bandwidth", "KB/s");
 /// fio's IOPS.
 const OPS: MetricDef = MetricDef::higher("ops", "ops/s");
 
+/// The share of the readers' wall time they spent on a CPU (their thread
+/// CPU time over their span): below 100 % means something else took the
+/// CPUs — on a busy machine that, not the cache, explains poor scaling.
+const ONCPU: MetricDef = MetricDef::higher("oncpu", "%");
+
 const SOURCES: &[&str] = &["read", "memcpy"];
 const PATTERNS: &[&str] = &["random", "sequential"];
 
@@ -102,7 +107,7 @@ pub static FAMILY: Family = Family {
                 quick: &[],
             },
         ],
-        metrics: &[BW, OPS],
+        metrics: &[BW, OPS, ONCPU],
         geomean_over: None,
         timeout: Duration::from_secs(60),
         run: read,
@@ -346,6 +351,24 @@ struct Span {
     start: Instant,
     end: Instant,
     ops: u64,
+    /// CPU time this thread used between start and end.
+    cpu: Duration,
+}
+
+/// CPU time of the calling thread.
+fn thread_cpu_time() -> Result<Duration> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid out-pointer for clock_gettime.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("CLOCK_THREAD_CPUTIME_ID");
+    }
+    Ok(Duration::new(
+        u64::try_from(ts.tv_sec).unwrap_or(0),
+        u32::try_from(ts.tv_nsec).unwrap_or(0),
+    ))
 }
 
 struct Job<'a> {
@@ -373,6 +396,7 @@ impl Job<'_> {
         let mut dst = dst?;
         let (slots, bufsize) = (self.slots, self.bufsize);
         let mut ops = 0u64;
+        let cpu0 = thread_cpu_time()?;
         let start = Instant::now();
         match &self.source {
             Source::File(f) => {
@@ -401,8 +425,14 @@ impl Job<'_> {
             }
         }
         let end = Instant::now();
+        let cpu = thread_cpu_time()?.saturating_sub(cpu0);
         black_box(dst.as_mut_slice());
-        Ok(Span { start, end, ops })
+        Ok(Span {
+            start,
+            end,
+            ops,
+            cpu,
+        })
     }
 }
 
@@ -521,9 +551,15 @@ fn read(ctx: &TrialCtx) -> Result<TrialOutput> {
     let ops: u64 = spans.iter().map(|s| s.ops).sum();
     ensure!(secs > 0.0 && ops > 0, "no reads completed in {secs} s");
     let bytes = ops as f64 * bufsize as f64;
+    let cpu: f64 = spans.iter().map(|s| s.cpu.as_secs_f64()).sum();
+    let wall: f64 = spans
+        .iter()
+        .map(|s| s.end.duration_since(s.start).as_secs_f64())
+        .sum();
     Ok(TrialOutput::new(ops)
         .with(&BW, bytes / 1024.0 / secs)
         .with(&OPS, ops as f64 / secs)
+        .with(&ONCPU, 100.0 * cpu / wall.max(1e-9))
         .note(note))
 }
 
@@ -585,6 +621,8 @@ mod tests {
                     assert!((bw * 1024.0 / bs - ops).abs() <= ops * 1e-9);
                     assert!(out.iterations > 0);
                     assert_eq!(out.notes.len(), 1);
+                    let oncpu = out.values[ONCPU.name];
+                    assert!(oncpu > 0.0 && oncpu <= 101.0, "{oncpu}");
                 }
             }
         }
@@ -691,8 +729,9 @@ mod tests {
                 ctx.trial_time = Duration::from_secs_f64(secs);
                 let out = read(&ctx).unwrap();
                 println!(
-                    "fscache {source:<6} bs={bs:<4} threads={threads}: {:>12.0} KB/s {:>10.0} ops/s",
-                    out.values[BW.name], out.values[OPS.name]
+                    "fscache {source:<6} bs={bs:<4} threads={threads}: {:>12.0} KB/s {:>10.0} ops/s \
+                     on-CPU {:.0} %",
+                    out.values[BW.name], out.values[OPS.name], out.values[ONCPU.name]
                 );
             }
         }
