@@ -36,9 +36,9 @@ fn fscache_runs_on_every_cpu_configuration() {
     let j = env.export("t");
     let results = j["results"].as_array().unwrap();
     let all_cpus = kscale_cpu_count();
-    // 2 bufsizes x 2 sources x (1 or 2 CPU configurations) cases, 3 metrics each.
+    // 2 bufsizes x 2 sources x (1 or 2 CPU configurations) cases, 4 metrics each.
     let configs = if all_cpus > 1 { 2 } else { 1 };
-    assert_eq!(results.len(), 2 * 2 * configs * 3, "{j}");
+    assert_eq!(results.len(), 2 * 2 * configs * 4, "{j}");
     let mut sources = std::collections::BTreeSet::new();
     for r in results {
         assert_eq!(r["status"], "done", "{r}");
