@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 pub mod ctx;
 pub mod fs;
+pub mod fscache;
 pub mod ipc;
 pub mod mem;
 pub mod suites;
@@ -27,6 +28,7 @@ pub static REGISTRY: &[&Family] = &[
     &mem::FAMILY,
     &fs::FAMILY,
     &threads::FAMILY,
+    &fscache::FAMILY,
 ];
 
 pub struct Family {
