@@ -243,6 +243,26 @@ fn tsc() -> u64 {
     }
 }
 
+/// The monotonic clock and the TSC read together: a preemption between
+/// the two reads (common on a loaded machine) would skew the measured TSC
+/// rate, so retry until both fall within a few microseconds.
+fn clock_pair() -> (Instant, u64) {
+    let mut best = (Instant::now(), tsc(), u64::MAX);
+    for _ in 0..20 {
+        let a = tsc();
+        let t = Instant::now();
+        let b = tsc();
+        let gap = b.wrapping_sub(a);
+        if gap < best.2 {
+            best = (t, a + gap / 2, gap);
+        }
+        if gap < 10_000 {
+            break;
+        }
+    }
+    (best.0, best.1)
+}
+
 impl Meter {
     /// `use_perf = false` forces the TSC path (for tests); perf is also
     /// skipped when `KSCALE_NO_PERF` is set.
@@ -266,11 +286,9 @@ impl Meter {
             c.reset().context("resetting the cycle counter")?;
             c.enable().context("enabling the cycle counter")?;
         }
-        self.start = Some(Mark {
-            wall: Instant::now(),
-            cpu: process_cpu_time()?,
-            tsc: tsc(),
-        });
+        let cpu = process_cpu_time()?;
+        let (wall, tsc) = clock_pair();
+        self.start = Some(Mark { wall, cpu, tsc });
         Ok(())
     }
 
@@ -301,7 +319,8 @@ impl Meter {
             }
             Source::Tsc(why) => {
                 let cpu = process_cpu_time()?.saturating_sub(s.cpu).as_secs_f64();
-                let (t1, w) = (tsc(), s.wall.elapsed().as_secs_f64());
+                let (wall, t1) = clock_pair();
+                let w = wall.duration_since(s.wall).as_secs_f64();
                 ensure!(w > 0.0, "empty measurement window");
                 let hz = t1.wrapping_sub(s.tsc) as f64 / w;
                 let arch = if cfg!(target_arch = "x86_64") {
