@@ -320,7 +320,13 @@ fn trial_timeout(w: &WorkloadDef, trial_time_s: f64) -> Duration {
 /// server or grandchild survives the trial.
 fn run_worker(req: &TrialRequest, timeout: Duration) -> Result<TrialOutput, String> {
     use std::os::unix::process::CommandExt;
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the kscale binary: {e}"))?;
+    // /proc/self/exe still reaches this binary's inode after the file has
+    // been replaced (e.g. a rebuild during a long run); the path would not.
+    let exe = if std::path::Path::new("/proc/self/exe").exists() {
+        std::path::PathBuf::from("/proc/self/exe")
+    } else {
+        std::env::current_exe().map_err(|e| format!("cannot find the kscale binary: {e}"))?
+    };
     let mut child = Command::new(exe)
         .arg("__worker")
         .process_group(0)
