@@ -3,9 +3,9 @@
 //! geometric-mean row, with Welch's test deciding which ratios mean anything.
 
 use crate::format::{pct, sig};
-use crate::results::{case_label, cpus_header};
+use crate::results::{case_label, cpus_header, info_for};
 use crate::table::{Cell, RowKind, Table, Tone};
-use crate::{Catalog, WorkloadInfo};
+use crate::Catalog;
 use kscale_core::stats::geomean;
 use kscale_core::{Direction, Welch};
 use kscale_store::{CaseData, CaseStatus, RunData};
@@ -278,16 +278,6 @@ fn better(direction: Direction, ratio: f64) -> Option<bool> {
     })
 }
 
-fn info_for(cat: &dyn Catalog, id: &str) -> WorkloadInfo {
-    cat.workload(id).unwrap_or_else(|| WorkloadInfo {
-        id: id.into(),
-        family: id.split('.').next().unwrap_or(id).into(),
-        family_title: id.split('.').next().unwrap_or(id).into(),
-        title: id.into(),
-        param_order: vec![],
-        geomean_over: None,
-    })
-}
 
 /// Appends per-workload geometric means over `geomean_over` (ctx across
 /// procs, mem across sizes), then the family's geometric mean when all rows

@@ -27,7 +27,9 @@ impl RuleInfo {
     }
 }
 
-fn info_for(cat: &dyn Catalog, id: &str) -> WorkloadInfo {
+/// The catalogue's entry, or a stand-in named by the id for workloads this
+/// kscale no longer knows (a run stored by another version).
+pub fn info_for(cat: &dyn Catalog, id: &str) -> WorkloadInfo {
     cat.workload(id).unwrap_or_else(|| WorkloadInfo {
         id: id.to_string(),
         family: id.split('.').next().unwrap_or(id).to_string(),

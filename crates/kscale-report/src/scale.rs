@@ -4,9 +4,9 @@
 //! "SMP overhead" and "Scalability" tables).
 
 use crate::format::{pct, sig};
-use crate::results::case_label;
+use crate::results::{case_label, info_for};
 use crate::table::{Cell, RowKind, Table, Tone};
-use crate::{Catalog, WorkloadInfo};
+use crate::Catalog;
 use kscale_core::stats::geomean;
 use kscale_core::usl::UslFit;
 use kscale_core::{Direction, Welch};
@@ -70,16 +70,6 @@ pub enum ScaleError {
     NothingInCommon(i64, i64),
 }
 
-fn info_for(cat: &dyn Catalog, id: &str) -> WorkloadInfo {
-    cat.workload(id).unwrap_or_else(|| WorkloadInfo {
-        id: id.into(),
-        family: id.split('.').next().unwrap_or(id).into(),
-        family_title: id.split('.').next().unwrap_or(id).into(),
-        title: id.into(),
-        param_order: vec![],
-        geomean_over: None,
-    })
-}
 
 /// Throughput-like value: the metric itself, or its inverse for latency.
 fn throughput(direction: Direction, v: f64) -> f64 {
