@@ -243,11 +243,10 @@ fn run_group(
                         },
                     )?;
                     u.next_idx += 1;
-                    for n in out.notes {
-                        if !u.notes.contains(&n) {
-                            u.notes.push(n);
-                        }
-                    }
+                    // A case keeps the notes of its latest trial: notes state
+                    // facts (the source of a figure, a verified precondition)
+                    // and some carry that trial's numbers, which must not pile up.
+                    u.notes = out.notes;
                     if warmup {
                         u.warmup_iterations = Some(out.iterations);
                         bar.inc(1);
