@@ -375,25 +375,63 @@ fn sig_install(ctx: &TrialCtx) -> Result<TrialOutput> {
     Ok(latency(per_op, n))
 }
 
-/// Times `n` kill(self, 0) and `n` kill(self, SIGUSR1) to an installed empty
-/// handler; returns (send, send + catch) in seconds.
-fn kill_loops(n: u64) -> Result<(f64, f64)> {
-    // SAFETY: getpid cannot fail.
-    let me = unsafe { libc::getpid() };
-    let kill_n = |sig: libc::c_int| {
-        timed(|| {
-            for _ in 0..n {
-                // SAFETY: signals only this process; SIGUSR1 has an empty handler.
-                if unsafe { libc::kill(me, sig) } != 0 {
-                    return Err(os_err(format!("kill(self, {sig})")));
+/// Operations per timed chunk where loops are subtracted from each other.
+const CHUNK: u64 = 1000;
+
+/// Per-op times of chunks of the loops that `sig_catch` and `prot_fault`
+/// subtract, taken in alternation. The difference is a fraction of each
+/// term, so a burst of interference from another process landing on one
+/// loop could swamp it (even below zero); the median chunk of each loop
+/// ignores such bursts, which a sum over the whole trial would absorb.
+#[derive(Default)]
+struct Interleaved {
+    send: Vec<f64>,
+    catch: Vec<f64>,
+    fault: Vec<f64>,
+    /// All timed seconds, for calibration.
+    total: f64,
+}
+
+impl Interleaved {
+    /// `k` kill(self, 0) then `k` kill(self, SIGUSR1) to the installed empty
+    /// handler.
+    fn kill_chunk(&mut self, k: u64) -> Result<()> {
+        // SAFETY: getpid cannot fail.
+        let me = unsafe { libc::getpid() };
+        for (sig, out) in [(0, &mut self.send), (libc::SIGUSR1, &mut self.catch)] {
+            let t = timed(|| {
+                for _ in 0..k {
+                    // SAFETY: signals only this process; SIGUSR1 has an empty handler.
+                    if unsafe { libc::kill(me, sig) } != 0 {
+                        return Err(os_err(format!("kill(self, {sig})")));
+                    }
                 }
-            }
-            Ok(())
-        })
-    };
-    let send = kill_n(0)?;
-    let catch = kill_n(libc::SIGUSR1)?;
-    Ok((send.as_secs_f64(), catch.as_secs_f64()))
+                Ok(())
+            })?
+            .as_secs_f64();
+            out.push(t / k as f64);
+            self.total += t;
+        }
+        Ok(())
+    }
+
+    /// Catching a signal less sending it, per op, in seconds.
+    fn signal_overhead(&mut self) -> f64 {
+        median(&mut self.catch) - median(&mut self.send)
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[mid]
+    } else {
+        (v[mid - 1] + v[mid]) / 2.0
+    }
 }
 
 fn install_empty_usr1() -> Result<SigRestore> {
@@ -403,19 +441,24 @@ fn install_empty_usr1() -> Result<SigRestore> {
 
 fn sig_catch(ctx: &TrialCtx) -> Result<TrialOutput> {
     let _restore = install_empty_usr1()?;
-    let (mut send, mut catch) = (0.0, 0.0);
+    let mut iv = Interleaved::default();
     let (_, n) = ctx.time_per_op(|n| {
-        (send, catch) = kill_loops(n)?;
-        Ok(Duration::from_secs_f64(send + catch))
+        iv = Interleaved::default();
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(CHUNK);
+            iv.kill_chunk(k)?;
+            left -= k;
+        }
+        Ok(Duration::from_secs_f64(iv.total))
     })?;
-    let nf = n as f64;
     // As lmbench: what remains after the cost of the kill system call itself
     // is delivering and returning from the signal; never below zero.
-    let per_op = ((catch - send) / nf).max(0.0);
+    let per_op = iv.signal_overhead().max(0.0);
     Ok(latency(per_op, n).note(format!(
-        "kill(self, SIGUSR1) {:.4} µs, kill(self, 0) {:.4} µs",
-        catch / nf * 1e6,
-        send / nf * 1e6
+        "median per chunk: kill(self, SIGUSR1) {:.4} µs, kill(self, 0) {:.4} µs",
+        median(&mut iv.catch) * 1e6,
+        median(&mut iv.send) * 1e6
     )))
 }
 
@@ -481,8 +524,8 @@ impl ProtPage {
         Ok(ProtPage { addr, len })
     }
 
-    /// Writes the page `n` times over: n - 1 faults caught and one that lets
-    /// the write through. Returns with the page read-only again.
+    /// One write that faults `n` times, each fault caught by the handler,
+    /// until the n-th lets it through. Returns with the page read-only again.
     fn fault(&self, n: u64) -> Result<Duration> {
         PROT_FAULTS.store(0, Ordering::SeqCst);
         PROT_TARGET.store(n, Ordering::SeqCst);
@@ -537,21 +580,29 @@ fn prot_fault(ctx: &TrialCtx) -> Result<TrialOutput> {
     // Some systems report a fault on a shared file mapping as SIGBUS.
     let _bus = SigRestore::install(libc::SIGBUS, &sa)?;
 
-    let (mut prot, mut send, mut catch) = (0.0, 0.0, 0.0);
+    let mut iv = Interleaved::default();
     let (_, n) = ctx.time_per_op(|n| {
-        prot = page.fault(n)?.as_secs_f64();
-        (send, catch) = kill_loops(n)?;
-        Ok(Duration::from_secs_f64(prot + send + catch))
+        iv = Interleaved::default();
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(CHUNK);
+            let t = page.fault(k)?.as_secs_f64();
+            iv.fault.push(t / k as f64);
+            iv.total += t;
+            iv.kill_chunk(k)?;
+            left -= k;
+        }
+        Ok(Duration::from_secs_f64(iv.total))
     })?;
     drop(page);
-    let nf = n as f64;
     // As lmbench: each fault also delivers a signal, so the signal handler
     // overhead measured alongside is taken off; never below zero.
-    let sig = (catch - send) / nf;
-    let per_op = (prot / nf - sig).max(0.0);
+    let fault = median(&mut iv.fault);
+    let sig = iv.signal_overhead();
+    let per_op = (fault - sig).max(0.0);
     Ok(latency(per_op, n).note(format!(
-        "fault + SIGSEGV {:.4} µs, signal handler overhead {:.4} µs",
-        prot / nf * 1e6,
+        "median per chunk: fault + SIGSEGV {:.4} µs, signal handler overhead {:.4} µs",
+        fault * 1e6,
         sig * 1e6
     )))
 }
