@@ -6,6 +6,7 @@
 mod cmd;
 mod error;
 mod plan;
+mod profiling;
 mod runner;
 mod signals;
 
