@@ -285,7 +285,10 @@ fn run_group(
                                     "{} [cpus {}] profiled trial",
                                     u.entry.workload, u.entry.cpus_name
                                 ));
-                                let req = TrialRequest { warmup: false, ..req };
+                                let req = TrialRequest {
+                                    warmup: false,
+                                    ..req
+                                };
                                 profiler.profile_case(
                                     store,
                                     u.case_id,
