@@ -51,16 +51,17 @@ impl Profiler {
     ) -> Result<()> {
         if self.ksyms.is_none() {
             self.ksyms = Some(Kallsyms::load().unwrap_or_else(|e| {
-                bar.println(format!("kscale: {e:#}"));
+                say(bar, format!("kscale: {e:#}"));
                 Kallsyms::default()
             }));
         }
         let sampling = match perf::start_sampling(&req.cpus, &SampleSpec::DEFAULTS) {
             Ok(s) => s,
             Err(r) => {
-                bar.println(format!(
-                    "kscale: profiling off, continuing without profiles: {r}"
-                ));
+                say(
+                    bar,
+                    format!("kscale: profiling off, continuing without profiles: {r}"),
+                );
                 self.wanted = false;
                 return Ok(());
             }
@@ -72,15 +73,28 @@ impl Profiler {
         let out = match outcome {
             Ok(o) => o,
             Err(e) => {
-                bar.println(format!("  {} profiled trial failed: {e}", req.workload));
+                say(
+                    bar,
+                    format!("  {} profiled trial failed: {e}", req.workload),
+                );
                 return Ok(());
             }
         };
-        for s in &sampled.skipped {
-            if !self.said.contains(s) {
-                bar.println(format!("kscale: profiling without one event: {s}"));
-                self.said.push(s.clone());
-            }
+        let new: Vec<&(perf::SampleEvent, String)> = sampled
+            .skipped
+            .iter()
+            .filter(|(e, _)| !self.said.contains(&e.name().to_string()))
+            .collect();
+        if let Some((_, why)) = new.first() {
+            let names: Vec<&str> = new.iter().map(|(e, _)| e.name()).collect();
+            say(
+                bar,
+                format!(
+                    "kscale: profiles without {} samples: {why}",
+                    names.join(" and ")
+                ),
+            );
+            self.said.extend(names.iter().map(|n| n.to_string()));
         }
         let empty = Kallsyms::default();
         for mut p in sampled.profiles(self.ksyms.as_ref().unwrap_or(&empty)) {
@@ -91,4 +105,10 @@ impl Profiler {
         }
         Ok(())
     }
+}
+
+/// Prints above the progress bar; `ProgressBar::println` alone prints
+/// nothing when the bar is hidden (`--no-progress`, no terminal).
+fn say(bar: &ProgressBar, line: String) {
+    bar.suspend(|| eprintln!("{line}"));
 }

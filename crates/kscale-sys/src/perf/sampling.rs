@@ -118,7 +118,7 @@ pub struct Sampled {
     pub comms: HashMap<u32, String>,
     /// One line per event that could not be opened (e.g. no hardware PMU);
     /// the other events were still sampled.
-    pub skipped: Vec<String>,
+    pub skipped: Vec<(SampleEvent, String)>,
 }
 
 /// A running sampling session; [`Sampling::stop`] ends it.
@@ -133,11 +133,13 @@ struct Open {
 }
 
 fn open_event(spec: SampleSpec, cpus: &[usize]) -> std::io::Result<Open> {
-    let mut opts = Opts::default();
-    opts.sample_on = match (spec.freq_hz, spec.period) {
-        (Some(f), _) => SampleOn::Freq(f),
-        (None, Some(p)) => SampleOn::Count(p),
-        (None, None) => SampleOn::Freq(997),
+    let mut opts = Opts {
+        sample_on: match (spec.freq_hz, spec.period) {
+            (Some(f), _) => SampleOn::Freq(f),
+            (None, Some(p)) => SampleOn::Count(p),
+            (None, None) => SampleOn::Freq(997),
+        },
+        ..Default::default()
     };
     opts.sample_format.code_addr = true;
     opts.record_id_format.task = true;
@@ -236,7 +238,7 @@ pub fn start_sampling(cpus: &[usize], specs: &[SampleSpec]) -> Result<Sampling, 
                         let _ = ready_tx.send(Err(r));
                         return Sampled::default();
                     }
-                    skipped.push(r.to_string());
+                    skipped.push((spec.event, r.to_string()));
                 }
             }
         }
@@ -384,7 +386,7 @@ mod tests {
             x = std::hint::black_box(x.wrapping_add(1));
         }
         let got = s.stop();
-        for sk in &got.skipped {
+        for (_, sk) in &got.skipped {
             eprintln!("skipped: {sk}");
         }
         let clock = &got.events[0];
