@@ -75,6 +75,11 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         }
         Err(e) => println!("{e}"),
     }
+    if let Some(t) = kscale_report::profile::summary_table(&data, &super::Registry) {
+        println!("\n== Kernel profiles");
+        println!();
+        print!("{}", t.to_terminal(color));
+    }
     let path = args.output.unwrap_or_else(|| {
         let safe: String = data
             .run
