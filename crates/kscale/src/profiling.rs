@@ -15,6 +15,12 @@ use kscale_sys::perf::{self, SampleSpec};
 use kscale_workloads::{TrialOutput, TrialRequest};
 use std::time::Instant;
 
+/// Validation hook (scripts/validate-profile): run the extra trial exactly
+/// as a profiled one but without sampling, and store an empty profile
+/// (`sample_on` = `control: not sampled`) carrying its value — the control
+/// arm that separates the cost of sampling from the position of the trial.
+pub const CONTROL_ENV: &str = "KSCALE_PROFILE_CONTROL";
+
 pub struct Profiler {
     wanted: bool,
     ksyms: Option<Kallsyms>,
@@ -54,6 +60,21 @@ impl Profiler {
                 say(bar, format!("kscale: {e:#}"));
                 Kallsyms::default()
             }));
+        }
+        if std::env::var_os(CONTROL_ENV).is_some_and(|v| v != "0") {
+            let started = Instant::now();
+            if let Ok(out) = run(req) {
+                let p = kscale_core::profile::Profile {
+                    event: "cpu-clock".into(),
+                    sample_on: "control: not sampled".into(),
+                    ops: Some(out.iterations),
+                    value: out.values.get(primary).copied(),
+                    wall_s: Some(started.elapsed().as_secs_f64()),
+                    ..Default::default()
+                };
+                store.add_profile(case_id, &p)?;
+            }
+            return Ok(());
         }
         let sampling = match perf::start_sampling(&req.cpus, &SampleSpec::DEFAULTS) {
             Ok(s) => s,
