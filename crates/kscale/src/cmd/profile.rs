@@ -19,8 +19,8 @@ enum Sub {
     /// Routine by routine: shares and samples per operation of run A and run B.
     #[command(after_help = "Examples:
   kscale profile diff 6.1.0 6.8.0                         every case both runs profiled
-  kscale profile diff 3 4 --case ipc.pipe --cpus 1        one workload on 1 CPU
-  kscale profile diff 3 4 --case mem.rd:size=4k --event instructions")]
+  kscale profile diff 3 4 --case syscall.pipe --cpus 1    one workload on 1 CPU
+  kscale profile diff 3 4 --case mem.rd:size=8m --event instructions")]
     Diff(DiffArgs),
 }
 
@@ -30,7 +30,7 @@ struct DiffArgs {
     a: String,
     /// Run compared with A.
     b: String,
-    /// Only this case: a workload, optionally with params (`mem.rd:size=4k`).
+    /// Only this case: a workload, optionally with params (`mem.rd:size=8m`).
     #[arg(long, value_name = "WORKLOAD[:k=v,…]")]
     case: Option<String>,
     /// Only this CPU configuration (as named in the runs: `1`, `all`, `0-1`).
@@ -54,7 +54,7 @@ fn parse_case(s: &str) -> Result<(String, Vec<(String, String)>)> {
     for kv in rest.split(',').filter(|x| !x.is_empty()) {
         let (k, v) = kv.split_once('=').ok_or_else(|| {
             user(format!(
-                "bad --case `{s}`: expected WORKLOAD[:name=value,…], e.g. mem.rd:size=4k"
+                "bad --case `{s}`: expected WORKLOAD[:name=value,…], e.g. mem.rd:size=8m"
             ))
         })?;
         params.push((k.trim().to_string(), v.trim().to_string()));
