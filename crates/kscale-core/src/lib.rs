@@ -5,6 +5,7 @@
 pub mod cpus;
 pub mod model;
 pub mod params;
+pub mod profile;
 pub mod stats;
 pub mod usl;
 

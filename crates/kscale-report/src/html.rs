@@ -75,6 +75,24 @@ pub fn build(runs: &[&RunData], cat: &dyn Catalog) -> Report {
         });
     }
     for r in runs {
+        let charts = crate::profile::profile_charts(r, cat);
+        if !charts.is_empty() {
+            report.sections.push(Section {
+                id: format!("profile-{}", r.run.id),
+                title: format!("Kernel profiles — {} (run {})", r.run.label, r.run.id),
+                intro: Some(
+                    "Each profiled case's top routines by CPU-clock samples (the seed's \
+                     time-based profile) with their share of instructions and cache misses \
+                     where the machine could sample them; spin-lock share = samples in \
+                     lock slow paths and spinning owners (the seed's stext_lock)."
+                        .into(),
+                ),
+                tables: crate::profile::summary_table(r, cat).into_iter().collect(),
+                charts,
+            });
+        }
+    }
+    for r in runs {
         report.sections.push(Section {
             id: format!("run-{}", r.run.id),
             title: format!("Results — {} (run {})", r.run.label, r.run.id),

@@ -6,6 +6,7 @@ pub mod compare;
 pub mod format;
 pub mod html;
 pub mod impls;
+pub mod profile;
 pub mod results;
 pub mod scale;
 pub mod svg;

@@ -89,6 +89,7 @@ fn case(id: i64, w: &str, params: &[(&str, &str)], cpus: &str, ops: f64, jitter:
             metric("cycles", "cycles", Direction::Lower, false),
         ],
         trials,
+        profiles: Vec::new(),
     }
 }
 

@@ -96,6 +96,7 @@ fn case(
             primary: true,
         }],
         trials,
+        profiles: Vec::new(),
     }
 }
 

@@ -6,6 +6,7 @@ mod schema;
 mod time;
 
 use kscale_core::model::CpuAccounting;
+use kscale_core::profile::Profile;
 use kscale_core::{CaseKey, Direction, Summary, TrialValues};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
@@ -144,6 +145,9 @@ pub struct CaseData {
     pub notes: Vec<String>,
     pub metrics: Vec<MetricRow>,
     pub trials: Vec<TrialRow>,
+    /// Profiles of the case's profiled trial (`--profile`), one per event.
+    #[serde(default)]
+    pub profiles: Vec<Profile>,
 }
 
 impl CaseData {
@@ -465,6 +469,7 @@ impl Store {
                         .unwrap_or_default(),
                     metrics: Vec::new(),
                     trials: Vec::new(),
+                    profiles: Vec::new(),
                 });
             }
         }
@@ -500,7 +505,67 @@ impl Store {
                 });
             }
         }
+        for c in &mut cases {
+            c.profiles = self.profiles(c.id)?;
+        }
         Ok(RunData { run, cases })
+    }
+
+    /// Stores (or replaces) the profile of one event of a case's profiled
+    /// trial.
+    pub fn add_profile(&self, case_id: i64, p: &Profile) -> Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO profiles (case_id, event, sample_on, total, kernel, user, idle, spinlock, lost, symbols, comms, ops, value, wall_s)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            params![
+                case_id,
+                p.event,
+                p.sample_on,
+                p.total as i64,
+                p.kernel as i64,
+                p.user as i64,
+                p.idle as i64,
+                p.spinlock as i64,
+                p.lost as i64,
+                serde_json::to_string(&p.by_symbol)?,
+                serde_json::to_string(&p.by_comm)?,
+                p.ops.map(|o| o as i64),
+                p.value,
+                p.wall_s
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// The profiles of one case, CPU clock first.
+    pub fn profiles(&self, case_id: i64) -> Result<Vec<Profile>> {
+        let mut st = self.conn.prepare_cached(
+            "SELECT event, sample_on, total, kernel, user, idle, spinlock, lost, symbols, comms, ops, value, wall_s
+             FROM profiles WHERE case_id = ?1 ORDER BY event = 'cpu-clock' DESC, event",
+        )?;
+        let mut rows = st.query([case_id])?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            let symbols: String = r.get(8)?;
+            let comms: String = r.get(9)?;
+            let n = |i: usize| -> rusqlite::Result<u64> { Ok(r.get::<_, i64>(i)?.max(0) as u64) };
+            out.push(Profile {
+                event: r.get(0)?,
+                sample_on: r.get(1)?,
+                total: n(2)?,
+                kernel: n(3)?,
+                user: n(4)?,
+                idle: n(5)?,
+                spinlock: n(6)?,
+                lost: n(7)?,
+                by_symbol: serde_json::from_str(&symbols)?,
+                by_comm: serde_json::from_str(&comms)?,
+                ops: r.get::<_, Option<i64>>(10)?.map(|o| o.max(0) as u64),
+                value: r.get(11)?,
+                wall_s: r.get(12)?,
+            });
+        }
+        Ok(out)
     }
 }
 

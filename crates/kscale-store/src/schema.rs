@@ -59,6 +59,25 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     );",
     // v1 → v2: per-trial CPU accounting from /proc/stat (JSON).
     "ALTER TABLE trials ADD COLUMN accounting TEXT;",
+    // v2 → v3: kernel profiles of each case's extra, uncounted profiled
+    // trial (SPEC §6), one row per sampled event.
+    "CREATE TABLE profiles (
+        case_id INTEGER NOT NULL REFERENCES cases(id) ON DELETE CASCADE,
+        event TEXT NOT NULL,
+        sample_on TEXT NOT NULL,
+        total INTEGER NOT NULL,
+        kernel INTEGER NOT NULL,
+        user INTEGER NOT NULL,
+        idle INTEGER NOT NULL,
+        spinlock INTEGER NOT NULL,
+        lost INTEGER NOT NULL,
+        symbols TEXT NOT NULL,
+        comms TEXT NOT NULL,
+        ops INTEGER,
+        value REAL,
+        wall_s REAL,
+        PRIMARY KEY (case_id, event)
+    );",
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -209,3 +209,37 @@ fn migrates_a_version_1_database_keeping_its_trials() {
     assert_eq!(data.cases[0].values("latency"), vec![0.2]);
     assert!(data.cases[0].accounting().is_none());
 }
+
+#[test]
+fn profiles_round_trip_and_old_runs_have_none() {
+    use kscale_core::profile::{Hit, ProfileBuilder};
+    let dir = tempfile::tempdir().unwrap();
+    let s = Store::open(&dir.path().join("k.db")).unwrap();
+    let r = s.create_run(&new_run("p")).unwrap();
+    let c = s
+        .ensure_case(r, 0, &key("mem.rd", "4k"), &[0], &metric())
+        .unwrap();
+    assert!(s.load_run(r).unwrap().cases[0].profiles.is_empty());
+    let mut b = ProfileBuilder::new("instructions", "every 1000003");
+    b.add_n(
+        Hit::Kernel {
+            symbol: Some("osq_lock"),
+            comm: "kscale",
+        },
+        3,
+    );
+    b.add(Hit::User { comm: "kscale" });
+    let mut p = b.finish();
+    p.ops = Some(42);
+    p.value = Some(0.25);
+    let mut clock = p.clone();
+    clock.event = "cpu-clock".into();
+    s.add_profile(c, &p).unwrap();
+    s.add_profile(c, &clock).unwrap();
+    s.add_profile(c, &clock).unwrap(); // replaces, no duplicate
+    let got = s.load_run(r).unwrap().cases[0].profiles.clone();
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0], clock, "cpu-clock first");
+    assert_eq!(got[1], p);
+    assert_eq!(got[1].spinlock, 3);
+}

@@ -14,6 +14,11 @@ use perf_event_open::event::hw::Hardware;
 use std::fmt;
 use std::io;
 
+mod sampling;
+pub use sampling::{
+    start_sampling, EventSamples, RawSample, SampleEvent, SampleSpec, Sampled, Sampling,
+};
+
 /// Setting this environment variable (to anything but `0`) makes every
 /// counter refuse to open, as if the kernel had said no: tests use it to
 /// exercise fallbacks on machines where perf works.

@@ -6,6 +6,7 @@
 mod cmd;
 mod error;
 mod plan;
+mod profiling;
 mod runner;
 mod signals;
 
@@ -50,6 +51,8 @@ enum Command {
     Scale(cmd::scale::Args),
     /// Write a self-contained HTML report with tables and SVG charts.
     Report(cmd::report::Args),
+    /// Kernel profiles: `profile diff A B` shows which routines grew or shrank.
+    Profile(cmd::profile::Args),
     /// Export a run's results as JSON or CSV.
     Export(cmd::export::Args),
     /// Internal: run one trial in a worker process (started by `kscale run`).
@@ -98,6 +101,7 @@ fn main() -> ExitCode {
         Command::Compare(a) => cmd::compare::run(a, db),
         Command::Scale(a) => cmd::scale::run(a, db),
         Command::Report(a) => cmd::report::run(a, db),
+        Command::Profile(a) => cmd::profile::run(a, db),
     };
     match result {
         Ok(code) => code,

@@ -32,6 +32,9 @@ pub struct RunOptions {
     pub dir: PathBuf,
     pub cpus: Vec<String>,
     pub plan: Vec<PlanEntry>,
+    /// `--profile`: one extra, uncounted, sampled trial per case (SPEC §6).
+    #[serde(default)]
+    pub profile: bool,
 }
 
 struct Unit {
@@ -114,6 +117,7 @@ pub fn execute(store: &Store, run_id: i64, opts: &RunOptions, show_progress: boo
     let pending = units.iter().filter(|u| !u.finished).count();
     let per_case = 1 + opts.rule.min_trials as u64;
     let bar = progress_bar(show_progress, pending as u64 * per_case);
+    let mut profiler = crate::profiling::Profiler::new(opts.profile);
 
     // Interleave within each workload: its cases on all configurations form
     // one group measured round-robin.
@@ -130,6 +134,7 @@ pub fn execute(store: &Store, run_id: i64, opts: &RunOptions, show_progress: boo
             opts,
             scratch.path(),
             &bar,
+            &mut profiler,
         )?;
         start = end;
     }
@@ -186,6 +191,7 @@ fn run_group(
     opts: &RunOptions,
     scratch: &std::path::Path,
     bar: &ProgressBar,
+    profiler: &mut crate::profiling::Profiler,
 ) -> Result<()> {
     loop {
         let mut any = false;
@@ -273,6 +279,27 @@ fn run_group(
                                 u.warmup_iterations,
                                 &u.notes,
                             )?;
+                            if profiler.wanted() {
+                                bar.set_message(format!(
+                                    "{} [cpus {}] profiled trial",
+                                    u.entry.workload, u.entry.cpus_name
+                                ));
+                                let req = TrialRequest {
+                                    warmup: false,
+                                    ..req
+                                };
+                                profiler.profile_case(
+                                    store,
+                                    u.case_id,
+                                    &req,
+                                    u.workload.primary().name,
+                                    bar,
+                                    |r| run_worker(r, timeout),
+                                )?;
+                                if let Some(sig) = signals::interrupted() {
+                                    return Err(Interrupted(sig, run_id).into());
+                                }
+                            }
                         }
                     }
                 }
@@ -317,7 +344,7 @@ fn trial_timeout(w: &WorkloadDef, trial_time_s: f64) -> Duration {
 /// Starts `kscale __worker` in its own process group, hands it the request,
 /// and waits at most `timeout`. The whole group is killed afterwards so no
 /// server or grandchild survives the trial.
-fn run_worker(req: &TrialRequest, timeout: Duration) -> Result<TrialOutput, String> {
+pub(crate) fn run_worker(req: &TrialRequest, timeout: Duration) -> Result<TrialOutput, String> {
     use std::os::unix::process::CommandExt;
     // /proc/self/exe still reaches this binary's inode after the file has
     // been replaced (e.g. a rebuild during a long run); the path would not.

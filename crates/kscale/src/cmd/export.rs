@@ -35,7 +35,7 @@ pub fn results(data: &RunData) -> Vec<Value> {
         for m in &c.metrics {
             let s = c.summary(&m.name, rule.confidence_pct);
             let finite = |x: f64| if x.is_finite() { json!(x) } else { Value::Null };
-            out.push(json!({
+            let mut row = json!({
                 "workload": c.key.workload,
                 "params": c.key.params,
                 "cpus": c.key.cpus,
@@ -55,7 +55,12 @@ pub fn results(data: &RunData) -> Vec<Value> {
                 "warmup": c.trials.iter().find(|t| t.warmup).and_then(|t| t.values.get(&m.name)),
                 "iterations": c.iterations,
                 "accounting": c.accounting(),
-            }));
+            });
+            // Profiles belong to the case; they ride on its primary row.
+            if m.primary && !c.profiles.is_empty() {
+                row["profiles"] = json!(c.profiles);
+            }
+            out.push(row);
         }
     }
     out

@@ -55,8 +55,13 @@ pub struct Args {
     #[arg(long = "param", value_name = "NAME=VALUE[,VALUE…]")]
     pub params: Vec<String>,
     /// Continue a killed or interrupted run from its first unfinished case.
-    #[arg(long, value_name = "RUN", conflicts_with_all = ["targets", "suite", "cpus", "label", "quick", "ci", "min_trials", "max_trials", "trial_time", "params"])]
+    #[arg(long, value_name = "RUN", conflicts_with_all = ["targets", "suite", "cpus", "label", "quick", "ci", "min_trials", "max_trials", "trial_time", "params", "profile"])]
     pub resume: Option<String>,
+    /// Add one uncounted trial per case sampled with perf (CPU clock at 997 Hz,
+    /// instructions, cache misses) on the case's CPUs: top routines, kernel /
+    /// user / idle and spin-lock shares (`kscale show`, `kscale profile diff`).
+    #[arg(long)]
+    pub profile: bool,
     /// Do not draw the progress bar.
     #[arg(long)]
     pub no_progress: bool,
@@ -139,6 +144,7 @@ pub fn options(args: &Args) -> Result<RunOptions> {
             args.cpus.clone()
         },
         plan,
+        profile: args.profile,
     })
 }
 

@@ -60,6 +60,10 @@ fn tables(data: &RunData, baseline: &str) -> Vec<Table> {
     let mut tables = run_tables(data, &super::Registry);
     tables.extend(impl_table(data, &super::Registry, baseline));
     tables.extend(accounting_table(data, &super::Registry));
+    tables.extend(kscale_report::profile::profile_tables(
+        data,
+        &super::Registry,
+    ));
     tables
 }
 

@@ -31,6 +31,9 @@ pub struct Args {
     /// Where to write the report (default: kscale-study-<label>.html).
     #[arg(short, long, value_name = "FILE.html")]
     output: Option<PathBuf>,
+    /// Profile every case (one extra, uncounted, perf-sampled trial each).
+    #[arg(long)]
+    profile: bool,
     /// Do not draw the progress bar.
     #[arg(long)]
     no_progress: bool,
@@ -50,6 +53,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         dir: args.dir.clone(),
         params: vec![],
         resume: None,
+        profile: args.profile,
         no_progress: args.no_progress,
     };
     let (store, run_id) = super::run::measure(&run_args, db)?;
@@ -70,6 +74,11 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
             }
         }
         Err(e) => println!("{e}"),
+    }
+    if let Some(t) = kscale_report::profile::summary_table(&data, &super::Registry) {
+        println!("\n== Kernel profiles");
+        println!();
+        print!("{}", t.to_terminal(color));
     }
     let path = args.output.unwrap_or_else(|| {
         let safe: String = data
