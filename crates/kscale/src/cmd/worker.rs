@@ -7,6 +7,9 @@ use std::process::ExitCode;
 
 pub fn main() -> ExitCode {
     kscale_sys::process::die_with_parent();
+    // Started through /proc/self/exe, the worker would otherwise be called
+    // "exe" in ps and in profiles.
+    kscale_sys::process::set_name("kscale-worker");
     let mut input = String::new();
     if let Err(e) = std::io::stdin().read_to_string(&mut input) {
         eprintln!("worker: cannot read request: {e}");
