@@ -31,9 +31,10 @@ pub struct Args {
     /// Where to write the report (default: kscale-study-<label>.html).
     #[arg(short, long, value_name = "FILE.html")]
     output: Option<PathBuf>,
-    /// Profile every case (one extra, uncounted, perf-sampled trial each).
+    /// Skip the kernel profiles (by default every case gets one extra,
+    /// uncounted, perf-sampled trial, as the seeds' method profiles).
     #[arg(long)]
-    profile: bool,
+    no_profile: bool,
     /// Do not draw the progress bar.
     #[arg(long)]
     no_progress: bool,
@@ -53,7 +54,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         dir: args.dir.clone(),
         params: vec![],
         resume: None,
-        profile: args.profile,
+        profile: !args.no_profile,
         no_progress: args.no_progress,
     };
     let (store, run_id) = super::run::measure(&run_args, db)?;
