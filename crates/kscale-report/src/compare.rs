@@ -278,7 +278,6 @@ fn better(direction: Direction, ratio: f64) -> Option<bool> {
     })
 }
 
-
 /// Appends per-workload geometric means over `geomean_over` (ctx across
 /// procs, mem across sizes), then the family's geometric mean when all rows
 /// measure the same metric.

@@ -70,7 +70,6 @@ pub enum ScaleError {
     NothingInCommon(i64, i64),
 }
 
-
 /// Throughput-like value: the metric itself, or its inverse for latency.
 fn throughput(direction: Direction, v: f64) -> f64 {
     match direction {

@@ -309,10 +309,16 @@ fn run_group(
                     let remaining =
                         (1 + opts.rule.min_trials).saturating_sub(u.next_idx as usize + 1);
                     bar.inc(1 + remaining as u64);
-                    bar.println(format!(
+                    let msg = format!(
                         "  {} [cpus {}] failed: {e}",
                         u.entry.workload, u.entry.cpus_name
-                    ));
+                    );
+                    // A hidden bar (no terminal, --no-progress) prints nothing.
+                    if bar.is_hidden() {
+                        eprintln!("{msg}");
+                    } else {
+                        bar.println(msg);
+                    }
                     store.finish_case(
                         u.case_id,
                         CaseStatus::Failed,
