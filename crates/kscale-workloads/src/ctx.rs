@@ -274,23 +274,9 @@ fn lat(ctx: &TrialCtx) -> Result<TrialOutput> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kscale_core::Params;
 
     fn ctx_with(size: &str, procs: &str, trial_ms: u64) -> TrialCtx {
-        TrialCtx {
-            params: Params(
-                [("size", size), ("procs", procs)]
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-            ),
-            trial_time: Duration::from_millis(trial_ms),
-            iterations: None,
-            dir: std::env::temp_dir(),
-            cpus: vec![0],
-            quick: true,
-            warmup: false,
-        }
+        crate::test_ctx(&[("size", size), ("procs", procs)], trial_ms)
     }
 
     #[test]

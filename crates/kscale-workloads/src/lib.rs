@@ -185,6 +185,26 @@ impl TrialCtx {
     }
 }
 
+/// A context for workload unit tests: these params, a short trial, CPU 0,
+/// the system temp directory.
+#[cfg(test)]
+pub(crate) fn test_ctx(params: &[(&str, &str)], trial_ms: u64) -> TrialCtx {
+    TrialCtx {
+        params: Params(
+            params
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        ),
+        trial_time: Duration::from_millis(trial_ms),
+        iterations: None,
+        dir: std::env::temp_dir(),
+        cpus: vec![0],
+        quick: true,
+        warmup: false,
+    }
+}
+
 /// Times a closure with the monotonic clock.
 pub fn timed(f: impl FnOnce() -> Result<()>) -> Result<Duration> {
     let start = Instant::now();

@@ -370,24 +370,8 @@ fn bcopy(ctx: &TrialCtx) -> Result<TrialOutput> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kscale_core::Params;
 
-    pub(crate) fn ctx_with(params: &[(&str, &str)], trial_ms: u64) -> TrialCtx {
-        TrialCtx {
-            params: Params(
-                params
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-            ),
-            trial_time: Duration::from_millis(trial_ms),
-            iterations: None,
-            dir: std::env::temp_dir(),
-            cpus: vec![0],
-            quick: true,
-            warmup: false,
-        }
-    }
+    use crate::test_ctx as ctx_with;
 
     #[test]
     fn every_workload_reports_a_plausible_bandwidth() {

@@ -693,23 +693,12 @@ fn uncontested(ctx: &TrialCtx) -> Result<TrialOutput> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kscale_core::Params;
 
+    /// `seconds=0` makes the tests use the short trial time instead of 5 s.
     fn ctx(params: &[(&str, &str)]) -> TrialCtx {
-        let mut p: std::collections::BTreeMap<String, String> = params
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        p.insert("seconds".into(), "0".into());
-        TrialCtx {
-            params: Params(p),
-            trial_time: Duration::from_millis(30),
-            iterations: None,
-            dir: std::env::temp_dir(),
-            cpus: vec![0],
-            quick: true,
-            warmup: false,
-        }
+        let mut p = params.to_vec();
+        p.push(("seconds", "0"));
+        crate::test_ctx(&p, 30)
     }
 
     fn check(out: &TrialOutput, what: &str) {
