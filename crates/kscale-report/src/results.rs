@@ -54,12 +54,14 @@ pub fn case_label(info: &WorkloadInfo, key: &CaseKey) -> String {
 /// Human name of a CPU configuration column.
 pub fn cpus_header(name: &str, count: usize) -> String {
     match name.parse::<usize>() {
-        Ok(1) => "1 CPU".into(),
-        Ok(n) => format!("{n} CPUs"),
+        // A count names as many CPUs as it says; an explicit single-CPU set
+        // such as `3` (from `--cpus 3-3`) does not.
+        Ok(1) if count == 1 => "1 CPU".into(),
+        Ok(n) if n == count => format!("{n} CPUs"),
         Err(_) if name == "all" => {
             format!("all ({count} CPU{})", if count == 1 { "" } else { "s" })
         }
-        Err(_) => format!("CPUs {name}"),
+        _ => format!("CPUs {name}"),
     }
 }
 
@@ -332,4 +334,16 @@ pub fn accounting_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
         );
     }
     (!t.rows.is_empty()).then_some(t)
+}
+
+#[cfg(test)]
+mod header_tests {
+    #[test]
+    fn cpu_headers() {
+        assert_eq!(super::cpus_header("1", 1), "1 CPU");
+        assert_eq!(super::cpus_header("4", 4), "4 CPUs");
+        assert_eq!(super::cpus_header("all", 2), "all (2 CPUs)");
+        assert_eq!(super::cpus_header("0", 1), "CPUs 0");
+        assert_eq!(super::cpus_header("0-3,8", 5), "CPUs 0-3,8");
+    }
 }
