@@ -65,34 +65,12 @@ type Token = [u8; 4];
 
 /// Writes the token; a short write or error means the ring is broken.
 fn send(fd: RawFd, tok: &Token) -> std::io::Result<()> {
-    // SAFETY: tok is a valid 4-byte buffer for the duration of the call.
-    let n = unsafe { libc::write(fd, tok.as_ptr().cast(), tok.len()) };
-    if n == tok.len() as isize {
-        Ok(())
-    } else if n < 0 {
-        Err(std::io::Error::last_os_error())
-    } else {
-        Err(std::io::Error::new(
-            std::io::ErrorKind::WriteZero,
-            "short pipe write",
-        ))
-    }
+    crate::util::write_exact(fd, tok)
 }
 
 /// Reads the token; end of file (the ring was torn down) is an error too.
 fn recv(fd: RawFd, tok: &mut Token) -> std::io::Result<()> {
-    // SAFETY: tok is a valid, writable 4-byte buffer for the duration of the call.
-    let n = unsafe { libc::read(fd, tok.as_mut_ptr().cast(), tok.len()) };
-    if n == tok.len() as isize {
-        Ok(())
-    } else if n < 0 {
-        Err(std::io::Error::last_os_error())
-    } else {
-        Err(std::io::Error::new(
-            std::io::ErrorKind::UnexpectedEof,
-            "pipe closed",
-        ))
-    }
+    crate::util::read_exact(fd, tok)
 }
 
 /// A process's private array, written once so that every page is really

@@ -6,7 +6,7 @@
 //! lmbench's on the same machine: std's wrappers add flags (`O_CLOEXEC`) and
 //! checks that lmbench does not pay for.
 
-use crate::util::{fork_child, ChildGuard};
+use crate::util::{fork_child, read_exact, write_exact, ChildGuard};
 use crate::{timed, Family, TrialCtx, TrialOutput, WorkloadDef};
 use anyhow::{ensure, Context, Result};
 use kscale_core::MetricDef;
@@ -609,14 +609,12 @@ fn prot_fault(ctx: &TrialCtx) -> Result<TrialOutput> {
 
 /// Reads one byte and sends it back until the other side goes away.
 fn echo(r: RawFd, w: RawFd) -> i32 {
-    let mut byte = 0u8;
+    let mut byte = [0u8];
     loop {
-        // SAFETY: r and w are open in this (child) process; one-byte buffer.
-        if unsafe { libc::read(r, std::ptr::addr_of_mut!(byte).cast(), 1) } != 1 {
+        if read_exact(r, &mut byte).is_err() {
             return 0;
         }
-        // SAFETY: as above.
-        if unsafe { libc::write(w, std::ptr::addr_of!(byte).cast(), 1) } != 1 {
+        if write_exact(w, &byte).is_err() {
             return 1;
         }
     }
@@ -624,16 +622,14 @@ fn echo(r: RawFd, w: RawFd) -> i32 {
 
 /// Sends one byte on `w` and waits for it to come back on `r`.
 fn round_trip(w: RawFd, r: RawFd) -> Result<()> {
-    let mut byte = 0u8;
-    // SAFETY: w and r are open for the caller's loop; one-byte buffer.
-    if unsafe { libc::write(w, std::ptr::addr_of!(byte).cast(), 1) } != 1 {
-        return Err(os_err("write to peer"));
-    }
-    // SAFETY: as above.
-    match unsafe { libc::read(r, std::ptr::addr_of_mut!(byte).cast(), 1) } {
-        1 => Ok(()),
-        0 => anyhow::bail!("peer process went away"),
-        _ => Err(os_err("read from peer")),
+    let mut byte = [0u8];
+    write_exact(w, &byte).context("write to peer")?;
+    match read_exact(r, &mut byte) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+            anyhow::bail!("peer process went away")
+        }
+        Err(e) => Err(e).context("read from peer"),
     }
 }
 

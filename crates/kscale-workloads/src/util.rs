@@ -2,6 +2,8 @@
 
 use anyhow::{Context, Result};
 use nix::unistd::{fork, ForkResult, Pid};
+use std::io;
+use std::os::fd::RawFd;
 
 /// Forks a child that runs `f` and exits with its status, without returning
 /// into the caller's code. The child dies with the worker (PDEATHSIG) so a
@@ -35,5 +37,38 @@ pub struct ChildGuard(pub Pid);
 impl Drop for ChildGuard {
     fn drop(&mut self) {
         reap(self.0);
+    }
+}
+
+/// One write(2) of the whole buffer, as the ping-pong workloads send their
+/// token; a short write is an error. Inlined: it sits in measured loops.
+#[inline]
+pub fn write_exact(fd: RawFd, buf: &[u8]) -> io::Result<()> {
+    // SAFETY: buf is a valid readable buffer for the duration of the call.
+    let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+    if n == buf.len() as isize {
+        Ok(())
+    } else if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Err(io::Error::new(io::ErrorKind::WriteZero, "short write"))
+    }
+}
+
+/// One read(2) that must fill the buffer; end of file (the peer went away)
+/// or a short read is `UnexpectedEof`. Inlined: it sits in measured loops.
+#[inline]
+pub fn read_exact(fd: RawFd, buf: &mut [u8]) -> io::Result<()> {
+    // SAFETY: buf is a valid writable buffer for the duration of the call.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    if n == buf.len() as isize {
+        Ok(())
+    } else if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "peer closed its end",
+        ))
     }
 }
