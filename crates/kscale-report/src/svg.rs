@@ -142,23 +142,41 @@ fn frame(out: &mut String, title: &str, kind: &str) {
     );
 }
 
-fn legend(out: &mut String, names: &[(String, bool)]) {
-    for (i, (name, reference)) in names.iter().enumerate() {
+/// The legend beside the plot: one entry per series, reference series
+/// dashed and grey, the others in palette order (the order they were drawn).
+fn legend<'a>(out: &mut String, entries: impl IntoIterator<Item = (&'a str, bool)>) {
+    let mut ci = 0;
+    for (i, (name, reference)) in entries.into_iter().enumerate() {
         let y = TOP + 10.0 + i as f64 * 18.0;
         let x = W - RIGHT + 14.0;
-        let dash = if *reference {
-            r#" stroke-dasharray="5 4""#
+        let (c, dash) = if reference {
+            ("#777", r#" stroke-dasharray="5 4""#)
         } else {
-            ""
+            ci += 1;
+            (color(ci - 1), "")
         };
         let _ = write!(
             out,
-            r#"<line x1="{x}" y1="{y}" x2="{}" y2="{y}" stroke="{}" stroke-width="3"{dash}/><text x="{}" y="{}">{}</text>"#,
+            r#"<line x1="{x}" y1="{y}" x2="{}" y2="{y}" stroke="{c}" stroke-width="3"{dash}/><text x="{}" y="{}">{}</text>"#,
             x + 18.0,
-            if *reference { "#777" } else { color(i) },
             x + 24.0,
             y + 4.0,
-            esc(name)
+            esc(&truncate(name, 22))
+        );
+    }
+}
+
+/// Horizontal grid lines with their labels at the y ticks.
+fn y_grid(out: &mut String, ticks: &[f64], sy: impl Fn(f64) -> f64, plot_width: f64) {
+    for t in ticks {
+        let y = sy(*t);
+        let _ = write!(
+            out,
+            r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#e3e3e3"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+            LEFT + plot_width,
+            LEFT - 6.0,
+            y + 4.0,
+            tick(*t)
         );
     }
 }
@@ -200,17 +218,7 @@ impl LineChart {
         let sx = |x: f64| LEFT + (fx(x) - x0) / (x1 - x0) * pw;
         let sy = |y: f64| TOP + ph - y / y1 * ph;
         // Axes and grid.
-        for t in &yt {
-            let y = sy(*t);
-            let _ = write!(
-                out,
-                r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#e3e3e3"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-                LEFT + pw,
-                LEFT - 6.0,
-                y + 4.0,
-                tick(*t)
-            );
-        }
+        y_grid(&mut out, &yt, sy, pw);
         let mut xs: Vec<f64> = pts.iter().map(|p| p.0).collect();
         xs.sort_by(f64::total_cmp);
         xs.dedup();
@@ -287,31 +295,12 @@ impl LineChart {
                 ci += 1;
             }
         }
-        legend_colored(&mut out, &self.series);
+        legend(
+            &mut out,
+            self.series.iter().map(|s| (s.name.as_str(), s.reference)),
+        );
         out.push_str("</svg>");
         out
-    }
-}
-
-fn legend_colored(out: &mut String, series: &[Series]) {
-    let mut ci = 0;
-    for (i, s) in series.iter().enumerate() {
-        let y = TOP + 10.0 + i as f64 * 18.0;
-        let x = W - RIGHT + 14.0;
-        let (c, dash) = if s.reference {
-            ("#777".to_string(), r#" stroke-dasharray="5 4""#)
-        } else {
-            ci += 1;
-            (color(ci - 1).to_string(), "")
-        };
-        let _ = write!(
-            out,
-            r#"<line x1="{x}" y1="{y}" x2="{}" y2="{y}" stroke="{c}" stroke-width="3"{dash}/><text x="{}" y="{}">{}</text>"#,
-            x + 18.0,
-            x + 24.0,
-            y + 4.0,
-            esc(&truncate(&s.name, 22))
-        );
     }
 }
 
@@ -350,17 +339,7 @@ impl BarChart {
         let pw = W - LEFT - RIGHT;
         let ph = H - TOP - BOTTOM - 30.0;
         let sy = |y: f64| TOP + ph - y.max(0.0) / y1 * ph;
-        for t in &yt {
-            let y = sy(*t);
-            let _ = write!(
-                out,
-                r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#e3e3e3"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-                LEFT + pw,
-                LEFT - 6.0,
-                y + 4.0,
-                tick(*t)
-            );
-        }
+        y_grid(&mut out, &yt, sy, pw);
         let groups = self.categories.len() as f64;
         let gw = pw / groups;
         let nser = self.series.len().max(1) as f64;
@@ -406,12 +385,10 @@ impl BarChart {
             TOP + ph / 2.0,
             esc(&self.y_label)
         );
-        let names: Vec<(String, bool)> = self
-            .series
-            .iter()
-            .map(|(n, _)| (n.clone(), false))
-            .collect();
-        legend(&mut out, &names);
+        legend(
+            &mut out,
+            self.series.iter().map(|(n, _)| (n.as_str(), false)),
+        );
         out.push_str("</svg>");
         out
     }
