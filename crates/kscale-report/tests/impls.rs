@@ -4,7 +4,9 @@
 use kscale_core::{CaseKey, Direction};
 use kscale_report::impls::impl_table;
 use kscale_report::{Catalog, WorkloadInfo};
-use kscale_store::{CaseData, CaseStatus, MetricRow, RunData, RunRow, TrialRow};
+mod common;
+use common::run_with;
+use kscale_store::{CaseData, CaseStatus, MetricRow, RunData, TrialRow};
 use std::collections::BTreeMap;
 
 struct Cat;
@@ -90,28 +92,6 @@ fn case(id: i64, w: &str, params: &[(&str, &str)], cpus: &str, ops: f64, jitter:
         ],
         trials,
         profiles: Vec::new(),
-    }
-}
-
-fn run_with(cases: Vec<CaseData>) -> RunData {
-    RunData {
-        run: RunRow {
-            id: 1,
-            label: "test".into(),
-            started_at: "2026-01-01T00:00:00Z".into(),
-            ended_at: None,
-            status: "complete".into(),
-            kscale_version: "0.1.0".into(),
-            git_rev: "x".into(),
-            args: vec![],
-            options: serde_json::json!({"rule": {"width_pct": 5.0, "confidence_pct": 95.0}}),
-            snapshot: serde_json::json!({}),
-            cases_total: 0,
-            cases_done: 0,
-            cases_failed: 0,
-            not_converged: 0,
-        },
-        cases,
     }
 }
 

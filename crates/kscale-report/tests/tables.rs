@@ -3,7 +3,9 @@
 use kscale_core::{CaseKey, Direction};
 use kscale_report::results::run_tables;
 use kscale_report::{Catalog, WorkloadInfo};
-use kscale_store::{CaseData, CaseStatus, MetricRow, RunData, RunRow, TrialRow};
+mod common;
+use common::run_with;
+use kscale_store::{CaseData, CaseStatus, MetricRow, RunData, TrialRow};
 use std::collections::BTreeMap;
 
 struct Cat;
@@ -105,83 +107,65 @@ fn run() -> RunData {
     failed.status = CaseStatus::Failed;
     failed.error = Some("worker killed by signal 9".into());
     failed.trials.clear();
-    RunData {
-        run: RunRow {
-            id: 1,
-            label: "test".into(),
-            started_at: "2026-01-01T00:00:00Z".into(),
-            ended_at: None,
-            status: "complete".into(),
-            kscale_version: "0.1.0".into(),
-            git_rev: "x".into(),
-            args: vec![],
-            options: serde_json::json!({"rule": {"width_pct": 5.0, "confidence_pct": 95.0}}),
-            snapshot: serde_json::json!({}),
-            cases_total: 0,
-            cases_done: 0,
-            cases_failed: 0,
-            not_converged: 0,
-        },
-        cases: vec![
-            case(
-                1,
-                "syscall.null",
-                &[],
-                "1",
-                &[0.2600, 0.2610, 0.2590],
-                Some(true),
-            ),
-            case(
-                2,
-                "syscall.null",
-                &[],
-                "all",
-                &[0.2700, 0.2650, 0.2750],
-                Some(true),
-            ),
-            case(
-                3,
-                "syscall.pipe",
-                &[],
-                "1",
-                &[2.1, 2.9, 2.5, 1.8, 3.0],
-                Some(false),
-            ),
-            failed,
-            case(
-                4,
-                "ctx.lat",
-                &[("procs", "2"), ("size", "0")],
-                "1",
-                &[1.5, 1.52, 1.49],
-                Some(true),
-            ),
-            case(
-                5,
-                "ctx.lat",
-                &[("procs", "8"), ("size", "0")],
-                "1",
-                &[2.0, 2.02, 1.98],
-                Some(true),
-            ),
-            case(
-                6,
-                "ctx.lat",
-                &[("procs", "2"), ("size", "16k")],
-                "1",
-                &[4.0, 4.1, 3.9],
-                Some(true),
-            ),
-            case(
-                7,
-                "ctx.lat",
-                &[("procs", "8"), ("size", "16k")],
-                "1",
-                &[9.0, 9.1, 8.9],
-                Some(true),
-            ),
-        ],
-    }
+    run_with(vec![
+        case(
+            1,
+            "syscall.null",
+            &[],
+            "1",
+            &[0.2600, 0.2610, 0.2590],
+            Some(true),
+        ),
+        case(
+            2,
+            "syscall.null",
+            &[],
+            "all",
+            &[0.2700, 0.2650, 0.2750],
+            Some(true),
+        ),
+        case(
+            3,
+            "syscall.pipe",
+            &[],
+            "1",
+            &[2.1, 2.9, 2.5, 1.8, 3.0],
+            Some(false),
+        ),
+        failed,
+        case(
+            4,
+            "ctx.lat",
+            &[("procs", "2"), ("size", "0")],
+            "1",
+            &[1.5, 1.52, 1.49],
+            Some(true),
+        ),
+        case(
+            5,
+            "ctx.lat",
+            &[("procs", "8"), ("size", "0")],
+            "1",
+            &[2.0, 2.02, 1.98],
+            Some(true),
+        ),
+        case(
+            6,
+            "ctx.lat",
+            &[("procs", "2"), ("size", "16k")],
+            "1",
+            &[4.0, 4.1, 3.9],
+            Some(true),
+        ),
+        case(
+            7,
+            "ctx.lat",
+            &[("procs", "8"), ("size", "16k")],
+            "1",
+            &[9.0, 9.1, 8.9],
+            Some(true),
+        ),
+    ])
 }
 
 #[test]
