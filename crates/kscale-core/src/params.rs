@@ -4,17 +4,43 @@
 use std::collections::BTreeMap;
 use thiserror::Error;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ParamKind {
-    /// A non-negative integer.
-    Int,
-    /// A byte count; accepts `512`, `4k`, `0.5m`, `1g` (binary multiples).
-    Size,
-    /// One of a fixed set of words.
+    /// An integer in `min..=max`.
+    Int { min: u64, max: u64 },
+    /// A byte count in `min..=max`; accepts `512`, `4k`, `0.5m`, `1g` (binary
+    /// multiples).
+    Size { min: u64, max: u64 },
+    /// One of a fixed set of words (an enum such as `mode=threads|epoll`).
     Choice(&'static [&'static str]),
-    /// A positive count, or `ncpus`: as many as the CPU configuration has
-    /// (resolved by the workload, since one case runs on several).
-    Count,
+    /// A positive count up to `max`, or `ncpus`: as many as the CPU
+    /// configuration has (resolved by the workload, since one case runs on
+    /// several).
+    Count { max: u64 },
+    /// A length of time in seconds, a decimal number in `min..=max`. The
+    /// runner lets a trial's time limit grow with these params, so a long
+    /// fixed-duration trial is never killed for its length.
+    Seconds { min: f64, max: f64 },
+    /// Free text: printable, no spaces, no `,` (the `--param` list separator).
+    Str,
+    /// A network address: `HOST`, `HOST:PORT` or `[V6]:PORT`, where HOST is
+    /// an IP literal or a host name.
+    Addr,
+}
+
+impl ParamKind {
+    /// Any non-negative integer.
+    pub const INT: ParamKind = ParamKind::Int {
+        min: 0,
+        max: u64::MAX,
+    };
+    /// Any byte count, zero included.
+    pub const SIZE: ParamKind = ParamKind::Size {
+        min: 0,
+        max: u64::MAX,
+    };
+    /// Any positive count or `ncpus`.
+    pub const COUNT: ParamKind = ParamKind::Count { max: u64::MAX };
 }
 
 /// A param as declared in a workload's registry entry. `default` is the sweep
@@ -39,10 +65,21 @@ impl ParamDef {
 
     pub fn kind_label(&self) -> String {
         match self.kind {
-            ParamKind::Int => "int".into(),
-            ParamKind::Size => "size".into(),
+            ParamKind::Int { min, max } => {
+                format!("int{}", range_label(min, max, |v| v.to_string()))
+            }
+            ParamKind::Size { min, max } => format!("size{}", range_label(min, max, size_label)),
             ParamKind::Choice(c) => c.join("|"),
-            ParamKind::Count => "count|ncpus".into(),
+            ParamKind::Count { max } => {
+                if max == u64::MAX {
+                    "count|ncpus".into()
+                } else {
+                    format!("count 1..{max}|ncpus")
+                }
+            }
+            ParamKind::Seconds { min, max } => format!("seconds {min}..{max}"),
+            ParamKind::Str => "text".into(),
+            ParamKind::Addr => "host[:port]".into(),
         }
     }
 
@@ -55,31 +92,130 @@ impl ParamDef {
             accepted,
         };
         match self.kind {
-            ParamKind::Int => value
+            ParamKind::Int { min, max } => value
                 .trim()
                 .parse::<u64>()
+                .ok()
+                .filter(|v| (min..=max).contains(v))
                 .map(|v| v.to_string())
-                .map_err(|_| bad("a non-negative integer".into())),
-            ParamKind::Size => parse_size(value)
+                .ok_or_else(|| {
+                    bad(format!(
+                        "an integer{}",
+                        range_words(min, max, |v| v.to_string())
+                    ))
+                }),
+            ParamKind::Size { min, max } => parse_size(value)
+                .filter(|v| (min..=max).contains(v))
                 .map(|_| value.trim().to_ascii_lowercase())
-                .ok_or_else(|| bad("a size such as 512, 4k, 0.5m or 1g".into())),
-            ParamKind::Count => match value.trim() {
+                .ok_or_else(|| {
+                    bad(format!(
+                        "a size such as 512, 4k, 0.5m or 1g{}",
+                        range_words(min, max, size_label)
+                    ))
+                }),
+            ParamKind::Count { max } => match value.trim() {
                 "ncpus" => Ok("ncpus".into()),
                 v => v
                     .parse::<u64>()
                     .ok()
-                    .filter(|n| *n > 0)
+                    .filter(|n| (1..=max).contains(n))
                     .map(|n| n.to_string())
-                    .ok_or_else(|| bad("a positive count or `ncpus`".into())),
+                    .ok_or_else(|| {
+                        bad(if max == u64::MAX {
+                            "a positive count or `ncpus`".into()
+                        } else {
+                            format!("a count from 1 to {max}, or `ncpus`")
+                        })
+                    }),
             },
             ParamKind::Choice(choices) => {
-                if choices.contains(&value) {
-                    Ok(value.to_string())
+                if choices.contains(&value.trim()) {
+                    Ok(value.trim().to_string())
                 } else {
                     Err(bad(format!("one of {}", choices.join(", "))))
                 }
             }
+            ParamKind::Seconds { min, max } => value
+                .trim()
+                .trim_end_matches('s')
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite() && *v >= min && *v <= max)
+                .map(|v| v.to_string())
+                .ok_or_else(|| bad(format!("seconds from {min} to {max}"))),
+            ParamKind::Str => {
+                let v = value.trim();
+                if !v.is_empty()
+                    && v.len() <= 256
+                    && v.chars().all(|c| c.is_ascii_graphic() && c != ',')
+                {
+                    Ok(v.to_string())
+                } else {
+                    Err(bad(
+                        "1 to 256 printable characters without spaces or commas".into(),
+                    ))
+                }
+            }
+            ParamKind::Addr => parse_addr(value.trim())
+                .map(|_| value.trim().to_string())
+                .ok_or_else(|| bad("HOST, HOST:PORT or [IPV6]:PORT (port 1-65535)".into())),
         }
+    }
+}
+
+/// Splits `HOST`, `HOST:PORT` or `[V6]:PORT` into host and optional port.
+/// Hosts are IP literals or host names (letters, digits, `-`, `.`); nothing is
+/// resolved here, so parsing never touches the network.
+pub fn parse_addr(s: &str) -> Option<(String, Option<u16>)> {
+    let port = |p: &str| p.parse::<u16>().ok().filter(|p| *p > 0);
+    if let Some(rest) = s.strip_prefix('[') {
+        let (host, after) = rest.split_once(']')?;
+        host.parse::<std::net::Ipv6Addr>().ok()?;
+        return match after {
+            "" => Some((host.to_string(), None)),
+            a => Some((host.to_string(), Some(port(a.strip_prefix(':')?)?))),
+        };
+    }
+    if s.parse::<std::net::Ipv6Addr>().is_ok() {
+        return Some((s.to_string(), None));
+    }
+    let (host, p) = match s.rsplit_once(':') {
+        Some((h, p)) => (h, Some(port(p)?)),
+        None => (s, None),
+    };
+    let name_ok = !host.is_empty()
+        && host.len() <= 253
+        && host
+            .split('.')
+            .all(|l| !l.is_empty() && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'));
+    name_ok.then(|| (host.to_string(), p))
+}
+
+fn size_label(v: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "g"), (1 << 20, "m"), (1 << 10, "k")];
+    for (m, u) in UNITS {
+        if v >= m && v.is_multiple_of(m) {
+            return format!("{}{u}", v / m);
+        }
+    }
+    v.to_string()
+}
+
+/// ` 2..1024`, ` ≥ 1` or nothing for an unbounded range.
+fn range_label(min: u64, max: u64, f: fn(u64) -> String) -> String {
+    match (min, max) {
+        (0, u64::MAX) => String::new(),
+        (m, u64::MAX) => format!(" ≥{}", f(m)),
+        (m, x) => format!(" {}..{}", f(m), f(x)),
+    }
+}
+
+/// ` from 2 to 1024`, ` of at least 1` or nothing.
+fn range_words(min: u64, max: u64, f: fn(u64) -> String) -> String {
+    match (min, max) {
+        (0, u64::MAX) => String::new(),
+        (m, u64::MAX) => format!(" of at least {}", f(m)),
+        (m, x) => format!(" from {} to {}", f(m), f(x)),
     }
 }
 
@@ -150,6 +286,20 @@ impl Params {
             _ => self.int(name),
         }
     }
+    /// A [`ParamKind::Seconds`] value.
+    pub fn seconds(&self, name: &str) -> Result<f64, ParamError> {
+        let v = self.get(name)?;
+        v.trim_end_matches('s')
+            .parse::<f64>()
+            .ok()
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .ok_or_else(|| ParamError::BadValue {
+                workload: String::new(),
+                param: name.into(),
+                value: v.into(),
+                accepted: "seconds".into(),
+            })
+    }
     pub fn size(&self, name: &str) -> Result<u64, ParamError> {
         let v = self.get(name)?;
         parse_size(v).ok_or_else(|| ParamError::BadValue {
@@ -215,12 +365,62 @@ mod tests {
         let i = ParamDef {
             name: "procs",
             help: "",
-            kind: ParamKind::Int,
+            kind: ParamKind::Int { min: 2, max: 1024 },
             default: &["2"],
             quick: &[],
         };
         assert_eq!(i.validate("w", " 16").unwrap(), "16");
         assert!(i.validate("w", "many").is_err());
+        let e = i.validate("w", "0").unwrap_err().to_string();
+        assert!(e.contains("from 2 to 1024"), "{e}");
+        assert!(i.validate("w", "1025").is_err());
+    }
+
+    #[test]
+    fn sizes_seconds_text_and_addresses() {
+        let p = |kind| ParamDef {
+            name: "x",
+            help: "",
+            kind,
+            default: &["1"],
+            quick: &[],
+        };
+        let size = p(ParamKind::Size {
+            min: 512,
+            max: 1 << 30,
+        });
+        assert!(size.validate("w", "0").is_err());
+        assert_eq!(size.validate("w", "4K").unwrap(), "4k");
+        assert!(
+            size.kind_label().contains("512..1g"),
+            "{}",
+            size.kind_label()
+        );
+        let secs = p(ParamKind::Seconds {
+            min: 0.1,
+            max: 3600.0,
+        });
+        assert_eq!(secs.validate("w", "120").unwrap(), "120");
+        assert_eq!(secs.validate("w", "2.5s").unwrap(), "2.5");
+        assert!(secs.validate("w", "0").is_err());
+        assert!(secs.validate("w", "nan").is_err());
+        let text = p(ParamKind::Str);
+        assert!(text.validate("w", "a/b").is_ok());
+        assert!(text.validate("w", "a b").is_err());
+        let addr = p(ParamKind::Addr);
+        for ok in [
+            "127.0.0.1",
+            "10.0.0.2:12865",
+            "[::1]:80",
+            "::1",
+            "peer-1.lab:9",
+        ] {
+            assert!(addr.validate("w", ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "host:0", "host:99999", "a b", "[::1", "x:y", "-:"] {
+            assert!(addr.validate("w", bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_addr("[::1]:80"), Some(("::1".into(), Some(80))));
     }
 
     #[test]
@@ -228,7 +428,7 @@ mod tests {
         let p = ParamDef {
             name: "threads",
             help: "",
-            kind: ParamKind::Count,
+            kind: ParamKind::COUNT,
             default: &["ncpus"],
             quick: &[],
         };

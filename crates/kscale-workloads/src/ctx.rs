@@ -41,22 +41,25 @@ pub static FAMILY: Family = Family {
             ParamDef {
                 name: "size",
                 help: "Private array each process sums while it holds the token.",
-                kind: ParamKind::Size,
+                kind: ParamKind::Size {
+                    min: 0,
+                    max: 1 << 30,
+                },
                 default: &["0", "4k", "8k", "16k", "32k", "64k"],
                 quick: &["0", "16k", "64k"],
             },
             ParamDef {
                 name: "procs",
                 help: "Processes in the ring (at least 2).",
-                kind: ParamKind::Int,
+                kind: ParamKind::Int { min: 2, max: 4096 },
                 default: &["2", "4", "8", "16", "24", "32", "64", "96"],
                 quick: &["2", "8", "32"],
             },
         ],
         metrics: &[LAT, OVERHEAD],
         geomean_over: Some("procs"),
-        timeout: Duration::from_secs(120),
         run: lat,
+        ..WorkloadDef::BASE
     }],
 };
 

@@ -29,7 +29,10 @@ const CHUNK: usize = 128 * 1024;
 const SIZE: ParamDef = ParamDef {
     name: "size",
     help: "Bytes written into each file.",
-    kind: ParamKind::Size,
+    kind: ParamKind::Size {
+        min: 0,
+        max: 1 << 30,
+    },
     default: &["0", "1k", "4k", "10k"],
     quick: &[],
 };

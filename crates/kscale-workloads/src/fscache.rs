@@ -83,14 +83,20 @@ pub static FAMILY: Family = Family {
             ParamDef {
                 name: "file",
                 help: "Size of the cached file (and of each memcpy buffer).",
-                kind: ParamKind::Size,
+                kind: ParamKind::Size {
+                    min: 1,
+                    max: 1 << 40,
+                },
                 default: &["128k"],
                 quick: &[],
             },
             ParamDef {
                 name: "bufsize",
                 help: "Bytes per read.",
-                kind: ParamKind::Size,
+                kind: ParamKind::Size {
+                    min: 1,
+                    max: 1 << 30,
+                },
                 default: &["512", "4096"],
                 quick: &[],
             },
@@ -105,7 +111,7 @@ pub static FAMILY: Family = Family {
             ParamDef {
                 name: "threads",
                 help: "Reader threads; `ncpus` is one per CPU of the configuration.",
-                kind: ParamKind::Count,
+                kind: ParamKind::Count { max: 4096 },
                 default: &["ncpus"],
                 quick: &[],
             },
@@ -119,9 +125,9 @@ pub static FAMILY: Family = Family {
             },
         ],
         metrics: &[BW, OPS, ONCPU, CPU_BW],
-        geomean_over: None,
         timeout: Duration::from_secs(60),
         run: read,
+        ..WorkloadDef::BASE
     }],
 };
 

@@ -56,7 +56,42 @@ pub struct WorkloadDef {
     pub run: fn(&TrialCtx) -> Result<TrialOutput>,
 }
 
+/// Stands in for `run` in [`WorkloadDef::BASE`]; a registry entry that
+/// forgets its own `run` fails its trials with this message.
+fn no_run(_: &TrialCtx) -> Result<TrialOutput> {
+    anyhow::bail!("this workload has no run function")
+}
+
 impl WorkloadDef {
+    /// The defaults of every field a family may leave out: family files write
+    /// `WorkloadDef { family, name, title, help, …, ..WorkloadDef::BASE }`,
+    /// so a field added here does not touch every family.
+    pub const BASE: WorkloadDef = WorkloadDef {
+        family: "",
+        name: "",
+        title: "",
+        help: "",
+        params: &[],
+        metrics: &[],
+        geomean_over: None,
+        timeout: Duration::from_secs(120),
+        run: no_run,
+    };
+
+    /// How long one trial of these params may take before its worker is
+    /// killed: the workload's own limit, plus room for long `--trial-time`s,
+    /// plus twice every [`kscale_core::ParamKind::Seconds`] param (a timed loop or a
+    /// fixed-duration trial), so `seconds=61` or `duration=120` never hit it.
+    pub fn time_limit(&self, params: &Params, trial_time_s: f64) -> Duration {
+        let timed: f64 = self
+            .params
+            .iter()
+            .filter(|p| matches!(p.kind, kscale_core::ParamKind::Seconds { .. }))
+            .filter_map(|p| params.seconds(p.name).ok())
+            .sum();
+        self.timeout + Duration::from_secs_f64(trial_time_s * 4.0 + timed * 2.0)
+    }
+
     pub fn id(&self) -> String {
         format!("{}.{}", self.family, self.name)
     }
@@ -266,6 +301,25 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn time_limit_grows_with_seconds_params() {
+        let w = find("threads.uncontested").unwrap();
+        let p = |s: &str| {
+            Params(
+                [("seconds".to_string(), s.to_string())]
+                    .into_iter()
+                    .collect(),
+            )
+        };
+        let short = w.time_limit(&p("1"), 0.2);
+        let long = w.time_limit(&p("61"), 0.2);
+        assert!(
+            long >= short + Duration::from_secs(120),
+            "{short:?} {long:?}"
+        );
+        assert!(long > Duration::from_secs(61 + 30));
     }
 
     #[test]

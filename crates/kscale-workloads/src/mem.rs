@@ -28,7 +28,10 @@ const BLOCK_BYTES: usize = BLOCK * std::mem::size_of::<i32>();
 const SIZE: ParamDef = ParamDef {
     name: "size",
     help: "Buffer size; bytes moved per pass (bcopy uses two buffers of this size).",
-    kind: ParamKind::Size,
+    kind: ParamKind::Size {
+        min: BLOCK_BYTES as u64,
+        max: 1 << 40,
+    },
     default: &[
         "0.5m", "1m", "2m", "4m", "8m", "16m", "32m", "64m", "128m", "256m",
     ],
@@ -50,8 +53,8 @@ const fn workload(
         params: PARAMS,
         metrics: BW_METRICS,
         geomean_over: Some("size"),
-        timeout: Duration::from_secs(120),
         run,
+        ..WorkloadDef::BASE
     }
 }
 

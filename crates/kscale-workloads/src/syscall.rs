@@ -35,9 +35,9 @@ const fn workload(
         help,
         params: &[],
         metrics: LAT_METRICS,
-        geomean_over: None,
         timeout: Duration::from_secs(60),
         run,
+        ..WorkloadDef::BASE
     }
 }
 

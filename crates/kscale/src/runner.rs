@@ -228,7 +228,7 @@ fn run_group(
                 quick: opts.quick,
                 warmup,
             };
-            let timeout = trial_timeout(u.workload, opts.trial_time_s);
+            let timeout = trial_timeout(u.workload, &u.entry.params, opts.trial_time_s);
             let started = Instant::now();
             let outcome = run_worker(&req, timeout);
             let wall = started.elapsed().as_secs_f64();
@@ -336,15 +336,20 @@ fn run_group(
     }
 }
 
-/// The workload's own limit plus room for long trials; `KSCALE_TRIAL_TIMEOUT`
-/// (seconds) overrides it, which kscale's tests use to exercise hangs quickly.
-fn trial_timeout(w: &WorkloadDef, trial_time_s: f64) -> Duration {
+/// The workload's limit for these params ([`WorkloadDef::time_limit`]);
+/// `KSCALE_TRIAL_TIMEOUT` (seconds) overrides it, which kscale's tests use to
+/// exercise hangs quickly.
+fn trial_timeout(
+    w: &WorkloadDef,
+    params: &std::collections::BTreeMap<String, String>,
+    trial_time_s: f64,
+) -> Duration {
     std::env::var("KSCALE_TRIAL_TIMEOUT")
         .ok()
         .and_then(|v| v.parse::<f64>().ok())
         .filter(|v| v.is_finite() && *v > 0.0)
         .map(Duration::from_secs_f64)
-        .unwrap_or_else(|| w.timeout + Duration::from_secs_f64(trial_time_s * 4.0))
+        .unwrap_or_else(|| w.time_limit(&kscale_core::Params(params.clone()), trial_time_s))
 }
 
 /// Starts `kscale __worker` in its own process group, hands it the request,

@@ -50,9 +50,8 @@ const fn workload(
         help,
         params: &[],
         metrics: LAT_METRICS,
-        geomean_over: None,
-        timeout: Duration::from_secs(120),
         run,
+        ..WorkloadDef::BASE
     }
 }
 

@@ -36,8 +36,11 @@ const METRICS: &[MetricDef] = &[OPS, NS, CYCLES];
 const SECONDS: ParamDef = ParamDef {
     name: "seconds",
     help: "Length of the timed loop (the seed's 5 s alarm); 0 uses the run's --trial-time. \
-           Keep under 50 s (the trial time limit is 60 s).",
-    kind: ParamKind::Int,
+           The trial's time limit grows with it.",
+    kind: ParamKind::Seconds {
+        min: 0.0,
+        max: 86400.0,
+    },
     default: &["5"],
     quick: &["1"],
 };
@@ -75,16 +78,19 @@ pub static FAMILY: Family = Family {
                 ParamDef {
                     name: "stack",
                     help: "Stack size of each thread (the seed's page-size study, today).",
-                    kind: ParamKind::Size,
+                    kind: ParamKind::Size {
+                        min: 16 << 10,
+                        max: 1 << 30,
+                    },
                     default: &["64k", "8m"],
                     quick: &[],
                 },
                 SECONDS,
             ],
             metrics: METRICS,
-            geomean_over: None,
             timeout: TIMEOUT,
             run: lifecycle,
+            ..WorkloadDef::BASE
         },
         WorkloadDef {
             family: "threads",
@@ -105,16 +111,16 @@ pub static FAMILY: Family = Family {
                 ParamDef {
                     name: "threads",
                     help: "Threads passing the turn around a ring (2 = the seed's fight).",
-                    kind: ParamKind::Count,
+                    kind: ParamKind::Count { max: 4096 },
                     default: &["2"],
                     quick: &[],
                 },
                 SECONDS,
             ],
             metrics: METRICS,
-            geomean_over: None,
             timeout: TIMEOUT,
             run: context,
+            ..WorkloadDef::BASE
         },
         WorkloadDef {
             family: "threads",
@@ -135,16 +141,16 @@ pub static FAMILY: Family = Family {
                 ParamDef {
                     name: "workers",
                     help: "Worker threads waiting on the queue.",
-                    kind: ParamKind::Count,
+                    kind: ParamKind::Count { max: 4096 },
                     default: &["10"],
                     quick: &[],
                 },
                 SECONDS,
             ],
             metrics: METRICS,
-            geomean_over: None,
             timeout: TIMEOUT,
             run: wakeup,
+            ..WorkloadDef::BASE
         },
         WorkloadDef {
             family: "threads",
@@ -166,19 +172,19 @@ pub static FAMILY: Family = Family {
                 SECONDS,
             ],
             metrics: METRICS,
-            geomean_over: None,
             timeout: TIMEOUT,
             run: uncontested,
+            ..WorkloadDef::BASE
         },
     ],
 };
 
 fn duration(ctx: &TrialCtx) -> Result<Duration> {
-    let s = ctx.params.int("seconds")?;
-    Ok(if s == 0 {
+    let s = ctx.params.seconds("seconds")?;
+    Ok(if s == 0.0 {
         ctx.trial_time
     } else {
-        Duration::from_secs(s)
+        Duration::from_secs_f64(s)
     })
 }
 
