@@ -89,3 +89,15 @@ pub fn wait_for(mut f: impl FnMut() -> bool, secs: u64) -> bool {
     }
     f()
 }
+
+/// A test that needs something the machine may refuse (perf, Chromium,
+/// nginx, namespaces, PostgreSQL, sshd …) calls this instead of passing
+/// silently: it prints why the check is skipped, and panics when `CI` is set,
+/// because `.ci/run` installs those things and a skip there means its install
+/// step broke. Returns so the caller can `return` after it.
+pub fn skip(reason: &str) {
+    if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
+        panic!("skipped under CI, where it must run: {reason}");
+    }
+    eprintln!("SKIPPED: {reason}");
+}
