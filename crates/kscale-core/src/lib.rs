@@ -3,6 +3,7 @@
 //! unit- and property-tested in isolation.
 
 pub mod cpus;
+pub mod hist;
 pub mod model;
 pub mod params;
 pub mod profile;
@@ -10,6 +11,8 @@ pub mod stats;
 pub mod usl;
 
 pub use cpus::{CpuConfig, CpuSpecError};
-pub use model::{CaseKey, Direction, MetricDef, MetricValue, TrialValues};
+pub use model::{
+    load_bound, CaseKey, Direction, MetricDef, MetricKind, RoleCpu, RunRule, TrialValues,
+};
 pub use params::{ParamDef, ParamError, ParamKind, Params};
 pub use stats::{Decision, StopRule, Summary, Welch};

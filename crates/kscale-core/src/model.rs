@@ -35,11 +35,31 @@ impl fmt::Display for Direction {
 
 /// A metric as declared by a workload. The first metric of a workload is its
 /// primary one; the others are recorded alongside.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MetricDef {
     pub name: &'static str,
     pub unit: &'static str,
     pub direction: Direction,
+    pub kind: MetricKind,
+}
+
+/// Where a metric's value comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MetricKind {
+    /// One value per trial; the result is their mean with its confidence
+    /// interval (or their median under a median-of-N run rule).
+    Value,
+    /// A quantile `q` (0–1) of the trial's nanosecond histogram `hist`,
+    /// converted to the metric's unit by multiplying by `per_ns`. Each trial
+    /// stores its own quantile, but the result is the quantile of the merged
+    /// histogram of the counted trials (docs/macro.md).
+    Quantile {
+        #[serde(skip)]
+        hist: &'static str,
+        q: f64,
+        per_ns: f64,
+    },
 }
 
 impl MetricDef {
@@ -48,6 +68,7 @@ impl MetricDef {
             name,
             unit,
             direction: Direction::Lower,
+            kind: MetricKind::Value,
         }
     }
     pub const fn higher(name: &'static str, unit: &'static str) -> Self {
@@ -55,15 +76,104 @@ impl MetricDef {
             name,
             unit,
             direction: Direction::Higher,
+            kind: MetricKind::Value,
+        }
+    }
+    /// A latency quantile (lower is better) of histogram `hist`, in `unit`,
+    /// where one `unit` is `1 / per_ns` nanoseconds (µs: `per_ns = 1e-3`).
+    pub const fn quantile(
+        name: &'static str,
+        unit: &'static str,
+        hist: &'static str,
+        q: f64,
+        per_ns: f64,
+    ) -> Self {
+        MetricDef {
+            name,
+            unit,
+            direction: Direction::Lower,
+            kind: MetricKind::Quantile { hist, q, per_ns },
+        }
+    }
+    /// The histogram this metric is read from, if any.
+    pub fn histogram(&self) -> Option<&'static str> {
+        match self.kind {
+            MetricKind::Quantile { hist, .. } => Some(hist),
+            MetricKind::Value => None,
         }
     }
 }
 
-/// One metric's value in one trial.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct MetricValue {
-    pub name: String,
-    pub value: f64,
+/// How a workload's trials become its result (stored with every case, so a
+/// result never depends on a registry that may have changed since).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunRule {
+    /// Repeat until the Student-t confidence interval of the mean is narrow
+    /// enough (the run's `--ci`), between `--min-trials` and `--max-trials`;
+    /// the result is the mean.
+    Converge,
+    /// Exactly N counted trials; the result is their median (SPECweb99's
+    /// rule, "3 runs, the median reported").
+    MedianOf(usize),
+}
+
+impl RunRule {
+    /// The name stored with a case: `mean` or `median`.
+    pub fn estimator(&self) -> &'static str {
+        match self {
+            RunRule::Converge => "mean",
+            RunRule::MedianOf(_) => "median",
+        }
+    }
+}
+
+/// The CPU time one role process of a macro workload used during a trial's
+/// measured window (docs/macro.md): the server confined to the CPU
+/// configuration, each load generator on the CPUs it was given.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RoleCpu {
+    /// `server` or `load`.
+    pub role: String,
+    /// `local`, or the peer (`HOST:PORT`) that ran it.
+    pub host: String,
+    /// User + system seconds of the role's threads and reaped children.
+    pub cpu_s: f64,
+    /// Length of the measured window.
+    pub window_s: f64,
+    /// CPUs the role process was allowed to run on.
+    pub cpus: usize,
+}
+
+impl RoleCpu {
+    /// Share of the role's CPUs it kept busy (0–1).
+    pub fn utilization(&self) -> f64 {
+        if self.window_s <= 0.0 || self.cpus == 0 {
+            return 0.0;
+        }
+        self.cpu_s / (self.window_s * self.cpus as f64)
+    }
+}
+
+/// A load generator that keeps this share of its CPUs busy is taken to be the
+/// bottleneck: the figure may be the client's limit, not the system's.
+pub const LOAD_BOUND_UTILIZATION: f64 = 0.90;
+
+/// Is a result load-bound? Each load host's utilisation is averaged over the
+/// counted trials; one host at or above [`LOAD_BOUND_UTILIZATION`] is enough,
+/// because the slowest client paces a closed-loop benchmark.
+pub fn load_bound<'a>(trials: impl IntoIterator<Item = &'a [RoleCpu]>) -> bool {
+    let mut by_host: BTreeMap<&str, (f64, usize)> = BTreeMap::new();
+    for roles in trials {
+        for r in roles.iter().filter(|r| r.role == "load") {
+            let e = by_host.entry(r.host.as_str()).or_default();
+            e.0 += r.utilization();
+            e.1 += 1;
+        }
+    }
+    by_host
+        .values()
+        .any(|(sum, n)| *n > 0 && sum / *n as f64 >= LOAD_BOUND_UTILIZATION)
 }
 
 /// All metric values of one trial, keyed by metric name.
@@ -111,4 +221,55 @@ pub struct CpuAccounting {
     pub ctxt: u64,
     pub intr: u64,
     pub seconds: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(host: &str, cpu_s: f64) -> RoleCpu {
+        RoleCpu {
+            role: "load".into(),
+            host: host.into(),
+            cpu_s,
+            window_s: 2.0,
+            cpus: 1,
+        }
+    }
+
+    #[test]
+    fn load_bound_rule() {
+        let server = RoleCpu {
+            role: "server".into(),
+            host: "local".into(),
+            cpu_s: 2.0,
+            window_s: 2.0,
+            cpus: 1,
+        };
+        // A saturated server is the point of the benchmark, not a flag.
+        let t1 = vec![server.clone(), load("local", 1.0)];
+        assert!(!load_bound([t1.as_slice()]));
+        // 95 % and 89 % average to 92 %: load-bound.
+        let a = vec![load("local", 1.9)];
+        let b = vec![load("local", 1.78)];
+        assert!(load_bound([a.as_slice(), b.as_slice()]));
+        // One saturated peer among idle ones is enough.
+        let c = vec![load("10.0.0.2:9", 0.2), load("10.0.0.3:9", 1.85)];
+        assert!(load_bound([c.as_slice()]));
+        // Exactly at the threshold counts.
+        let d = vec![load("local", 1.8)];
+        assert!(load_bound([d.as_slice()]));
+        assert!(!load_bound(std::iter::empty::<&[RoleCpu]>()));
+        let z = RoleCpu::default();
+        assert_eq!(z.utilization(), 0.0);
+    }
+
+    #[test]
+    fn quantile_metrics_name_their_histogram() {
+        let m = MetricDef::quantile("p99", "µs", "latency", 0.99, 1e-3);
+        assert_eq!(m.histogram(), Some("latency"));
+        assert_eq!(m.direction, Direction::Lower);
+        assert_eq!(MetricDef::higher("tps", "1/s").histogram(), None);
+        assert_eq!(RunRule::MedianOf(3).estimator(), "median");
+    }
 }

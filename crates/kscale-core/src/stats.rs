@@ -111,6 +111,32 @@ impl Summary {
         }
     }
 
+    /// The median, as the result of a median-of-N run rule; its "interval"
+    /// is the range of the values, since a median of three has no useful
+    /// Student-t interval.
+    pub fn median_of(values: &[f64]) -> Summary {
+        let n = values.len();
+        let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
+        if v.is_empty() {
+            return Summary::of(&[], 95.0);
+        }
+        v.sort_by(f64::total_cmp);
+        let m = v.len();
+        let median = if !m.is_multiple_of(2) {
+            v[m / 2]
+        } else {
+            (v[m / 2 - 1] + v[m / 2]) / 2.0
+        };
+        let of = Summary::of(values, 95.0);
+        Summary {
+            n,
+            mean: median,
+            sd: of.sd,
+            ci_low: v[0],
+            ci_high: v[m - 1],
+        }
+    }
+
     pub fn half_width(&self) -> f64 {
         (self.ci_high - self.ci_low) / 2.0
     }

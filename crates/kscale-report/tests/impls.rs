@@ -57,6 +57,7 @@ fn case(id: i64, w: &str, params: &[(&str, &str)], cpus: &str, ops: f64, jitter:
                     ("cycles".to_string(), 2.0 * 1e9 / v),
                 ]),
                 accounting: None,
+                ..Default::default()
             }
         })
         .collect();
@@ -65,6 +66,7 @@ fn case(id: i64, w: &str, params: &[(&str, &str)], cpus: &str, ops: f64, jitter:
         unit: unit.into(),
         direction,
         primary,
+        quantile: None,
     };
     CaseData {
         id,
@@ -80,6 +82,7 @@ fn case(id: i64, w: &str, params: &[(&str, &str)], cpus: &str, ops: f64, jitter:
         cpus: if cpus == "1" { vec![0] } else { vec![0, 1] },
         status: CaseStatus::Done,
         converged: Some(true),
+        rule: kscale_core::RunRule::Converge,
         error: None,
         iterations: None,
         notes: vec![

@@ -72,6 +72,7 @@ fn case(
             iterations: Some(1000),
             values: BTreeMap::from([("latency".to_string(), v)]),
             accounting: None,
+            ..Default::default()
         })
         .collect();
     CaseData {
@@ -88,6 +89,7 @@ fn case(
         cpus: if cpus == "1" { vec![0] } else { vec![0, 1] },
         status: CaseStatus::Done,
         converged,
+        rule: kscale_core::RunRule::Converge,
         error: None,
         iterations: Some(1000),
         notes: vec![],
@@ -96,6 +98,7 @@ fn case(
             unit: "µs".into(),
             direction: Direction::Lower,
             primary: true,
+            quantile: None,
         }],
         trials,
         profiles: Vec::new(),

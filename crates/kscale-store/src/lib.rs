@@ -7,9 +7,10 @@ mod time;
 
 use kscale_core::model::CpuAccounting;
 use kscale_core::profile::Profile;
-use kscale_core::{CaseKey, Direction, Summary, TrialValues};
+use kscale_core::{CaseKey, Direction, RoleCpu, RunRule, Summary, TrialValues};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -83,9 +84,41 @@ pub struct MetricRow {
     pub unit: String,
     pub direction: Direction,
     pub primary: bool,
+    /// For a percentile metric: where its result is read from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantile: Option<QuantileOf>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// A percentile metric's source: quantile `q` of histogram `hist` (ns),
+/// times `per_ns` to reach the metric's unit.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QuantileOf {
+    pub hist: String,
+    pub q: f64,
+    pub per_ns: f64,
+}
+
+impl MetricRow {
+    /// The row a workload's metric declaration is stored as.
+    pub fn from_def(m: &kscale_core::MetricDef, primary: bool) -> MetricRow {
+        MetricRow {
+            name: m.name.into(),
+            unit: m.unit.into(),
+            direction: m.direction,
+            primary,
+            quantile: match m.kind {
+                kscale_core::MetricKind::Quantile { hist, q, per_ns } => Some(QuantileOf {
+                    hist: hist.into(),
+                    q,
+                    per_ns,
+                }),
+                kscale_core::MetricKind::Value => None,
+            },
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct TrialRow {
     pub idx: i64,
     pub warmup: bool,
@@ -94,6 +127,13 @@ pub struct TrialRow {
     pub iterations: Option<u64>,
     pub values: TrialValues,
     pub accounting: Option<CpuAccounting>,
+    /// Latency histograms of a macro workload's trial: name → base64
+    /// HdrHistogram V2 of nanoseconds ([`kscale_core::hist`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub histograms: BTreeMap<String, String>,
+    /// CPU time of each role process in the measured window.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roles: Vec<RoleCpu>,
 }
 
 /// One finished trial, as the runner hands it to the store.
@@ -105,6 +145,8 @@ pub struct NewTrial<'a> {
     pub iterations: Option<u64>,
     pub values: &'a TrialValues,
     pub accounting: Option<&'a CpuAccounting>,
+    pub histograms: &'a BTreeMap<String, String>,
+    pub roles: &'a [RoleCpu],
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -139,7 +181,12 @@ pub struct CaseData {
     pub key: CaseKey,
     pub cpus: Vec<usize>,
     pub status: CaseStatus,
+    /// Whether the CI converged; `None` for cases not run to convergence
+    /// (failed ones, and median-of-N cases).
     pub converged: Option<bool>,
+    /// The run rule the case was measured under.
+    #[serde(default = "converge")]
+    pub rule: RunRule,
     pub error: Option<String>,
     pub iterations: Option<u64>,
     pub notes: Vec<String>,
@@ -150,7 +197,14 @@ pub struct CaseData {
     pub profiles: Vec<Profile>,
 }
 
+fn converge() -> RunRule {
+    RunRule::Converge
+}
+
 impl CaseData {
+    pub fn metric(&self, name: &str) -> Option<&MetricRow> {
+        self.metrics.iter().find(|m| m.name == name)
+    }
     pub fn primary(&self) -> Option<&MetricRow> {
         self.metrics
             .iter()
@@ -165,8 +219,53 @@ impl CaseData {
             .filter_map(|t| t.values.get(metric).copied())
             .collect()
     }
+    /// The result of one metric, by the case's run rule: the mean and its
+    /// Student-t interval; under a median-of-N rule the median, its interval
+    /// the range of the trials; for a percentile metric the quantile of the
+    /// merged histogram of the counted trials (a mean of p99s is not a p99),
+    /// its interval the trials' interval moved to that centre.
     pub fn summary(&self, metric: &str, confidence_pct: f64) -> Summary {
-        Summary::of(&self.values(metric), confidence_pct)
+        let values = self.values(metric);
+        let mut s = match self.rule {
+            RunRule::Converge => Summary::of(&values, confidence_pct),
+            RunRule::MedianOf(_) => Summary::median_of(&values),
+        };
+        if let Some(q) = self.metric(metric).and_then(|m| m.quantile.as_ref()) {
+            if let Some(v) = self.merged_quantile(q) {
+                let shift = v - s.mean;
+                s.ci_low += shift;
+                s.ci_high += shift;
+                s.mean = v;
+            }
+        }
+        s
+    }
+
+    /// The merged histogram of the counted trials.
+    pub fn merged_histogram(&self, name: &str) -> Option<hdrhistogram::Histogram<u64>> {
+        kscale_core::hist::merge_encoded(
+            self.trials
+                .iter()
+                .filter(|t| !t.warmup)
+                .filter_map(|t| t.histograms.get(name).map(String::as_str)),
+        )
+        .ok()
+        .flatten()
+    }
+
+    fn merged_quantile(&self, q: &QuantileOf) -> Option<f64> {
+        let h = self.merged_histogram(&q.hist)?;
+        kscale_core::hist::quantile_ns(&h, q.q).map(|ns| ns * q.per_ns)
+    }
+
+    /// Was the load generator the bottleneck ([`kscale_core::load_bound`])?
+    pub fn load_bound(&self) -> bool {
+        kscale_core::load_bound(
+            self.trials
+                .iter()
+                .filter(|t| !t.warmup)
+                .map(|t| t.roles.as_slice()),
+        )
     }
     /// Mean CPU accounting over the counted trials that recorded it, with
     /// context switches and interrupts per second.
@@ -306,6 +405,7 @@ impl Store {
         key: &CaseKey,
         cpus: &[usize],
         metrics: &[MetricRow],
+        rule: RunRule,
     ) -> Result<i64> {
         let params_json = key.params_json();
         if let Some(id) = self
@@ -321,22 +421,37 @@ impl Store {
         }
         let tx = self.conn.unchecked_transaction()?;
         tx.execute(
-            "INSERT INTO cases (run_id, seq, workload, params, cpus_name, cpus, status)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending')",
+            "INSERT INTO cases (run_id, seq, workload, params, cpus_name, cpus, status, estimator, rule_n)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7, ?8)",
             params![
                 run_id,
                 seq,
                 key.workload,
                 params_json,
                 key.cpus,
-                serde_json::to_string(cpus)?
+                serde_json::to_string(cpus)?,
+                rule.estimator(),
+                match rule {
+                    RunRule::MedianOf(n) => Some(n as i64),
+                    RunRule::Converge => None,
+                }
             ],
         )?;
         let id = tx.last_insert_rowid();
         for m in metrics {
             tx.execute(
-                "INSERT INTO metrics (case_id, name, unit, direction, is_primary) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![id, m.name, m.unit, m.direction.as_str(), m.primary],
+                "INSERT INTO metrics (case_id, name, unit, direction, is_primary, hist, quantile, per_ns)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    id,
+                    m.name,
+                    m.unit,
+                    m.direction.as_str(),
+                    m.primary,
+                    m.quantile.as_ref().map(|q| q.hist.as_str()),
+                    m.quantile.as_ref().map(|q| q.q),
+                    m.quantile.as_ref().map(|q| q.per_ns)
+                ],
             )?;
         }
         tx.commit()?;
@@ -347,9 +462,15 @@ impl Store {
     /// most the trial in flight.
     pub fn add_trial(&self, case_id: i64, t: &NewTrial<'_>) -> Result<()> {
         let accounting = t.accounting.map(serde_json::to_string).transpose()?;
+        let histograms = (!t.histograms.is_empty())
+            .then(|| serde_json::to_string(t.histograms))
+            .transpose()?;
+        let roles = (!t.roles.is_empty())
+            .then(|| serde_json::to_string(t.roles))
+            .transpose()?;
         self.conn.execute(
-            "INSERT OR REPLACE INTO trials (case_id, idx, warmup, started_at, wall_s, iterations, vals, accounting)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT OR REPLACE INTO trials (case_id, idx, warmup, started_at, wall_s, iterations, vals, accounting, histograms, roles)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             params![
                 case_id,
                 t.idx,
@@ -358,7 +479,9 @@ impl Store {
                 t.wall_s,
                 t.iterations.map(|i| i as i64),
                 serde_json::to_string(t.values)?,
-                accounting
+                accounting,
+                histograms,
+                roles
             ],
         )?;
         Ok(())
@@ -441,7 +564,7 @@ impl Store {
         let mut cases = Vec::new();
         {
             let mut st = self.conn.prepare(
-                "SELECT id, seq, workload, params, cpus_name, cpus, status, converged, error, iterations, notes
+                "SELECT id, seq, workload, params, cpus_name, cpus, status, converged, error, iterations, notes, estimator, rule_n
                  FROM cases WHERE run_id = ?1 ORDER BY seq, id",
             )?;
             let mut rows = st.query([run_id])?;
@@ -450,6 +573,12 @@ impl Store {
                 let cpus: String = r.get(5)?;
                 let status: String = r.get(6)?;
                 let notes: Option<String> = r.get(10)?;
+                let estimator: String = r.get(11)?;
+                let rule_n: Option<i64> = r.get(12)?;
+                let rule = match (estimator.as_str(), rule_n) {
+                    ("median", Some(n)) => RunRule::MedianOf(n.max(1) as usize),
+                    _ => RunRule::Converge,
+                };
                 cases.push(CaseData {
                     id: r.get(0)?,
                     seq: r.get(1)?,
@@ -461,6 +590,7 @@ impl Store {
                     cpus: serde_json::from_str(&cpus)?,
                     status: CaseStatus::parse(&status),
                     converged: r.get(7)?,
+                    rule,
                     error: r.get(8)?,
                     iterations: r.get::<_, Option<i64>>(9)?.map(|i| i as u64),
                     notes: notes
@@ -475,25 +605,37 @@ impl Store {
         }
         let mut mst = self
             .conn
-            .prepare("SELECT name, unit, direction, is_primary FROM metrics WHERE case_id = ?1 ORDER BY is_primary DESC, rowid")?;
+            .prepare("SELECT name, unit, direction, is_primary, hist, quantile, per_ns FROM metrics WHERE case_id = ?1 ORDER BY is_primary DESC, rowid")?;
         let mut tst = self.conn.prepare(
-            "SELECT idx, warmup, started_at, wall_s, iterations, vals, accounting FROM trials WHERE case_id = ?1 ORDER BY idx",
+            "SELECT idx, warmup, started_at, wall_s, iterations, vals, accounting, histograms, roles FROM trials WHERE case_id = ?1 ORDER BY idx",
         )?;
         for c in &mut cases {
             let mut rows = mst.query([c.id])?;
             while let Some(r) = rows.next()? {
                 let dir: String = r.get(2)?;
+                let hist: Option<String> = r.get(4)?;
+                let quantile = match (
+                    hist,
+                    r.get::<_, Option<f64>>(5)?,
+                    r.get::<_, Option<f64>>(6)?,
+                ) {
+                    (Some(hist), Some(q), Some(per_ns)) => Some(QuantileOf { hist, q, per_ns }),
+                    _ => None,
+                };
                 c.metrics.push(MetricRow {
                     name: r.get(0)?,
                     unit: r.get(1)?,
                     direction: Direction::parse(&dir).unwrap_or(Direction::Lower),
                     primary: r.get(3)?,
+                    quantile,
                 });
             }
             let mut rows = tst.query([c.id])?;
             while let Some(r) = rows.next()? {
                 let vals: String = r.get(5)?;
                 let accounting: Option<String> = r.get(6)?;
+                let histograms: Option<String> = r.get(7)?;
+                let roles: Option<String> = r.get(8)?;
                 c.trials.push(TrialRow {
                     idx: r.get(0)?,
                     warmup: r.get(1)?,
@@ -502,6 +644,14 @@ impl Store {
                     iterations: r.get::<_, Option<i64>>(4)?.map(|i| i as u64),
                     values: serde_json::from_str(&vals)?,
                     accounting: accounting.map(|a| serde_json::from_str(&a)).transpose()?,
+                    histograms: histograms
+                        .map(|h| serde_json::from_str(&h))
+                        .transpose()?
+                        .unwrap_or_default(),
+                    roles: roles
+                        .map(|r| serde_json::from_str(&r))
+                        .transpose()?
+                        .unwrap_or_default(),
                 });
             }
         }

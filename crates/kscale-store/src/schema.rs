@@ -78,6 +78,17 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         wall_s REAL,
         PRIMARY KEY (case_id, event)
     );",
+    // v3 → v4: macro workloads (docs/macro.md). Percentile metrics name the
+    // histogram they are read from; each trial keeps its latency histograms
+    // (name → base64 HdrHistogram V2) and the CPU time of its role processes;
+    // each case its run rule's estimator (mean, or median of N trials).
+    "ALTER TABLE metrics ADD COLUMN hist TEXT;
+    ALTER TABLE metrics ADD COLUMN quantile REAL;
+    ALTER TABLE metrics ADD COLUMN per_ns REAL;
+    ALTER TABLE trials ADD COLUMN histograms TEXT;
+    ALTER TABLE trials ADD COLUMN roles TEXT;
+    ALTER TABLE cases ADD COLUMN estimator TEXT NOT NULL DEFAULT 'mean';
+    ALTER TABLE cases ADD COLUMN rule_n INTEGER;",
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -1,6 +1,6 @@
 use super::*;
 use kscale_core::model::CpuAccounting;
-use kscale_core::CaseKey;
+use kscale_core::{CaseKey, RunRule};
 use std::collections::BTreeMap;
 
 fn new_run(label: &str) -> NewRun {
@@ -30,6 +30,7 @@ fn metric() -> Vec<MetricRow> {
         unit: "µs".into(),
         direction: Direction::Lower,
         primary: true,
+        quantile: None,
     }]
 }
 
@@ -47,11 +48,25 @@ fn round_trip_and_resolve() {
     assert!(matches!(s.resolve("99"), Err(StoreError::NoSuchRun(_))));
 
     let c = s
-        .ensure_case(a, 0, &key("mem.rd", "4k"), &[0], &metric())
+        .ensure_case(
+            a,
+            0,
+            &key("mem.rd", "4k"),
+            &[0],
+            &metric(),
+            RunRule::Converge,
+        )
         .unwrap();
     assert_eq!(
-        s.ensure_case(a, 0, &key("mem.rd", "4k"), &[0], &metric())
-            .unwrap(),
+        s.ensure_case(
+            a,
+            0,
+            &key("mem.rd", "4k"),
+            &[0],
+            &metric(),
+            RunRule::Converge
+        )
+        .unwrap(),
         c,
         "idempotent"
     );
@@ -66,6 +81,8 @@ fn round_trip_and_resolve() {
             iterations: Some(100),
             values: &warm,
             accounting: None,
+            histograms: &BTreeMap::new(),
+            roles: &[],
         },
     )
     .unwrap();
@@ -86,6 +103,8 @@ fn round_trip_and_resolve() {
             iterations: Some(100),
             values: &vals,
             accounting: Some(&acc),
+            histograms: &BTreeMap::new(),
+            roles: &[],
         };
         s.add_trial(c, &t).unwrap();
     }
@@ -217,7 +236,14 @@ fn profiles_round_trip_and_old_runs_have_none() {
     let s = Store::open(&dir.path().join("k.db")).unwrap();
     let r = s.create_run(&new_run("p")).unwrap();
     let c = s
-        .ensure_case(r, 0, &key("mem.rd", "4k"), &[0], &metric())
+        .ensure_case(
+            r,
+            0,
+            &key("mem.rd", "4k"),
+            &[0],
+            &metric(),
+            RunRule::Converge,
+        )
         .unwrap();
     assert!(s.load_run(r).unwrap().cases[0].profiles.is_empty());
     let mut b = ProfileBuilder::new("instructions", "every 1000003");
@@ -242,4 +268,105 @@ fn profiles_round_trip_and_old_runs_have_none() {
     assert_eq!(got[0], clock, "cpu-clock first");
     assert_eq!(got[1], p);
     assert_eq!(got[1].spinlock, 3);
+}
+
+/// A macro case: a percentile metric read from the merged histograms of the
+/// counted trials, role CPU times, and a median-of-3 rule, all surviving the
+/// round trip through SQLite.
+#[test]
+fn histograms_roles_and_median_rule_round_trip() {
+    use kscale_core::hist;
+    let dir = tempfile::tempdir().unwrap();
+    let s = Store::open(&dir.path().join("k.db")).unwrap();
+    let run = s.create_run(&new_run("m")).unwrap();
+    let metrics = vec![
+        MetricRow {
+            name: "tps".into(),
+            unit: "1/s".into(),
+            direction: Direction::Higher,
+            primary: true,
+            quantile: None,
+        },
+        MetricRow::from_def(
+            &kscale_core::MetricDef::quantile("p99", "µs", "latency", 0.99, 1e-3),
+            false,
+        ),
+    ];
+    let c = s
+        .ensure_case(
+            run,
+            0,
+            &key("net.tcp_rr", "4"),
+            &[0],
+            &metrics,
+            RunRule::MedianOf(3),
+        )
+        .unwrap();
+    let roles = |load_cpu: f64| {
+        vec![
+            RoleCpu {
+                role: "server".into(),
+                host: "local".into(),
+                cpu_s: 1.0,
+                window_s: 1.0,
+                cpus: 1,
+            },
+            RoleCpu {
+                role: "load".into(),
+                host: "local".into(),
+                cpu_s: load_cpu,
+                window_s: 1.0,
+                cpus: 1,
+            },
+        ]
+    };
+    // Trial k: 99 fast samples of 10 µs and one slow one of (k+1) ms.
+    for (idx, tps) in [(0i64, 50.0), (1, 100.0), (2, 300.0), (3, 200.0)] {
+        let mut h = hist::new();
+        for _ in 0..99 {
+            hist::record(&mut h, 10_000);
+        }
+        hist::record(&mut h, (idx as u64 + 1) * 1_000_000);
+        let hists = BTreeMap::from([("latency".to_string(), hist::encode(&h))]);
+        let values = BTreeMap::from([
+            ("tps".to_string(), tps),
+            (
+                "p99".to_string(),
+                hist::quantile_ns(&h, 0.99).unwrap() * 1e-3,
+            ),
+        ]);
+        let r = roles(0.95);
+        s.add_trial(
+            c,
+            &NewTrial {
+                idx,
+                warmup: idx == 0,
+                wall_s: 1.0,
+                iterations: None,
+                values: &values,
+                accounting: None,
+                histograms: &hists,
+                roles: &r,
+            },
+        )
+        .unwrap();
+    }
+    s.finish_case(c, CaseStatus::Done, None, None, None, &[])
+        .unwrap();
+    let data = s.load_run(run).unwrap();
+    let case = &data.cases[0];
+    assert_eq!(case.rule, RunRule::MedianOf(3));
+    assert_eq!(case.metrics[1].quantile.as_ref().unwrap().hist, "latency");
+    // Median of the three counted trials, not their mean (200).
+    let tps = case.summary("tps", 95.0);
+    assert_eq!(
+        (tps.n, tps.mean, tps.ci_low, tps.ci_high),
+        (3, 200.0, 100.0, 300.0)
+    );
+    // 300 counted samples, 3 of them slow: p99 is the 297th value = 10 µs.
+    let p99 = case.summary("p99", 95.0);
+    assert!((p99.mean - 10.0).abs() < 0.05, "{p99:?}");
+    assert_eq!(case.trials[1].roles.len(), 2);
+    assert!(case.load_bound());
+    assert_eq!(case.merged_histogram("latency").unwrap().len(), 300);
 }

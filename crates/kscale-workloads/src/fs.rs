@@ -53,6 +53,7 @@ pub static FAMILY: Family = Family {
             geomean_over: Some("size"),
             timeout: Duration::from_secs(300),
             run: create,
+            ..WorkloadDef::BASE
         },
         WorkloadDef {
             family: "fs",
@@ -65,6 +66,7 @@ pub static FAMILY: Family = Family {
             geomean_over: Some("size"),
             timeout: Duration::from_secs(300),
             run: delete,
+            ..WorkloadDef::BASE
         },
     ],
 };

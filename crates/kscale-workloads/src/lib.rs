@@ -5,7 +5,7 @@
 //! file plus one line here).
 
 use anyhow::Result;
-use kscale_core::{MetricDef, ParamDef, Params, TrialValues};
+use kscale_core::{MetricDef, ParamDef, Params, RoleCpu, RunRule, TrialValues};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -15,6 +15,8 @@ pub mod fs;
 pub mod fscache;
 pub mod ipc;
 pub mod mem;
+pub mod net;
+pub mod roles;
 pub mod suites;
 pub mod syscall;
 pub mod threads;
@@ -29,6 +31,7 @@ pub static REGISTRY: &[&Family] = &[
     &fs::FAMILY,
     &threads::FAMILY,
     &fscache::FAMILY,
+    &net::FAMILY,
 ];
 
 pub struct Family {
@@ -53,7 +56,13 @@ pub struct WorkloadDef {
     pub geomean_over: Option<&'static str>,
     /// Longest a single trial may take before the worker is killed.
     pub timeout: Duration,
+    /// A micro-benchmark's trial, run in one worker process. Macro workloads
+    /// leave it at the default and declare `roles` instead.
     pub run: fn(&TrialCtx) -> Result<TrialOutput>,
+    /// A macro workload's server and load roles (docs/macro.md).
+    pub roles: Option<&'static roles::Roles>,
+    /// How trials become the result: converge (the default) or median of N.
+    pub rule: RunRule,
 }
 
 /// Stands in for `run` in [`WorkloadDef::BASE`]; a registry entry that
@@ -76,6 +85,8 @@ impl WorkloadDef {
         geomean_over: None,
         timeout: Duration::from_secs(120),
         run: no_run,
+        roles: None,
+        rule: RunRule::Converge,
     };
 
     /// How long one trial of these params may take before its worker is
@@ -132,6 +143,9 @@ pub struct TrialRequest {
     pub dir: PathBuf,
     pub quick: bool,
     pub warmup: bool,
+    /// Set for one role process of a macro workload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<roles::RoleRequest>,
 }
 
 /// Everything a workload's `run` may look at.
@@ -158,6 +172,12 @@ pub struct TrialOutput {
     /// Filled in by the worker around the workload's run, not by workloads.
     #[serde(default)]
     pub accounting: Option<kscale_core::model::CpuAccounting>,
+    /// Macro workloads: the trial's merged latency histograms (encoded).
+    #[serde(default)]
+    pub histograms: std::collections::BTreeMap<String, String>,
+    /// Macro workloads: CPU time of each role process in the window.
+    #[serde(default)]
+    pub roles: Vec<RoleCpu>,
 }
 
 impl TrialOutput {
@@ -280,6 +300,17 @@ mod tests {
                 assert!(ids.insert(w.id()), "duplicate workload {}", w.id());
                 assert!(!w.metrics.is_empty(), "{} has no metric", w.id());
                 assert!(!w.help.is_empty() && !w.title.is_empty());
+                assert_eq!(
+                    w.roles.is_some(),
+                    std::ptr::fn_addr_eq(w.run, WorkloadDef::BASE.run),
+                    "{} must have either a run function or roles",
+                    w.id()
+                );
+                for m in w.metrics {
+                    if m.histogram().is_some() {
+                        assert!(w.roles.is_some(), "{}: percentiles need roles", w.id());
+                    }
+                }
                 if let Some(g) = w.geomean_over {
                     assert!(
                         w.param(g).is_some(),

@@ -3,7 +3,8 @@
 use anyhow::{Context, Result};
 use nix::unistd::{fork, ForkResult, Pid};
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::time::Duration;
 
 /// Forks a child that runs `f` and exits with its status, without returning
 /// into the caller's code. The child dies with the worker (PDEATHSIG) so a
@@ -70,5 +71,26 @@ pub fn read_exact(fd: RawFd, buf: &mut [u8]) -> io::Result<()> {
             io::ErrorKind::UnexpectedEof,
             "peer closed its end",
         ))
+    }
+}
+
+/// Blocks until `fd` is readable or `timeout` passes (false); EINTR retries.
+pub fn wait_readable_fd(fd: BorrowedFd<'_>, timeout: Duration) -> io::Result<bool> {
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+    loop {
+        // SAFETY: one valid pollfd that lives for the duration of the call.
+        let r = unsafe { libc::poll(&mut p, 1, ms) };
+        if r >= 0 {
+            return Ok(r > 0);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
     }
 }

@@ -5,8 +5,10 @@
 
 mod cmd;
 mod error;
+mod peer;
 mod plan;
 mod profiling;
+mod roles;
 mod runner;
 mod signals;
 
@@ -55,6 +57,8 @@ enum Command {
     Profile(cmd::profile::Args),
     /// Export a run's results as JSON or CSV.
     Export(cmd::export::Args),
+    /// Generate load for another host's `kscale run … --peer` (netserver's role, reversed).
+    Peer(cmd::peer::Args),
     /// Internal: run one trial in a worker process (started by `kscale run`).
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -102,6 +106,7 @@ fn main() -> ExitCode {
         Command::Scale(a) => cmd::scale::run(a, db),
         Command::Report(a) => cmd::report::run(a, db),
         Command::Profile(a) => cmd::profile::run(a, db),
+        Command::Peer(a) => cmd::peer::run(a),
     };
     match result {
         Ok(code) => code,

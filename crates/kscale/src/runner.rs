@@ -4,11 +4,13 @@
 //! as it ends. The parent never runs measured code.
 
 use crate::error::Interrupted;
+use crate::peer::PeerSet;
 use crate::plan::PlanEntry;
+use crate::roles::LoadPlace;
 use crate::signals;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use kscale_core::{CaseKey, Decision, StopRule};
+use kscale_core::{CaseKey, Decision, RunRule, StopRule};
 use kscale_store::{CaseData, CaseStatus, MetricRow, NewTrial, Store};
 use kscale_workloads::{TrialOutput, TrialRequest, WorkloadDef};
 use serde::{Deserialize, Serialize};
@@ -35,6 +37,10 @@ pub struct RunOptions {
     /// `--profile`: one extra, uncounted, sampled trial per case (SPEC §6).
     #[serde(default)]
     pub profile: bool,
+    /// `--peer`: where macro workloads' load runs instead of this host's free
+    /// CPUs (the token is never stored).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub peers: Vec<String>,
 }
 
 struct Unit {
@@ -48,8 +54,15 @@ struct Unit {
     finished: bool,
 }
 
-/// Runs every unfinished case of the plan.
-pub fn execute(store: &Store, run_id: i64, opts: &RunOptions, show_progress: bool) -> Result<()> {
+/// Runs every unfinished case of the plan; macro workloads' load goes to
+/// `peers` when given, else to this host's free CPUs.
+pub fn execute(
+    store: &Store,
+    run_id: i64,
+    opts: &RunOptions,
+    show_progress: bool,
+    mut peers: Option<&mut PeerSet>,
+) -> Result<()> {
     std::fs::create_dir_all(&opts.dir)
         .with_context(|| format!("cannot create {}", opts.dir.display()))?;
     remove_stale_scratch(&opts.dir);
@@ -83,14 +96,16 @@ pub fn execute(store: &Store, run_id: i64, opts: &RunOptions, show_progress: boo
             .metrics
             .iter()
             .enumerate()
-            .map(|(i, m)| MetricRow {
-                name: m.name.into(),
-                unit: m.unit.into(),
-                direction: m.direction,
-                primary: i == 0,
-            })
+            .map(|(i, m)| MetricRow::from_def(m, i == 0))
             .collect();
-        let case_id = store.ensure_case(run_id, seq as i64, &key, &entry.cpus, &metrics)?;
+        let case_id = store.ensure_case(
+            run_id,
+            seq as i64,
+            &key,
+            &entry.cpus,
+            &metrics,
+            workload.rule,
+        )?;
         let mut unit = Unit {
             entry: entry.clone(),
             workload,
@@ -118,6 +133,7 @@ pub fn execute(store: &Store, run_id: i64, opts: &RunOptions, show_progress: boo
     let per_case = 1 + opts.rule.min_trials as u64;
     let bar = progress_bar(show_progress, pending as u64 * per_case);
     let mut profiler = crate::profiling::Profiler::new(opts.profile);
+    let available = kscale_sys::affinity::available_cpus()?;
 
     // Interleave within each workload: its cases on all configurations form
     // one group measured round-robin.
@@ -132,9 +148,13 @@ pub fn execute(store: &Store, run_id: i64, opts: &RunOptions, show_progress: boo
             run_id,
             &mut units[start..end],
             opts,
-            scratch.path(),
-            &bar,
+            &Env {
+                scratch: scratch.path(),
+                bar: &bar,
+                available: &available,
+            },
             &mut profiler,
+            peers.as_deref_mut(),
         )?;
         start = end;
     }
@@ -184,15 +204,55 @@ fn progress_bar(show: bool, len: u64) -> ProgressBar {
     bar
 }
 
+/// What every trial of a run shares.
+struct Env<'a> {
+    scratch: &'a std::path::Path,
+    bar: &'a ProgressBar,
+    /// The CPUs kscale may use: a local load takes those a configuration
+    /// leaves free.
+    available: &'a [usize],
+}
+
+/// Runs one trial: a micro-benchmark in one worker, a macro workload as its
+/// server and load roles.
+fn run_trial(
+    w: &'static WorkloadDef,
+    req: &TrialRequest,
+    timeout: Duration,
+    available: &[usize],
+    peers: Option<&mut PeerSet>,
+) -> Result<TrialOutput, String> {
+    if w.roles.is_none() {
+        return run_worker(req, timeout);
+    }
+    let place = match peers {
+        Some(p) => LoadPlace::Peers(p),
+        None => LoadPlace::Local {
+            available: available.to_vec(),
+        },
+    };
+    crate::roles::run_trial(w, req, timeout, place)
+}
+
+/// The stopping decision under the workload's run rule.
+fn decide(w: &WorkloadDef, rule: &kscale_core::StopRule, counted: &[f64]) -> Decision {
+    match w.rule {
+        RunRule::Converge => rule.decide(counted),
+        RunRule::MedianOf(n) if counted.len() >= n => Decision::NotConverged,
+        RunRule::MedianOf(_) => Decision::Continue,
+    }
+}
+
 fn run_group(
     store: &Store,
     run_id: i64,
     units: &mut [Unit],
     opts: &RunOptions,
-    scratch: &std::path::Path,
-    bar: &ProgressBar,
+    env: &Env<'_>,
     profiler: &mut crate::profiling::Profiler,
+    mut peers: Option<&mut PeerSet>,
 ) -> Result<()> {
+    let (scratch, bar) = (env.scratch, env.bar);
     loop {
         let mut any = false;
         for u in units.iter_mut().filter(|u| !u.finished) {
@@ -227,10 +287,17 @@ fn run_group(
                 dir: scratch.to_path_buf(),
                 quick: opts.quick,
                 warmup,
+                role: None,
             };
             let timeout = trial_timeout(u.workload, &u.entry.params, opts.trial_time_s);
             let started = Instant::now();
-            let outcome = run_worker(&req, timeout);
+            let outcome = run_trial(
+                u.workload,
+                &req,
+                timeout,
+                env.available,
+                peers.as_deref_mut(),
+            );
             let wall = started.elapsed().as_secs_f64();
             if let Some(sig) = signals::interrupted() {
                 return Err(Interrupted(sig, run_id).into());
@@ -246,6 +313,8 @@ fn run_group(
                             iterations: Some(out.iterations),
                             values: &out.values,
                             accounting: out.accounting.as_ref(),
+                            histograms: &out.histograms,
+                            roles: &out.roles,
                         },
                     )?;
                     u.next_idx += 1;
@@ -262,7 +331,7 @@ fn run_group(
                     if u.counted.len() <= opts.rule.min_trials {
                         bar.inc(1);
                     }
-                    match opts.rule.decide(&u.counted) {
+                    match decide(u.workload, &opts.rule, &u.counted) {
                         Decision::Continue => {
                             if u.counted.len() >= opts.rule.min_trials {
                                 bar.inc_length(1);
@@ -271,10 +340,15 @@ fn run_group(
                         }
                         d => {
                             u.finished = true;
+                            // A median-of-N case is not run to convergence.
+                            let converged = match u.workload.rule {
+                                RunRule::Converge => Some(d == Decision::Converged),
+                                RunRule::MedianOf(_) => None,
+                            };
                             store.finish_case(
                                 u.case_id,
                                 CaseStatus::Done,
-                                Some(d == Decision::Converged),
+                                converged,
                                 None,
                                 u.warmup_iterations,
                                 &u.notes,
@@ -288,13 +362,15 @@ fn run_group(
                                     warmup: false,
                                     ..req
                                 };
+                                let w = u.workload;
+                                let peers = peers.as_deref_mut();
                                 profiler.profile_case(
                                     store,
                                     u.case_id,
                                     &req,
                                     u.workload.primary().name,
                                     bar,
-                                    |r| run_worker(r, timeout),
+                                    |r| run_trial(w, r, timeout, env.available, peers),
                                 )?;
                                 if let Some(sig) = signals::interrupted() {
                                     return Err(Interrupted(sig, run_id).into());
@@ -352,19 +428,23 @@ fn trial_timeout(
         .unwrap_or_else(|| w.time_limit(&kscale_core::Params(params.clone()), trial_time_s))
 }
 
+/// This binary, for re-executing workers. /proc/self/exe still reaches its
+/// inode after the file has been replaced (e.g. a rebuild during a long
+/// run); the path would not.
+pub(crate) fn self_exe() -> Result<std::path::PathBuf, String> {
+    if std::path::Path::new("/proc/self/exe").exists() {
+        Ok(std::path::PathBuf::from("/proc/self/exe"))
+    } else {
+        std::env::current_exe().map_err(|e| format!("cannot find the kscale binary: {e}"))
+    }
+}
+
 /// Starts `kscale __worker` in its own process group, hands it the request,
 /// and waits at most `timeout`. The whole group is killed afterwards so no
 /// server or grandchild survives the trial.
 pub(crate) fn run_worker(req: &TrialRequest, timeout: Duration) -> Result<TrialOutput, String> {
     use std::os::unix::process::CommandExt;
-    // /proc/self/exe still reaches this binary's inode after the file has
-    // been replaced (e.g. a rebuild during a long run); the path would not.
-    let exe = if std::path::Path::new("/proc/self/exe").exists() {
-        std::path::PathBuf::from("/proc/self/exe")
-    } else {
-        std::env::current_exe().map_err(|e| format!("cannot find the kscale binary: {e}"))?
-    };
-    let mut child = Command::new(exe)
+    let mut child = Command::new(self_exe()?)
         .arg("__worker")
         .process_group(0)
         .stdin(Stdio::piped())
@@ -374,7 +454,8 @@ pub(crate) fn run_worker(req: &TrialRequest, timeout: Duration) -> Result<TrialO
         .map_err(|e| format!("cannot start worker: {e}"))?;
     let pid = child.id() as i32;
     let _registered = signals::Registered::new(pid);
-    let body = serde_json::to_vec(req).map_err(|e| e.to_string())?;
+    let mut body = serde_json::to_vec(req).map_err(|e| e.to_string())?;
+    body.push(b'\n');
     if let Some(mut stdin) = child.stdin.take() {
         let _ = stdin.write_all(&body);
     }

@@ -4,6 +4,7 @@
 pub mod compare;
 pub mod export;
 pub mod list;
+pub mod peer;
 pub mod profile;
 pub mod report;
 pub mod results;

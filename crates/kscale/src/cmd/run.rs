@@ -55,7 +55,7 @@ pub struct Args {
     #[arg(long = "param", value_name = "NAME=VALUE[,VALUE…]")]
     pub params: Vec<String>,
     /// Continue a killed or interrupted run from its first unfinished case.
-    #[arg(long, value_name = "RUN", conflicts_with_all = ["targets", "suite", "cpus", "label", "quick", "ci", "min_trials", "max_trials", "trial_time", "params", "profile"])]
+    #[arg(long, value_name = "RUN", conflicts_with_all = ["targets", "suite", "cpus", "label", "quick", "ci", "min_trials", "max_trials", "trial_time", "params", "profile", "peers"])]
     pub resume: Option<String>,
     /// Add one uncounted trial per case sampled with perf (CPU clock at 997 Hz,
     /// instructions, cache misses) on the case's CPUs: top routines, kernel /
@@ -65,6 +65,14 @@ pub struct Args {
     /// Do not draw the progress bar.
     #[arg(long)]
     pub no_progress: bool,
+    /// Run macro workloads' load on `kscale peer`s (HOST[:PORT], comma-separated
+    /// or repeated) instead of this host's free CPUs; the spread param (e.g.
+    /// `conns`) is split evenly among them.
+    #[arg(long = "peer", value_name = "HOST[:PORT],…", value_delimiter = ',')]
+    pub peers: Vec<String>,
+    /// The peers' shared secret (default: $KSCALE_PEER_TOKEN).
+    #[arg(long, value_name = "T")]
+    pub token: Option<String>,
 }
 
 /// Builds validated options from the command line.
@@ -145,6 +153,7 @@ pub fn options(args: &Args) -> Result<RunOptions> {
         },
         plan,
         profile: args.profile,
+        peers: args.peers.clone(),
     })
 }
 
@@ -158,6 +167,8 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
 /// Creates (or resumes) a run and measures it; shared with `kscale study`.
 pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store, i64)> {
     crate::signals::install();
+    let token = crate::peer::token(args.token.clone());
+    let mut peers = None;
     let (store, run_id, opts) = if let Some(spec) = &args.resume {
         let store = super::open_existing(db)?;
         let id = store.resolve(spec)?;
@@ -173,6 +184,12 @@ pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store,
                 "run {id} cannot be resumed: its stored options are unreadable ({e})"
             ))
         })?;
+        if !opts.peers.is_empty() {
+            peers = Some(crate::peer::PeerSet::connect(
+                &opts.peers,
+                token.as_deref(),
+            )?);
+        }
         store.set_run_status(id, "running")?;
         eprintln!(
             "kscale: resuming run {id} ({}) at its first unfinished case",
@@ -190,14 +207,22 @@ pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store,
                 "bad --label `{label}`: a label must not be empty, a number or `latest`"
             )));
         }
+        // Peers are greeted before the run exists: a wrong token or an
+        // unreachable peer stops here with nothing measured.
+        let mut snapshot = kscale_sys::snapshot::take(VERSION, GIT_REV);
+        if !opts.peers.is_empty() {
+            let set = crate::peer::PeerSet::connect(&opts.peers, token.as_deref())?;
+            snapshot["peers"] = set.snapshots();
+            peers = Some(set);
+        }
         let store = super::open_store(db)?;
         let new = NewRun {
             label,
             kscale_version: VERSION.into(),
             git_rev: GIT_REV.into(),
-            args: std::env::args().collect(),
+            args: redact_token(std::env::args()),
             options: serde_json::to_value(&opts)?,
-            snapshot: kscale_sys::snapshot::take(VERSION, GIT_REV),
+            snapshot,
         };
         let id = store.create_run(&new)?;
         eprintln!(
@@ -215,7 +240,7 @@ pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store,
 
     use std::io::IsTerminal;
     let progress = !args.no_progress && std::io::stderr().is_terminal();
-    match runner::execute(&store, run_id, &opts, progress) {
+    match runner::execute(&store, run_id, &opts, progress, peers.as_mut()) {
         Ok(()) => store.set_run_status(run_id, "complete")?,
         Err(e) => {
             let status = if e.downcast_ref::<crate::error::Interrupted>().is_some() {
@@ -228,4 +253,36 @@ pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store,
         }
     }
     Ok((store, run_id))
+}
+
+/// The command line as stored with the run: a `--token` value never is.
+fn redact_token(args: impl Iterator<Item = String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut hide = false;
+    for a in args {
+        if hide {
+            out.push("***".into());
+            hide = false;
+        } else if a == "--token" {
+            out.push(a);
+            hide = true;
+        } else if a.starts_with("--token=") {
+            out.push("--token=***".into());
+        } else {
+            out.push(a);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn tokens_are_not_stored() {
+        let a = ["kscale", "run", "--token", "s3cret", "--token=x", "net"].map(String::from);
+        assert_eq!(
+            super::redact_token(a.into_iter()),
+            ["kscale", "run", "--token", "***", "--token=***", "net"]
+        );
+    }
 }

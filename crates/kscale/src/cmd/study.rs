@@ -56,6 +56,8 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         resume: None,
         profile: !args.no_profile,
         no_progress: args.no_progress,
+        peers: vec![],
+        token: None,
     };
     let (store, run_id) = super::run::measure(&run_args, db)?;
     let data = store.load_run(run_id)?;

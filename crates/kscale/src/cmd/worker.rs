@@ -1,8 +1,10 @@
 //! The hidden worker: one trial in a fresh process. It pins itself to the
 //! requested CPUs before any workload code runs, then prints one JSON line.
+//! A macro workload's role worker keeps reading its stdin after the request
+//! for the parent's `begin`/`end`/`stop` lines (docs/macro.md).
 
 use kscale_workloads::TrialRequest;
-use std::io::Read;
+use std::io::BufRead;
 use std::process::ExitCode;
 
 pub fn main() -> ExitCode {
@@ -10,12 +12,14 @@ pub fn main() -> ExitCode {
     // Started through /proc/self/exe, the worker would otherwise be called
     // "exe" in ps and in profiles.
     kscale_sys::process::set_name("kscale-worker");
-    let mut input = String::new();
-    if let Err(e) = std::io::stdin().read_to_string(&mut input) {
+    // The request is the first line; a role worker's control lines follow.
+    let mut input = std::io::BufReader::new(std::io::stdin());
+    let mut first = String::new();
+    if let Err(e) = input.read_line(&mut first) {
         eprintln!("worker: cannot read request: {e}");
         return ExitCode::from(2);
     }
-    let req: TrialRequest = match serde_json::from_str(&input) {
+    let req: TrialRequest = match serde_json::from_str(&first) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("worker: bad request: {e}");
@@ -26,7 +30,22 @@ pub fn main() -> ExitCode {
         eprintln!("worker: {e:#}");
         return ExitCode::from(1);
     }
-    inject_fault(&req.workload);
+    inject_fault(&req.workload, req.role.as_ref().map(|r| r.role.as_str()));
+    if let Some(role) = &req.role {
+        kscale_sys::process::set_name(&format!("kscale-{}", role.role.as_str()));
+        return match kscale_workloads::roles::run_role(&req, role, input)
+            .and_then(|out| kscale_workloads::roles::output_line(&out))
+        {
+            Ok(line) => {
+                println!("{line}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{e:#}");
+                ExitCode::from(1)
+            }
+        };
+    }
     let before = kscale_sys::procstat::read();
     let result = kscale_workloads::run_trial(&req);
     let after = kscale_sys::procstat::read();
@@ -51,14 +70,31 @@ pub fn main() -> ExitCode {
 }
 
 /// Fault injection for kscale's own tests of crash and hang handling:
-/// `KSCALE_FAULT=crash:WORKLOAD` or `hang:WORKLOAD`.
-fn inject_fault(workload: &str) {
+/// `KSCALE_FAULT=crash:WORKLOAD` or `hang:WORKLOAD`, optionally narrowed to
+/// one role of a macro workload (`crash:net.tcp_rr:server`). A crashing role
+/// dies a moment after it started, in the middle of the trial; a hanging one
+/// never answers.
+fn inject_fault(workload: &str, role: Option<&str>) {
     let Ok(spec) = std::env::var("KSCALE_FAULT") else {
         return;
     };
-    match spec.split_once(':') {
-        Some(("crash", w)) if w == workload => std::process::abort(),
-        Some(("hang", w)) if w == workload => loop {
+    let mut parts = spec.split(':');
+    let (Some(kind), Some(w)) = (parts.next(), parts.next()) else {
+        return;
+    };
+    let for_role = parts.next();
+    if w != workload || (for_role.is_some() && for_role != role) {
+        return;
+    }
+    match (kind, role) {
+        ("crash", None) => std::process::abort(),
+        ("crash", Some(_)) => {
+            std::thread::spawn(|| {
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                std::process::abort()
+            });
+        }
+        ("hang", _) => loop {
             std::thread::sleep(std::time::Duration::from_secs(3600));
         },
         _ => {}

@@ -1,0 +1,255 @@
+//! `kscale peer`: the load end of network workloads on another host, the way
+//! netperf's netserver answers netperf — except that here the peer generates
+//! the load and the machine that runs `kscale run` is the one measured
+//! (docs/macro.md). A peer runs only kscale's own load roles, never a command.
+
+use crate::error::user;
+use crate::peer::{FromPeer, Hello, LineReader, Read, ToPeer, Welcome, LOST_AFTER, PROTOCOL};
+use crate::roles::RoleProc;
+use anyhow::Result;
+use kscale_workloads::roles::Role;
+use kscale_workloads::TrialRequest;
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args)]
+#[command(after_help = "Examples:
+  kscale peer                                          loopback only, port 12866
+  kscale peer --listen 10.0.0.2:12866 --token s3cret   reachable from the measured host
+  kscale run net.tcp_rr --peer 10.0.0.2 --token s3cret   (on the measured host)")]
+pub struct Args {
+    /// Address and port to listen on; anything but loopback needs --token.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:12866")]
+    listen: String,
+    /// Shared secret a run must present (default: $KSCALE_PEER_TOKEN).
+    #[arg(long, value_name = "T")]
+    token: Option<String>,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    crate::signals::install();
+    let token = crate::peer::token(args.token);
+    let addr: SocketAddr = parse_listen(&args.listen)?;
+    if !addr.ip().is_loopback() && token.is_none() {
+        return Err(user(format!(
+            "--listen {addr} is reachable from other hosts: give --token T (or ${})",
+            crate::peer::TOKEN_ENV
+        )));
+    }
+    let listener =
+        TcpListener::bind(addr).map_err(|e| user(format!("cannot listen on {addr}: {e}")))?;
+    listener.set_nonblocking(true)?;
+    let shown = listener.local_addr().unwrap_or(addr);
+    eprintln!(
+        "kscale peer: listening on {shown} (protocol {PROTOCOL}, kscale {}); Ctrl-C stops",
+        crate::cmd::run::VERSION
+    );
+    let snapshot = kscale_sys::snapshot::take(crate::cmd::run::VERSION, crate::cmd::run::GIT_REV);
+    let cpus = kscale_sys::affinity::available_cpus()?;
+    loop {
+        if let Some(sig) = crate::signals::interrupted() {
+            eprintln!("kscale peer: stopped by signal {sig}");
+            return Ok(ExitCode::from(128 + sig as u8));
+        }
+        match listener.accept() {
+            Ok((stream, from)) => {
+                let (token, snapshot, cpus) = (token.clone(), snapshot.clone(), cpus.clone());
+                std::thread::spawn(move || {
+                    if let Err(e) = serve(stream, token.as_deref(), snapshot, &cpus) {
+                        eprintln!("kscale peer: {from}: {e}");
+                    }
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(50))
+            }
+            Err(e) => eprintln!("kscale peer: accept: {e}"),
+        }
+    }
+}
+
+fn parse_listen(s: &str) -> Result<SocketAddr> {
+    let bad = || {
+        user(format!(
+            "bad --listen `{s}`: expected ADDR:PORT with an IP address, e.g. 127.0.0.1:12866"
+        ))
+    };
+    if let Ok(a) = s.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    // An address without a port gets the default one.
+    let ip: std::net::IpAddr = s.trim_matches(['[', ']']).parse().map_err(|_| bad())?;
+    Ok(SocketAddr::new(ip, crate::peer::DEFAULT_PORT))
+}
+
+fn reply(stream: &mut TcpStream, msg: &FromPeer) -> std::io::Result<()> {
+    let mut line = serde_json::to_string(msg).map_err(std::io::Error::other)?;
+    line.push('\n');
+    stream.write_all(line.as_bytes())
+}
+
+/// One run's control connection: greeting, then one load at a time.
+fn serve(
+    stream: TcpStream,
+    token: Option<&str>,
+    snapshot: serde_json::Value,
+    cpus: &[usize],
+) -> Result<(), String> {
+    let _ = stream.set_nodelay(true);
+    let mut out = stream.try_clone().map_err(|e| e.to_string())?;
+    let mut input =
+        LineReader::new(stream, Duration::from_millis(50)).map_err(|e| e.to_string())?;
+    let greeted = Instant::now();
+    let hello: Hello = loop {
+        match input.read() {
+            Read::Line(l) => match serde_json::from_str::<ToPeer>(&l) {
+                Ok(ToPeer::Hello(h)) => break h,
+                _ => {
+                    let _ = reply(&mut out, &FromPeer::Refused("expected a greeting".into()));
+                    return Err("did not greet".into());
+                }
+            },
+            Read::Closed => return Ok(()),
+            Read::Idle if greeted.elapsed() > Duration::from_secs(10) => {
+                return Err("no greeting within 10 s".into())
+            }
+            Read::Idle => {}
+        }
+    };
+    let refusal = if hello.protocol != PROTOCOL || hello.kscale != crate::cmd::run::VERSION {
+        Some(format!(
+            "version mismatch: this peer runs kscale {} (protocol {PROTOCOL}), the run kscale {} (protocol {})",
+            crate::cmd::run::VERSION,
+            hello.kscale,
+            hello.protocol
+        ))
+    } else if token.is_some() && hello.token.as_deref() != token {
+        Some("wrong token".to_string())
+    } else {
+        None
+    };
+    if let Some(why) = refusal {
+        let _ = reply(&mut out, &FromPeer::Refused(why.clone()));
+        return Err(why);
+    }
+    reply(
+        &mut out,
+        &FromPeer::Welcome(Box::new(Welcome {
+            protocol: PROTOCOL,
+            kscale: crate::cmd::run::VERSION.into(),
+            cpus: cpus.len(),
+            snapshot,
+        })),
+    )
+    .map_err(|e| e.to_string())?;
+    let scratch = tempfile::Builder::new()
+        .prefix(".kscale-peer-")
+        .tempdir()
+        .map_err(|e| format!("cannot create a scratch directory: {e}"))?;
+
+    let mut load: Option<RoleProc> = None;
+    let mut heard = Instant::now();
+    loop {
+        match input.read() {
+            Read::Line(l) => {
+                heard = Instant::now();
+                match serde_json::from_str::<ToPeer>(&l) {
+                    Ok(ToPeer::Cmd(c)) if c == "ping" => {}
+                    Ok(ToPeer::Cmd(c)) => {
+                        if let Some(p) = load.as_mut() {
+                            p.send(&c);
+                        }
+                    }
+                    Ok(ToPeer::Load(req)) => {
+                        let started = if load.is_some() {
+                            Err("a load is already running on this connection".to_string())
+                        } else {
+                            admit(*req, cpus, scratch.path()).and_then(|r| RoleProc::spawn(&r))
+                        };
+                        match started {
+                            Ok(p) => load = Some(p),
+                            Err(e) => {
+                                reply(&mut out, &FromPeer::Error(e)).map_err(|e| e.to_string())?
+                            }
+                        }
+                    }
+                    Ok(ToPeer::Hello(_)) | Err(_) => {
+                        return Err(format!("unexpected message {:?}", l.trim()));
+                    }
+                }
+            }
+            // The run is gone: whatever it started goes with it.
+            Read::Closed => return Ok(()),
+            Read::Idle => {}
+        }
+        if heard.elapsed() > LOST_AFTER {
+            return Err("control connection lost (no word for 1 s): load stopped".into());
+        }
+        if crate::signals::interrupted().is_some() {
+            return Ok(());
+        }
+        // Forward the load's lines; its output ends it.
+        while let Some(p) = load.as_mut() {
+            match p.try_line("the load generator") {
+                Ok(Some(line)) => {
+                    let done = line.starts_with("{\"output\"");
+                    out.write_all(format!("{}\n", line.trim_end()).as_bytes())
+                        .map_err(|e| e.to_string())?;
+                    if done {
+                        load = None;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    load = None;
+                    reply(&mut out, &FromPeer::Error(e)).map_err(|e| e.to_string())?;
+                }
+            }
+        }
+    }
+}
+
+/// Checks that a request names a kscale load role with valid params, and
+/// places it on this peer's CPUs and scratch directory.
+fn admit(
+    mut req: TrialRequest,
+    cpus: &[usize],
+    dir: &std::path::Path,
+) -> Result<TrialRequest, String> {
+    let w = kscale_workloads::find(&req.workload)
+        .ok_or_else(|| format!("unknown workload {}", req.workload))?;
+    if w.roles.is_none() {
+        return Err(format!("{} has no load role", w.id()));
+    }
+    match &req.role {
+        Some(r) if r.role == Role::Load => {}
+        _ => return Err("a peer only runs load roles".into()),
+    }
+    for (k, v) in &req.params {
+        let p = w
+            .param(k)
+            .ok_or_else(|| format!("{} has no param `{k}`", w.id()))?;
+        p.validate(&w.id(), v).map_err(|e| e.to_string())?;
+    }
+    req.cpus = cpus.to_vec();
+    req.dir = dir.to_path_buf();
+    Ok(req)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_addresses() {
+        assert_eq!(
+            parse_listen("127.0.0.1").unwrap(),
+            "127.0.0.1:12866".parse().unwrap()
+        );
+        assert_eq!(parse_listen("[::1]:9").unwrap(), "[::1]:9".parse().unwrap());
+        assert!(parse_listen("localhost:9").is_err());
+        assert!(parse_listen("1.2.3.4:99999").is_err());
+    }
+}

@@ -1,0 +1,416 @@
+//! One trial of a macro workload (docs/macro.md): the parent starts the
+//! server role confined to the case's CPUs, the load role on the CPUs the
+//! configuration leaves free (or on `kscale peer`s), keeps time — ramp-up,
+//! `begin`, the measured window, `end` — and turns the roles' outputs into
+//! the trial's values. Every role process runs in its own process group,
+//! registered with the signal handler, and is killed when its handle drops,
+//! so a crash, a hang, a timeout or Ctrl-C leaves nothing behind.
+
+use crate::peer::PeerSet;
+use crate::signals;
+use kscale_workloads::roles::{
+    self, Endpoint, Role, RoleLine, RoleOutput, RoleRequest, Roles, Share, Timing,
+};
+use kscale_workloads::{TrialOutput, TrialRequest, WorkloadDef};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A role process: its stdin for control lines, its stdout lines arriving on
+/// a channel, the tail of its stderr for error messages.
+pub struct RoleProc {
+    child: Child,
+    pid: i32,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    stderr: Arc<Mutex<String>>,
+    _registered: signals::Registered,
+}
+
+impl RoleProc {
+    /// Starts `kscale __worker` for one role in a new process group and hands
+    /// it the request; the worker pins itself to `req.cpus`.
+    pub fn spawn(req: &TrialRequest) -> Result<RoleProc, String> {
+        use std::os::unix::process::CommandExt;
+        let mut child = Command::new(crate::runner::self_exe()?)
+            .arg("__worker")
+            .process_group(0)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start a role worker: {e}"))?;
+        let pid = child.id() as i32;
+        let registered = signals::Registered::new(pid);
+        let mut stdin = child.stdin.take();
+        let body = serde_json::to_string(req).map_err(|e| e.to_string())?;
+        if let Some(s) = stdin.as_mut() {
+            let _ = writeln!(s, "{body}");
+            let _ = s.flush();
+        }
+        let (tx, lines) = mpsc::channel();
+        if let Some(out) = child.stdout.take() {
+            std::thread::spawn(move || {
+                for line in BufReader::new(out).lines() {
+                    let Ok(line) = line else { break };
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        let stderr = Arc::new(Mutex::new(String::new()));
+        if let Some(mut err) = child.stderr.take() {
+            let buf = stderr.clone();
+            std::thread::spawn(move || {
+                let mut chunk = [0u8; 4096];
+                while let Ok(n) = err.read(&mut chunk) {
+                    if n == 0 {
+                        break;
+                    }
+                    if let Ok(mut b) = buf.lock() {
+                        b.push_str(&String::from_utf8_lossy(&chunk[..n]));
+                        // Only the tail is ever shown.
+                        if b.len() > 16_384 {
+                            let cut = b.len() - 8_192;
+                            let cut = (cut..b.len()).find(|i| b.is_char_boundary(*i)).unwrap_or(0);
+                            b.drain(..cut);
+                        }
+                    }
+                }
+            });
+        }
+        Ok(RoleProc {
+            child,
+            pid,
+            stdin,
+            lines,
+            stderr,
+            _registered: registered,
+        })
+    }
+
+    /// Sends a control line (`begin`, `end`, `stop`); a role that is gone
+    /// shows up when its output is read.
+    pub fn send(&mut self, cmd: &str) {
+        if let Some(s) = self.stdin.as_mut() {
+            let _ = writeln!(s, "{cmd}");
+            let _ = s.flush();
+        }
+    }
+
+    /// A line if one has arrived; an error once the role is gone.
+    pub fn try_line(&mut self, what: &str) -> Result<Option<String>, String> {
+        match self.lines.try_recv() {
+            Ok(l) => Ok(Some(l)),
+            Err(mpsc::TryRecvError::Empty) => Ok(None),
+            Err(mpsc::TryRecvError::Disconnected) => Err(self.death(what)),
+        }
+    }
+
+    /// The role's next line, or why there is none by `deadline`.
+    pub fn next_line(&mut self, deadline: Instant, what: &str) -> Result<RoleLine, String> {
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self
+                .lines
+                .recv_timeout(left.min(Duration::from_millis(100)))
+            {
+                Ok(line) if line.trim().is_empty() => continue,
+                Ok(line) => return RoleLine::parse(&line).map_err(|e| format!("{e:#}")),
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Some(sig) = signals::interrupted() {
+                        return Err(format!("interrupted by signal {sig}"));
+                    }
+                    if Instant::now() >= deadline {
+                        return Err(format!("{what} did not answer in time and was killed"));
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => return Err(self.death(what)),
+            }
+        }
+    }
+
+    /// Why a role's output ended: its exit and the last line of its stderr.
+    fn death(&mut self, what: &str) -> String {
+        use std::os::unix::process::ExitStatusExt;
+        let status = {
+            let end = Instant::now() + Duration::from_secs(2);
+            loop {
+                match self.child.try_wait() {
+                    Ok(Some(s)) => break Some(s),
+                    Ok(None) if Instant::now() < end => {
+                        std::thread::sleep(Duration::from_millis(10))
+                    }
+                    _ => break None,
+                }
+            }
+        };
+        // Give the stderr reader a moment to catch the last words.
+        std::thread::sleep(Duration::from_millis(20));
+        let last = self
+            .stderr
+            .lock()
+            .map(|b| {
+                b.lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("")
+                    .trim()
+                    .to_string()
+            })
+            .unwrap_or_default();
+        let how = match status {
+            Some(s) => match s.signal() {
+                Some(sig) => format!("was killed by signal {sig}"),
+                None => format!("exited with status {}", s.code().unwrap_or(-1)),
+            },
+            None => "closed its output".to_string(),
+        };
+        if last.is_empty() {
+            format!("{what} {how}")
+        } else {
+            format!("{what} {how}: {last}")
+        }
+    }
+}
+
+impl Drop for RoleProc {
+    fn drop(&mut self) {
+        self.stdin.take();
+        kscale_sys::process::kill_group(self.pid);
+        let _ = self.child.wait();
+    }
+}
+
+/// A load generator, local or on a peer: the parent only sends it control
+/// lines and reads its lines.
+pub trait LoadHandle {
+    fn send(&mut self, cmd: &str);
+    fn next_line(&mut self, deadline: Instant) -> Result<RoleLine, String>;
+    /// `local` or the peer's address.
+    fn host(&self) -> String;
+}
+
+struct LocalLoad(RoleProc);
+
+impl LoadHandle for LocalLoad {
+    fn send(&mut self, cmd: &str) {
+        self.0.send(cmd)
+    }
+    fn next_line(&mut self, deadline: Instant) -> Result<RoleLine, String> {
+        self.0.next_line(deadline, "the load generator")
+    }
+    fn host(&self) -> String {
+        "local".into()
+    }
+}
+
+/// Where a trial's load runs.
+pub enum LoadPlace<'a> {
+    /// On this host's CPUs that the configuration leaves free (all of them,
+    /// shared, when it takes every CPU).
+    Local { available: Vec<usize> },
+    /// On peers, the spread param split evenly among them.
+    Peers(&'a mut PeerSet),
+}
+
+/// CPUs for a local load: those the configuration leaves free, or — when it
+/// takes every CPU — all of them, shared with the server (and a note says so).
+pub fn load_cpus(available: &[usize], config: &[usize]) -> (Vec<usize>, bool) {
+    let free: Vec<usize> = available
+        .iter()
+        .copied()
+        .filter(|c| !config.contains(c))
+        .collect();
+    if free.is_empty() {
+        (available.to_vec(), true)
+    } else {
+        (free, false)
+    }
+}
+
+/// Sleeps until `until`, watching for Ctrl-C.
+fn sleep_until(until: Instant) -> Result<(), String> {
+    loop {
+        if let Some(sig) = signals::interrupted() {
+            return Err(format!("interrupted by signal {sig}"));
+        }
+        let now = Instant::now();
+        if now >= until {
+            return Ok(());
+        }
+        std::thread::sleep((until - now).min(Duration::from_millis(50)));
+    }
+}
+
+fn expect_ready(line: Result<RoleLine, String>, what: &str) -> Result<Endpoint, String> {
+    match line? {
+        RoleLine::Ready(e) => Ok(e),
+        RoleLine::Output(_) => Err(format!("{what} ended before it was ready")),
+    }
+}
+
+fn expect_output(line: Result<RoleLine, String>, what: &str) -> Result<RoleOutput, String> {
+    match line? {
+        RoleLine::Output(o) => Ok(o),
+        RoleLine::Ready(_) => Err(format!("{what} announced itself twice")),
+    }
+}
+
+/// Runs one trial of a macro workload and returns its values, histograms,
+/// role CPU times and the CPU accounting of the configuration's CPUs over the
+/// measured window.
+pub fn run_trial(
+    w: &'static WorkloadDef,
+    req: &TrialRequest,
+    timeout: Duration,
+    mut place: LoadPlace<'_>,
+) -> Result<TrialOutput, String> {
+    let roles: &Roles = w.roles.ok_or_else(|| format!("{} has no roles", w.id()))?;
+    let deadline = Instant::now() + timeout;
+    let peers = matches!(place, LoadPlace::Peers(_));
+    let mut notes = Vec::new();
+
+    let mut server = match roles.server {
+        Some(_) => {
+            let mut r = req.clone();
+            r.role = Some(RoleRequest {
+                role: Role::Server,
+                config_cpus: req.cpus.clone(),
+                endpoint: None,
+                bind: if peers { "0.0.0.0" } else { "127.0.0.1" }.into(),
+                share: Share::default(),
+            });
+            let mut p = RoleProc::spawn(&r)?;
+            let ep = expect_ready(p.next_line(deadline, "the server"), "the server")?;
+            Some((p, ep))
+        }
+        None => None,
+    };
+    let endpoint = server.as_ref().map(|(_, e)| e.clone());
+
+    let mut loads: Vec<Box<dyn LoadHandle + '_>> = Vec::new();
+    match &mut place {
+        LoadPlace::Local { available } => {
+            let (cpus, shared) = load_cpus(available, &req.cpus);
+            if shared {
+                notes.push(
+                    "load generator shared the measured CPUs: the configuration takes every CPU"
+                        .to_string(),
+                );
+            }
+            let mut r = req.clone();
+            r.cpus = cpus;
+            r.role = Some(RoleRequest {
+                role: Role::Load,
+                config_cpus: req.cpus.clone(),
+                endpoint: endpoint.clone().map(|mut e| {
+                    e.host = "127.0.0.1".into();
+                    e
+                }),
+                bind: String::new(),
+                share: Share::default(),
+            });
+            loads.push(Box::new(LocalLoad(RoleProc::spawn(&r)?)));
+        }
+        LoadPlace::Peers(set) => loads.extend(set.start_loads(req, endpoint.as_ref())?),
+    }
+    for l in loads.iter_mut() {
+        let what = format!("the load generator ({})", l.host());
+        expect_ready(l.next_line(deadline), &what)?;
+    }
+
+    let send_all = |cmd: &str,
+                    server: &mut Option<(RoleProc, Endpoint)>,
+                    loads: &mut Vec<Box<dyn LoadHandle + '_>>| {
+        if let Some((s, _)) = server.as_mut() {
+            s.send(cmd);
+        }
+        for l in loads.iter_mut() {
+            l.send(cmd);
+        }
+    };
+
+    let (before, after);
+    let mut outputs = Vec::with_capacity(loads.len());
+    match roles.timing {
+        Timing::Duration => {
+            let duration = kscale_core::Params(req.params.clone())
+                .seconds(roles::DURATION.name)
+                .map_err(|e| e.to_string())?;
+            sleep_until(Instant::now() + roles::ramp(duration))?;
+            before = kscale_sys::procstat::read();
+            send_all("begin", &mut server, &mut loads);
+            sleep_until(Instant::now() + Duration::from_secs_f64(duration))?;
+            send_all("end", &mut server, &mut loads);
+            after = kscale_sys::procstat::read();
+            for l in loads.iter_mut() {
+                let what = format!("the load generator ({})", l.host());
+                outputs.push(with_host(
+                    expect_output(l.next_line(deadline), &what)?,
+                    l.host(),
+                ));
+            }
+        }
+        Timing::Work => {
+            before = kscale_sys::procstat::read();
+            send_all("begin", &mut server, &mut loads);
+            for l in loads.iter_mut() {
+                let what = format!("the load generator ({})", l.host());
+                outputs.push(with_host(
+                    expect_output(l.next_line(deadline), &what)?,
+                    l.host(),
+                ));
+            }
+            if let Some((s, _)) = server.as_mut() {
+                s.send("end");
+            }
+            after = kscale_sys::procstat::read();
+        }
+    }
+    let server_out = match server.as_mut() {
+        Some((s, _)) => {
+            s.send("stop");
+            let limit = deadline.min(Instant::now() + Duration::from_secs(10));
+            Some(expect_output(
+                s.next_line(limit, "the server"),
+                "the server",
+            )?)
+        }
+        None => None,
+    };
+    let combined = roles::Combined {
+        server: server_out,
+        loads: outputs,
+    };
+    let mut out = roles::finish(
+        roles,
+        w.metrics,
+        &kscale_core::Params(req.params.clone()),
+        &combined,
+    )
+    .map_err(|e| format!("{e:#}"))?;
+    out.notes.extend(notes);
+    out.accounting = kscale_sys::procstat::delta(&before, &after, &req.cpus);
+    Ok(out)
+}
+
+fn with_host(mut o: RoleOutput, host: String) -> RoleOutput {
+    o.cpu.host = host;
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_takes_the_free_cpus_or_shares() {
+        assert_eq!(load_cpus(&[0, 1, 2, 3], &[0]), (vec![1, 2, 3], false));
+        assert_eq!(load_cpus(&[0, 1], &[0, 1]), (vec![0, 1], true));
+        assert_eq!(load_cpus(&[0, 1], &[1]), (vec![0], false));
+    }
+}
