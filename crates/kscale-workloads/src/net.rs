@@ -125,8 +125,8 @@ fn tune(fd: &impl AsRawFd, bytes: u64) -> Result<()> {
 /// (as netserver does).
 fn listen(ctx: &RoleCtx, sockbuf: u64) -> Result<TcpListener> {
     use nix::sys::socket::{
-        bind, listen as nix_listen, setsockopt, socket, sockopt, AddressFamily, Backlog,
-        SockFlag, SockType, SockaddrStorage,
+        bind, listen as nix_listen, setsockopt, socket, sockopt, AddressFamily, Backlog, SockFlag,
+        SockType, SockaddrStorage,
     };
     let ip: IpAddr = ctx
         .bind
@@ -322,7 +322,10 @@ fn rr_combine(_: &Params, c: &Combined) -> Result<TrialOutput> {
     if let Some(s) = c.server_cpu_s() {
         out = out.with(&SD_SERVER, s / tx * 1e6);
     }
-    let errors = c.load_sum("errors") + c.server.as_ref().map_or(0.0, |s| s.counts.get("errors").copied().unwrap_or(0.0));
+    let errors = c.load_sum("errors")
+        + c.server
+            .as_ref()
+            .map_or(0.0, |s| s.counts.get("errors").copied().unwrap_or(0.0));
     if errors > 0.0 {
         out = out.note(format!("{errors} connection(s) failed during the trial"));
     }

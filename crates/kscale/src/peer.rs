@@ -7,7 +7,7 @@
 //! - peer → run: `{"welcome": {…, snapshot}}` or `{"refused": why}`, then per
 //!   trial `{"ready": ENDPOINT}`, `{"output": ROLE_OUTPUT}` or `{"error": why}`.
 //!
-//! The run pings every 250 ms; a peer that hears nothing for a second takes
+//! The run pings every 200 ms; a peer that hears nothing for 0.8 s takes
 //! the connection for lost and kills its load.
 
 use crate::error::user;
@@ -27,9 +27,9 @@ pub const PROTOCOL: u32 = 1;
 /// The port `kscale peer` listens on by default (netserver's is 12865).
 pub const DEFAULT_PORT: u16 = 12866;
 /// How often the run tells a peer it is still there.
-pub const PING_EVERY: Duration = Duration::from_millis(250);
+pub const PING_EVERY: Duration = Duration::from_millis(200);
 /// How long a peer waits without a word before it stops its load.
-pub const LOST_AFTER: Duration = Duration::from_secs(1);
+pub const LOST_AFTER: Duration = Duration::from_millis(800);
 /// The environment variable a token may come from instead of `--token`.
 pub const TOKEN_ENV: &str = "KSCALE_PEER_TOKEN";
 

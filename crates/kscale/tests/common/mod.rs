@@ -101,3 +101,4 @@ pub fn skip(reason: &str) {
     }
     eprintln!("SKIPPED: {reason}");
 }
+pub mod netns;
