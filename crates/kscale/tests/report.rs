@@ -98,7 +98,7 @@ fn report_renders_every_chart() {
             "--param",
             "procs=2,4",
             "--param",
-            "size=0,1m",
+            "size=4k,1m",
             "--quick",
             "--trial-time",
             "0.02",
