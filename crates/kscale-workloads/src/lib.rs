@@ -267,13 +267,37 @@ pub fn timed(f: impl FnOnce() -> Result<()>) -> Result<Duration> {
     Ok(start.elapsed())
 }
 
+/// Sets each percentile metric the workload did not set itself from the
+/// trial's histogram of that name (docs/macro.md), so a single-process
+/// workload records histograms and gets its p99s like a macro one.
+pub fn fill_quantiles(metrics: &[MetricDef], out: &mut TrialOutput) -> Result<()> {
+    for m in metrics {
+        if let kscale_core::MetricKind::Quantile { hist, q, per_ns } = m.kind {
+            if out.values.contains_key(m.name) {
+                continue;
+            }
+            let enc = out
+                .histograms
+                .get(hist)
+                .ok_or_else(|| anyhow::anyhow!("no `{hist}` histogram for metric {}", m.name))?;
+            let h = kscale_core::hist::decode(enc)?;
+            let v = kscale_core::hist::quantile_ns(&h, q).ok_or_else(|| {
+                anyhow::anyhow!("the `{hist}` histogram is empty: nothing completed")
+            })?;
+            out.values.insert(m.name.to_string(), v * per_ns);
+        }
+    }
+    Ok(())
+}
+
 /// Runs one trial in this process. Called by the hidden worker sub-command
 /// after it has pinned itself.
 pub fn run_trial(req: &TrialRequest) -> Result<TrialOutput> {
     let w =
         find(&req.workload).ok_or_else(|| anyhow::anyhow!("unknown workload {}", req.workload))?;
     let ctx = TrialCtx::from_request(req);
-    let out = (w.run)(&ctx)?;
+    let mut out = (w.run)(&ctx)?;
+    fill_quantiles(w.metrics, &mut out)?;
     for m in w.metrics {
         anyhow::ensure!(
             out.values.get(m.name).is_some_and(|v| v.is_finite()),
@@ -306,11 +330,6 @@ mod tests {
                     "{} must have either a run function or roles",
                     w.id()
                 );
-                for m in w.metrics {
-                    if m.histogram().is_some() {
-                        assert!(w.roles.is_some(), "{}: percentiles need roles", w.id());
-                    }
-                }
                 if let Some(g) = w.geomean_over {
                     assert!(
                         w.param(g).is_some(),

@@ -18,7 +18,7 @@
 
 use crate::{TrialOutput, TrialRequest};
 use anyhow::{bail, Context, Result};
-use kscale_core::{hist, MetricDef, MetricKind, ParamDef, ParamKind, Params, RoleCpu};
+use kscale_core::{hist, MetricDef, ParamDef, ParamKind, Params, RoleCpu};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
@@ -357,25 +357,11 @@ pub fn finish(
             }
         }
     }
-    for m in metrics {
-        if let MetricKind::Quantile {
-            hist: name,
-            q,
-            per_ns,
-        } = m.kind
-        {
-            let h = merged
-                .get(name)
-                .with_context(|| format!("no `{name}` histogram for metric {}", m.name))?;
-            let v = hist::quantile_ns(h, q)
-                .with_context(|| format!("the `{name}` histogram is empty: nothing completed"))?;
-            out.values.insert(m.name.to_string(), v * per_ns);
-        }
-    }
     out.histograms = merged
         .iter()
         .map(|(k, h)| (k.clone(), hist::encode(h)))
         .collect();
+    crate::fill_quantiles(metrics, &mut out)?;
     for r in combined.server.iter().chain(&combined.loads) {
         out.roles.push(r.cpu.clone());
         for n in &r.notes {
