@@ -42,6 +42,53 @@ pub const SPINLOCK_ROUTINES: &[&str] = &[
 /// Prefixes of spin-lock entry points; see [`SPINLOCK_ROUTINES`].
 pub const SPINLOCK_PREFIXES: &[&str] = &["_raw_spin_lock", "_raw_read_lock", "_raw_write_lock"];
 
+/// The routines of the idle loop: where a CPU's samples land when it has
+/// nothing to run (halted, polling, or choosing an idle state). They make
+/// up the idle share and are never ranked as routines, because "the CPU
+/// waited" is not a place the workload spent time; interrupts served while
+/// idle keep their own names. Matched like [`SPINLOCK_ROUTINES`], with
+/// [`IDLE_PREFIXES`].
+pub const IDLE_ROUTINES: &[&str] = &[
+    "default_idle",
+    "default_idle_call",
+    "default_enter_idle",
+    "arch_cpu_idle",
+    "arch_cpu_idle_enter",
+    "arch_cpu_idle_exit",
+    "do_idle",
+    "call_cpuidle",
+    "cpu_startup_entry",
+    "native_safe_halt",
+    "pv_native_safe_halt",
+    "xen_safe_halt",
+    "acpi_safe_halt",
+    "amd_e400_idle",
+    "poll_idle",
+    "schedule_idle",
+    "menu_select",
+    "teo_select",
+    "ladder_select_state",
+    "haltpoll_select",
+    "hlt_play_dead",
+];
+
+/// Prefixes of idle-loop routines; see [`IDLE_ROUTINES`].
+pub const IDLE_PREFIXES: &[&str] = &[
+    "cpuidle_",
+    "intel_idle",
+    "acpi_idle",
+    "acpi_processor_ffh_cstate",
+    "mwait_idle",
+    "cpu_idle_poll",
+    "tick_nohz_idle",
+];
+
+/// True when kernel routine `sym` belongs to the idle loop.
+pub fn is_idle_routine(sym: &str) -> bool {
+    let s = base_name(sym);
+    IDLE_ROUTINES.contains(&s) || IDLE_PREFIXES.iter().any(|p| s.starts_with(p))
+}
+
 /// Drops GCC/Clang clone suffixes so `foo.cold` and `foo.isra.0` count as
 /// `foo`.
 pub fn base_name(sym: &str) -> &str {
@@ -148,6 +195,16 @@ impl Profile {
     /// The `n` routines with most samples.
     pub fn top(&self, n: usize) -> &[(String, u64)] {
         &self.by_symbol[..n.min(self.by_symbol.len())]
+    }
+    /// Kernel routines outside the idle loop, most samples first: the
+    /// ranking a reader wants ("where did the time go"), with idle left to
+    /// [`Profile::idle_share`].
+    pub fn busy_routines(&self) -> impl Iterator<Item = &(String, u64)> {
+        self.by_symbol.iter().filter(|(n, _)| !is_idle_routine(n))
+    }
+    /// Samples in which the CPU had work: everything but the idle task.
+    pub fn busy(&self) -> u64 {
+        self.total.saturating_sub(self.idle)
     }
 }
 
@@ -342,6 +399,28 @@ mod tests {
         let mut p = b.finish();
         p.ops = Some(1000);
         p
+    }
+
+    #[test]
+    fn idle_routines_are_not_ranked() {
+        for s in [
+            "pv_native_safe_halt",
+            "default_idle",
+            "cpuidle_enter_state",
+            "intel_idle_irq",
+            "acpi_idle_do_entry",
+            "poll_idle.cold",
+        ] {
+            assert!(is_idle_routine(s), "{s}");
+        }
+        for s in ["schedule", "do_syscall_64", "handle_softirqs", "idle_cpu"] {
+            assert!(!is_idle_routine(s), "{s}");
+        }
+        let p = sample();
+        let busy: Vec<&str> = p.busy_routines().map(|(n, _)| n.as_str()).collect();
+        assert!(!busy.contains(&"default_idle"), "{busy:?}");
+        assert_eq!(busy[0], "do_syscall_64");
+        assert_eq!(p.busy(), 90);
     }
 
     #[test]
