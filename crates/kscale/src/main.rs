@@ -5,6 +5,7 @@
 
 mod cmd;
 mod error;
+mod output;
 mod peer;
 mod plan;
 mod profiling;
@@ -110,6 +111,8 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // `kscale show | head`: the reader has all it wanted.
+        Err(e) if e.downcast_ref::<output::Closed>().is_some() => ExitCode::SUCCESS,
         Err(e) => error::report(&e),
     }
 }

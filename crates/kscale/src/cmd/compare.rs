@@ -1,6 +1,7 @@
 //! `kscale compare A B [C…]`: systems side by side, seed 003's layout.
 
 use crate::error::user;
+use crate::output::{out, outln};
 use anyhow::Result;
 use kscale_report::compare::{compare, tables};
 use std::path::PathBuf;
@@ -29,9 +30,9 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let refs: Vec<&kscale_store::RunData> = data.iter().collect();
     let cmp = compare(&refs, &super::Registry).map_err(|e| user(e.to_string()))?;
     if matches!(args.format, super::TableFormat::Json) {
-        println!("{}", serde_json::to_string_pretty(&cmp)?);
+        outln!("{}", serde_json::to_string_pretty(&cmp)?)?;
         return Ok(ExitCode::SUCCESS);
     }
-    print!("{}", super::render_tables(&tables(&cmp), args.format));
+    out!("{}", super::render_tables(&tables(&cmp), args.format))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,5 +1,6 @@
 //! `kscale list`: the catalogue, generated from the registry.
 
+use crate::output::outln;
 use anyhow::Result;
 use kscale_workloads::{suites::SUITES, REGISTRY};
 use std::process::ExitCode;
@@ -53,26 +54,29 @@ pub fn run(args: Args) -> Result<ExitCode> {
                     })
                 })
                 .collect();
-            println!("{}", serde_json::to_string_pretty(&v)?);
+            outln!("{}", serde_json::to_string_pretty(&v)?)?;
         }
         Format::Text => {
             for f in families {
-                println!("{} — {}\n  {}", f.name, f.title, f.help);
+                outln!("{} — {}\n  {}", f.name, f.title, f.help)?;
                 for w in f.workloads {
                     let m = w.primary();
-                    println!(
+                    outln!(
                         "  {:<22} {} [{} {}, {} is better]",
                         w.id(),
                         w.help,
                         m.name,
                         m.unit,
                         m.direction
-                    );
+                    )?;
                     for extra in &w.metrics[1..] {
-                        println!(
+                        outln!(
                             "  {:<22}   also: {} {} ({} is better)",
-                            "", extra.name, extra.unit, extra.direction
-                        );
+                            "",
+                            extra.name,
+                            extra.unit,
+                            extra.direction
+                        )?;
                     }
                     for p in w.params {
                         let quick = if p.quick.is_empty() {
@@ -80,7 +84,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                         } else {
                             format!("; --quick: {}", p.quick.join(","))
                         };
-                        println!(
+                        outln!(
                             "  {:<22}   --param {}=<{}>  default {}{}  {}",
                             "",
                             p.name,
@@ -88,14 +92,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
                             p.default.join(","),
                             quick,
                             p.help
-                        );
+                        )?;
                     }
                 }
-                println!();
+                outln!()?;
             }
-            println!("suites (--suite NAME)");
+            outln!("suites (--suite NAME)")?;
             for s in SUITES {
-                println!("  {:<22} {} [{}]", s.name, s.help, s.targets.join(" "));
+                outln!("  {:<22} {} [{}]", s.name, s.help, s.targets.join(" "))?;
             }
         }
     }

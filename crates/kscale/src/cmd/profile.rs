@@ -2,6 +2,7 @@
 //! between two runs' profiles of the same case (SPEC §6).
 
 use crate::error::user;
+use crate::output::{out, outln};
 use anyhow::Result;
 use kscale_report::profile::{case_title, diff_table};
 use kscale_store::{CaseData, RunData};
@@ -137,9 +138,9 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         )));
     }
     if matches!(args.format, super::TableFormat::Json) {
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        outln!("{}", serde_json::to_string_pretty(&json)?)?;
     } else {
-        print!("{}", super::render_tables(&tables, args.format));
+        out!("{}", super::render_tables(&tables, args.format))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,6 +1,7 @@
 //! `kscale report RUN… -o FILE.html`: a self-contained HTML report.
 
 use crate::error::user;
+use crate::output::outln;
 use anyhow::Result;
 use kscale_report::html;
 use std::path::{Path, PathBuf};
@@ -34,6 +35,6 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         data.push(store.load_run(store.resolve(spec)?)?);
     }
     write(&data, &args.output)?;
-    println!("{}", args.output.display());
+    outln!("{}", args.output.display())?;
     Ok(ExitCode::SUCCESS)
 }

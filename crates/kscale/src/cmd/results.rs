@@ -1,5 +1,6 @@
 //! `kscale results`: the stored runs, one line each.
 
+use crate::output::outln;
 use anyhow::Result;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,13 +12,19 @@ pub fn run(_args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let store = super::open_existing(db)?;
     let runs = store.runs()?;
     if runs.is_empty() {
-        println!("no runs in {}", store.path().display());
+        outln!("no runs in {}", store.path().display())?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "{:>4}  {:<24} {:<20}  {:<11} {:>6}  {:>6}  {:>6}  targets",
-        "id", "label", "started", "status", "cases", "failed", "not-cv"
-    );
+        "id",
+        "label",
+        "started",
+        "status",
+        "cases",
+        "failed",
+        "not-cv"
+    )?;
     for r in runs {
         let o = &r.options;
         let mut targets: Vec<String> = Vec::new();
@@ -31,7 +38,7 @@ pub fn run(_args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
             .as_array()
             .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
             .unwrap_or_default();
-        println!(
+        outln!(
             "{:>4}  {:<24} {:<20}  {:<11} {:>6}  {:>6}  {:>6}  {} [cpus {}]{}",
             r.id,
             r.label,
@@ -47,7 +54,7 @@ pub fn run(_args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
             } else {
                 ""
             }
-        );
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

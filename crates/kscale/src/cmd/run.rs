@@ -1,6 +1,7 @@
 //! `kscale run`: measure workloads on CPU configurations and store the trials.
 
 use crate::error::user;
+use crate::output::out;
 use crate::plan;
 use crate::runner::{self, RunOptions};
 use anyhow::Result;
@@ -160,7 +161,7 @@ pub fn options(args: &Args) -> Result<RunOptions> {
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let (store, run_id) = measure(&args, db)?;
     let data = store.load_run(run_id)?;
-    print!("{}", super::show::render(&data, super::use_color()));
+    out!("{}", super::show::render(&data, super::use_color()))?;
     Ok(ExitCode::SUCCESS)
 }
 

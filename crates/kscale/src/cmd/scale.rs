@@ -2,6 +2,7 @@
 //! the Universal Scalability Law fit of one system.
 
 use crate::error::user;
+use crate::output::{out, outln};
 use anyhow::Result;
 use kscale_report::scale::{scale, tables};
 use std::path::PathBuf;
@@ -32,9 +33,9 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     };
     let report = scale(&data, up.as_ref(), &super::Registry).map_err(|e| user(e.to_string()))?;
     if matches!(args.format, super::TableFormat::Json) {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
         return Ok(ExitCode::SUCCESS);
     }
-    print!("{}", super::render_tables(&tables(&report), args.format));
+    out!("{}", super::render_tables(&tables(&report), args.format))?;
     Ok(ExitCode::SUCCESS)
 }
