@@ -3,7 +3,7 @@
 //! geometric-mean row, with Welch's test deciding which ratios mean anything.
 
 use crate::format::{pct, sig};
-use crate::results::{case_label, cpus_header, info_for};
+use crate::results::{case_label, cpus_header};
 use crate::table::{Cell, RowKind, Table, Tone};
 use crate::Catalog;
 use kscale_core::stats::geomean;
@@ -161,7 +161,7 @@ pub fn compare(runs: &[&RunData], cat: &dyn Catalog) -> Result<Comparison, Compa
     let mut by_family: BTreeMap<String, Vec<CompareRow>> = BTreeMap::new();
     for k in &order {
         let cases: Vec<Option<&&CaseData>> = per_run.iter().map(|m| m.get(k)).collect();
-        let info = info_for(cat, &k.0);
+        let info = cat.info(&k.0);
         let any = cases.iter().flatten().next().map(|c| **c);
         let Some(first) = any else { continue };
         let label = {
@@ -278,8 +278,8 @@ fn better(direction: Direction, ratio: f64) -> Option<bool> {
     })
 }
 
-/// Appends per-workload geometric means over `geomean_over` (ctx across
-/// procs, mem across sizes), then the family's geometric mean when all rows
+/// Appends per-workload geometric means over the param the definition
+/// names (`geomean_over`), then the family's geometric mean when all rows
 /// measure the same metric.
 fn add_geomeans(
     rows: &mut Vec<CompareRow>,
@@ -291,7 +291,7 @@ fn add_geomeans(
     let mut extra = Vec::new();
     let mut seen: Vec<(String, BTreeMap<String, String>)> = Vec::new();
     for r in &data {
-        let info = info_for(cat, &r.workload);
+        let info = cat.info(&r.workload);
         let Some(over) = &info.geomean_over else {
             continue;
         };

@@ -1,4 +1,20 @@
-//! Number formatting shared by every table.
+//! Number and text formatting shared by every table, chart and export.
+
+/// Text made safe for HTML and SVG (element text and quoted attributes):
+/// the same escaping the report template applies to its own values.
+pub fn escape_html(s: &str) -> String {
+    minijinja::HtmlEscape(s).to_string()
+}
+
+/// One CSV field (RFC 4180): quoted when it holds a comma, a quote or a
+/// line break, quotes doubled.
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
 
 /// `x` with `digits` significant digits, without exponent notation:
 /// 0.1234, 12.35, 1235, 64890.
@@ -48,5 +64,16 @@ mod tests {
         assert_eq!(sig(0.0, 4), "0");
         assert_eq!(sig(f64::NAN, 4), "–");
         assert_eq!(pct(1.08), "108%");
+    }
+
+    #[test]
+    fn escaping() {
+        assert_eq!(
+            escape_html(r#"<img src=x onerror="a('b')">&"#),
+            "&lt;img src=x onerror=&quot;a(&#x27;b&#x27;)&quot;&gt;&amp;"
+        );
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field("plain"), "plain");
     }
 }

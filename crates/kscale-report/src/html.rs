@@ -1,27 +1,81 @@
 //! The self-contained HTML report (`kscale report`, `kscale study`): the
 //! same tables as show/compare/scale plus SVG charts, in one file that needs
-//! no network to view. A report is a list of [`Section`]s, each holding
-//! tables and charts, so later features add sections rather than layout.
+//! no network to view. A report is a list of [`Section`]s, each an ordered
+//! list of [`Block`]s (tables, charts, collapsed details), so later features
+//! add sections rather than layout. Every value is escaped: the template is
+//! rendered with minijinja's HTML auto-escaping, and the tables and charts
+//! it inserts as markup are built from escaped parts.
 
 use crate::compare::{compare, tables as compare_tables, Comparison};
-use crate::results::{cpus_header, run_tables};
+use crate::format::escape_html;
+use crate::results::{cpus_header, run_tables, RuleInfo};
 use crate::scale::{scale, tables as scale_tables, ScaleReport};
 use crate::svg::{BarChart, Chart, LineChart, Series};
 use crate::table::Table;
-use crate::Catalog;
+use crate::{Catalog, ChartSpec, ParamScale, WorkloadInfo};
 use kscale_core::params::parse_size;
-use kscale_store::{CaseStatus, RunData};
+use kscale_store::{CaseData, CaseStatus, RunData};
 use minijinja::{context, Environment};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Cases per scalability chart: more lines than this are not readable.
+const LINES_PER_CHART: usize = 8;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Block {
+    Table(Table),
+    /// Charts laid out side by side.
+    Charts(Vec<Chart>),
+    /// A collapsed `<details>` element: its one-line summary, and what
+    /// opens under it.
+    Details {
+        summary: String,
+        blocks: Vec<Block>,
+    },
+}
+
+impl Block {
+    fn chart_count(&self) -> usize {
+        match self {
+            Block::Table(_) => 0,
+            Block::Charts(c) => c.len(),
+            Block::Details { blocks, .. } => blocks.iter().map(Block::chart_count).sum(),
+        }
+    }
+    fn to_html(&self, out: &mut String) {
+        match self {
+            Block::Table(t) => {
+                out.push_str("<div class=\"tablewrap\">");
+                out.push_str(&t.to_html());
+                out.push_str("</div>\n");
+            }
+            Block::Charts(charts) => {
+                out.push_str("<div class=\"charts\">");
+                for c in charts {
+                    out.push_str(&c.to_svg());
+                }
+                out.push_str("</div>\n");
+            }
+            Block::Details { summary, blocks } => {
+                out.push_str("<details><summary>");
+                out.push_str(&escape_html(summary));
+                out.push_str("</summary>\n");
+                for b in blocks {
+                    b.to_html(out);
+                }
+                out.push_str("</details>\n");
+            }
+        }
+    }
+}
 
 #[derive(Clone, Debug, Default)]
 pub struct Section {
     pub id: String,
     pub title: String,
     pub intro: Option<String>,
-    pub tables: Vec<Table>,
-    pub charts: Vec<Chart>,
+    pub blocks: Vec<Block>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -33,8 +87,41 @@ pub struct Report {
 
 impl Report {
     pub fn chart_count(&self) -> usize {
-        self.sections.iter().map(|s| s.charts.len()).sum()
+        self.sections
+            .iter()
+            .flat_map(|s| &s.blocks)
+            .map(Block::chart_count)
+            .sum()
     }
+    /// Every chart, in order, collapsed ones included.
+    pub fn charts(&self) -> Vec<&Chart> {
+        fn walk<'a>(b: &'a Block, out: &mut Vec<&'a Chart>) {
+            match b {
+                Block::Table(_) => {}
+                Block::Charts(c) => out.extend(c),
+                Block::Details { blocks, .. } => blocks.iter().for_each(|b| walk(b, out)),
+            }
+        }
+        let mut out = Vec::new();
+        for b in self.sections.iter().flat_map(|s| &s.blocks) {
+            walk(b, &mut out);
+        }
+        out
+    }
+}
+
+/// Systems named as `compare` names them: the label, with the run id when
+/// two runs share a label.
+fn system_names(runs: &[&RunData]) -> Vec<String> {
+    runs.iter()
+        .map(|r| {
+            if runs.iter().filter(|o| o.run.label == r.run.label).count() > 1 {
+                format!("{}#{}", r.run.label, r.run.id)
+            } else {
+                r.run.label.clone()
+            }
+        })
+        .collect()
 }
 
 /// Everything kscale can say about these runs, as one report.
@@ -43,6 +130,7 @@ pub fn build(runs: &[&RunData], cat: &dyn Catalog) -> Report {
         .iter()
         .map(|r| format!("{} (run {})", r.run.label, r.run.id))
         .collect();
+    let names = system_names(runs);
     let mut report = Report {
         title: format!("kscale report — {}", labels.join(" vs ")),
         subtitle: format!(
@@ -64,35 +152,27 @@ pub fn build(runs: &[&RunData], cat: &dyn Catalog) -> Report {
             report.sections.push(scalability_section(r, &s));
         }
     }
-    let sweeps = sweep_charts(runs, cat);
+    let sweeps = sweep_charts(runs, &names, cat);
     if !sweeps.is_empty() {
         report.sections.push(Section {
             id: "sweeps".into(),
             title: "Parameter sweeps".into(),
-            intro: Some("Each workload's primary metric against the param the seed summarises over, one line per system, CPU configuration and remaining params.".into()),
-            tables: vec![],
-            charts: sweeps,
+            intro: Some(
+                "Each workload's charted metrics against the param its definition names, one \
+                 line per system, CPU configuration and other param that varies."
+                    .into(),
+            ),
+            blocks: vec![Block::Charts(sweeps)],
         });
     }
+    report.sections.extend(profile_section(runs, &names, cat));
     for r in runs {
-        let charts = crate::profile::profile_charts(r, cat);
-        if !charts.is_empty() {
-            report.sections.push(Section {
-                id: format!("profile-{}", r.run.id),
-                title: format!("Kernel profiles — {} (run {})", r.run.label, r.run.id),
-                intro: Some(
-                    "Each profiled case's top routines by CPU-clock samples (the seed's \
-                     time-based profile) with their share of instructions and cache misses \
-                     where the machine could sample them; spin-lock share = samples in \
-                     lock slow paths and spinning owners (the seed's stext_lock)."
-                        .into(),
-                ),
-                tables: crate::profile::summary_table(r, cat).into_iter().collect(),
-                charts,
-            });
-        }
-    }
-    for r in runs {
+        let mut blocks: Vec<Block> = run_tables(r, cat).into_iter().map(Block::Table).collect();
+        blocks.extend(
+            crate::variants::variant_tables(r, cat, None)
+                .into_iter()
+                .map(Block::Table),
+        );
         report.sections.push(Section {
             id: format!("run-{}", r.run.id),
             title: format!("Results — {} (run {})", r.run.label, r.run.id),
@@ -100,8 +180,7 @@ pub fn build(runs: &[&RunData], cat: &dyn Catalog) -> Report {
                 "Every case of run {} with its mean, confidence interval and trial count.",
                 r.run.id
             )),
-            tables: run_tables(r, cat),
-            charts: vec![],
+            blocks,
         });
     }
     report
@@ -194,16 +273,16 @@ fn systems_section(runs: &[&RunData]) -> Section {
         id: "systems".into(),
         title: "Systems".into(),
         intro: None,
-        tables: vec![t],
-        charts: vec![],
+        blocks: vec![Block::Table(t)],
     }
 }
 
 fn comparison_section(c: &Comparison) -> Section {
     let mut charts = Vec::new();
     for f in &c.families {
-        let data: Vec<_> = f.rows.iter().filter(|r| !r.summary).collect();
-        let Some(first) = data.first() else { continue };
+        let Some(first) = f.rows.iter().find(|r| !r.summary) else {
+            continue;
+        };
         let series = first
             .ratios
             .iter()
@@ -224,18 +303,19 @@ fn comparison_section(c: &Comparison) -> Section {
             .collect();
         charts.push(Chart::Bar(BarChart {
             title: format!("{} — ratios (%)", f.title),
-            y_label: "ratio (%)".into(),
+            y_label: "ratio of raw values (%)".into(),
             categories: f.rows.iter().map(|r| r.label.clone()).collect(),
             series,
             reference: Some(100.0),
         }));
     }
+    let mut blocks = vec![Block::Charts(charts)];
+    blocks.extend(compare_tables(c).into_iter().map(Block::Table));
     Section {
         id: "compare".into(),
         title: "Direct comparison".into(),
         intro: Some("Raw-value ratios as in the seed's tables; the dashed line is 100 %.".into()),
-        tables: compare_tables(c),
-        charts,
+        blocks,
     }
 }
 
@@ -243,144 +323,352 @@ fn scalability_section(r: &RunData, s: &ScaleReport) -> Section {
     let mut charts = Vec::new();
     let base = s.counts.first().copied().unwrap_or(1) as f64;
     for f in &s.families {
-        let mut series: Vec<Series> = f
-            .rows
-            .iter()
-            .take(8)
-            .map(|row| {
-                let name = if row.params.is_empty() {
-                    row.label.clone()
-                } else {
-                    row.params
-                        .iter()
-                        .map(|(k, v)| format!("{k}={v}"))
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                };
-                Series::new(
-                    name,
-                    s.counts
-                        .iter()
-                        .zip(&row.scalability)
-                        .filter_map(|(n, v)| v.map(|v| (*n as f64, v)))
-                        .collect(),
-                )
-            })
-            .collect();
-        series.push(Series::reference(
-            "ideal",
-            s.counts
+        let chunks: Vec<_> = f.rows.chunks(LINES_PER_CHART).collect();
+        for (ci, rows) in chunks.iter().enumerate() {
+            // Lines are named like the table rows (title and params), so
+            // two workloads with the same params never share a name.
+            let mut series: Vec<Series> = rows
                 .iter()
-                .map(|n| (*n as f64, *n as f64 / base))
-                .collect(),
-        ));
-        charts.push(Chart::Line(LineChart {
-            title: format!(
-                "{} — scalability, {} (run {})",
-                f.title, r.run.label, r.run.id
-            ),
-            x_label: "CPUs".into(),
-            y_label: format!("scalability (÷ {} CPU)", base),
-            log_x: false,
-            series,
-        }));
+                .map(|row| {
+                    Series::new(
+                        row.label.clone(),
+                        s.counts
+                            .iter()
+                            .zip(&row.scalability)
+                            .filter_map(|(n, v)| v.map(|v| (*n as f64, v)))
+                            .collect(),
+                    )
+                })
+                .collect();
+            series.push(Series::reference(
+                "ideal",
+                s.counts
+                    .iter()
+                    .map(|n| (*n as f64, *n as f64 / base))
+                    .collect(),
+            ));
+            let part = if chunks.len() > 1 {
+                format!(" ({}/{})", ci + 1, chunks.len())
+            } else {
+                String::new()
+            };
+            charts.push(Chart::Line(LineChart {
+                title: format!(
+                    "{} — scalability, {} (run {}){part}",
+                    f.title, r.run.label, r.run.id
+                ),
+                x_label: "CPUs".into(),
+                y_label: format!("scalability (÷ {base} CPU)"),
+                log_x: false,
+                series,
+            }));
+        }
     }
+    let mut blocks = vec![Block::Charts(charts)];
+    blocks.extend(scale_tables(s).into_iter().map(Block::Table));
     Section {
         id: format!("scale-{}", r.run.id),
         title: format!("Scalability — {} (run {})", r.run.label, r.run.id),
-        intro: Some("Metric on N CPUs ÷ on the fewest (inverted for latency); the dashed line is ideal linear scaling. Charts show up to eight cases per family.".into()),
-        tables: scale_tables(s),
-        charts,
+        intro: Some(format!(
+            "Metric on N CPUs ÷ on the fewest (inverted where lower is better); the dashed line \
+             is ideal linear scaling. Each chart shows up to {LINES_PER_CHART} cases."
+        )),
+        blocks,
     }
 }
 
-/// Numeric value of a param for the x axis: sizes in KB (mem in MB), counts as is.
-fn x_value(name: &str, v: &str) -> Option<f64> {
-    if let Ok(n) = v.parse::<f64>() {
-        if name != "size" {
-            return Some(n);
-        }
+/// A param's value as a number on an axis: bytes, counts (`ncpus` = the
+/// case's CPUs) and plain numbers; words are not.
+fn x_value(scale: ParamScale, v: &str, cpus: usize) -> Option<f64> {
+    match scale {
+        ParamScale::Bytes => parse_size(v).map(|b| b as f64),
+        ParamScale::Count if v == "ncpus" => Some(cpus as f64),
+        ParamScale::Count | ParamScale::Number => v.trim().trim_end_matches('s').parse().ok(),
+        ParamScale::Label => None,
     }
-    parse_size(v).map(|b| b as f64 / 1024.0)
+    .filter(|x: &f64| x.is_finite())
 }
 
-fn sweep_charts(runs: &[&RunData], cat: &dyn Catalog) -> Vec<Chart> {
-    // workload → series name → points
-    let mut by: BTreeMap<String, BTreeMap<String, Vec<(f64, f64)>>> = BTreeMap::new();
-    let mut meta: BTreeMap<String, (String, String, String)> = BTreeMap::new();
+/// A binary unit that keeps byte values readable: (divisor, name).
+fn byte_unit(max: f64) -> (f64, &'static str) {
+    [(1u64 << 30, "GB"), (1 << 20, "MB"), (1 << 10, "KB")]
+        .into_iter()
+        .find(|(d, _)| max >= *d as f64)
+        .map(|(d, n)| (d as f64, n))
+        .unwrap_or((1.0, "bytes"))
+}
+
+/// One case's point in a sweep chart.
+struct SweepPoint<'a> {
+    system: usize,
+    case: &'a CaseData,
+    x: f64,
+    /// Params other than the x param.
+    rest: BTreeMap<String, String>,
+}
+
+fn sweep_charts(runs: &[&RunData], names: &[String], cat: &dyn Catalog) -> Vec<Chart> {
     let mut order: Vec<String> = Vec::new();
     for r in runs {
-        for c in r.cases.iter().filter(|c| c.status == CaseStatus::Done) {
-            let Some(info) = cat.workload(&c.key.workload) else {
-                continue;
-            };
-            let Some(over) = info.geomean_over.clone() else {
-                continue;
-            };
-            let Some(m) = c.primary() else { continue };
-            let Some(x) = c.key.params.get(&over).and_then(|v| x_value(&over, v)) else {
-                continue;
-            };
-            let mean = c.summary(&m.name, 95.0).mean;
-            if !mean.is_finite() {
-                continue;
-            }
-            let rest: Vec<String> = c
-                .key
-                .params
-                .iter()
-                .filter(|(k, _)| **k != over)
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect();
-            let mut name = format!(
-                "{} [{}]",
-                r.run.label,
-                cpus_header(&c.key.cpus, c.cpus.len())
-            );
-            if runs.len() > 1 && runs.iter().filter(|o| o.run.label == r.run.label).count() > 1 {
-                name = format!(
-                    "{}#{} [{}]",
-                    r.run.label,
-                    r.run.id,
-                    cpus_header(&c.key.cpus, c.cpus.len())
-                );
-            }
-            if !rest.is_empty() {
-                name = format!("{} · {name}", rest.join(" "));
-            }
+        for c in &r.cases {
             if !order.contains(&c.key.workload) {
                 order.push(c.key.workload.clone());
             }
-            let unit_x = if over == "size" { "KB" } else { "" };
-            meta.insert(
-                c.key.workload.clone(),
-                (
-                    info.title.clone(),
-                    format!("{over} {unit_x}").trim().to_string(),
-                    format!("{} ({})", m.name, m.unit),
-                ),
-            );
-            by.entry(c.key.workload.clone())
-                .or_default()
-                .entry(name)
-                .or_default()
-                .push((x, mean));
         }
     }
-    order
+    let mut out = Vec::new();
+    for w in &order {
+        let info = cat.info(w);
+        for spec in &info.charts {
+            out.extend(workload_charts(runs, names, &info, spec));
+        }
+    }
+    out
+}
+
+/// The charts one [`ChartSpec`] asks for from these runs' cases of one
+/// workload.
+fn workload_charts(
+    runs: &[&RunData],
+    names: &[String],
+    info: &WorkloadInfo,
+    spec: &ChartSpec,
+) -> Vec<Chart> {
+    let Some(xp) = info.param(&spec.x) else {
+        return vec![];
+    };
+    let mut points: Vec<SweepPoint> = Vec::new();
+    for (si, r) in runs.iter().enumerate() {
+        for c in r.cases.iter().filter(|c| c.key.workload == info.id) {
+            if c.status != CaseStatus::Done {
+                continue;
+            }
+            let Some(x) = c
+                .key
+                .params
+                .get(&spec.x)
+                .and_then(|v| x_value(xp.scale, v, c.cpus.len()))
+            else {
+                continue;
+            };
+            let mut rest = c.key.params.clone();
+            rest.remove(&spec.x);
+            points.push(SweepPoint {
+                system: si,
+                case: c,
+                x,
+                rest,
+            });
+        }
+    }
+    if points.is_empty() {
+        return vec![];
+    }
+    // Params that vary decide lines (or charts); constant ones go to the title.
+    let mut values: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for p in &points {
+        for (k, v) in &p.rest {
+            values.entry(k.as_str()).or_default().insert(v.as_str());
+        }
+    }
+    let order = info.param_order();
+    let by_order = |names: &mut Vec<String>| {
+        names.sort_by_key(|n| order.iter().position(|o| o == n).unwrap_or(usize::MAX));
+    };
+    let mut varying: Vec<String> = values
         .iter()
-        .filter_map(|w| {
-            let series = by.remove(w)?;
-            let (title, x_label, y_label) = meta.remove(w)?;
-            Some(Chart::Line(LineChart {
-                title: format!("{title} ({w})"),
-                x_label,
-                y_label,
-                log_x: true,
+        .filter(|(_, v)| v.len() > 1)
+        .map(|(k, _)| k.to_string())
+        .collect();
+    by_order(&mut varying);
+    let (line_params, chart_params): (Vec<String>, Vec<String>) = if spec.series.is_empty() {
+        (varying, vec![])
+    } else {
+        varying.into_iter().partition(|p| spec.series.contains(p))
+    };
+    let mut constant: Vec<String> = values
+        .iter()
+        .filter(|(_, v)| v.len() == 1)
+        .map(|(k, _)| k.to_string())
+        .collect();
+    by_order(&mut constant);
+    let label = |p: &SweepPoint, keys: &[String]| -> String {
+        keys.iter()
+            .filter_map(|k| p.rest.get(k).map(|v| format!("{k}={v}")))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let metrics: Vec<String> = if spec.metrics.is_empty() {
+        points[0]
+            .case
+            .primary()
+            .map(|m| vec![m.name.clone()])
+            .unwrap_or_default()
+    } else {
+        spec.metrics.clone()
+    };
+    let (x_div, x_unit) = if xp.scale == ParamScale::Bytes {
+        byte_unit(points.iter().map(|p| p.x).fold(0.0, f64::max))
+    } else {
+        (1.0, "")
+    };
+    let x_label = if x_unit.is_empty() {
+        spec.x.clone()
+    } else {
+        format!("{} ({x_unit})", spec.x)
+    };
+    let fixed = points
+        .first()
+        .map(|p| label(p, &constant))
+        .unwrap_or_default();
+    let mut groups: Vec<String> = Vec::new();
+    for p in &points {
+        let g = label(p, &chart_params);
+        if !groups.contains(&g) {
+            groups.push(g);
+        }
+    }
+    let mut charts = Vec::new();
+    for metric in &metrics {
+        let unit = info
+            .unit(metric)
+            .map(str::to_string)
+            .or_else(|| {
+                points
+                    .iter()
+                    .find_map(|p| p.case.metrics.iter().find(|m| &m.name == metric))
+                    .map(|m| m.unit.clone())
+            })
+            .unwrap_or_default();
+        for g in &groups {
+            let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+            for p in points.iter().filter(|p| label(p, &chart_params) == *g) {
+                let rule = RuleInfo::of(runs[p.system]);
+                let s = p.case.summary(metric, rule.confidence_pct);
+                if s.n == 0 || !s.mean.is_finite() {
+                    continue;
+                }
+                let mut parts = vec![label(p, &line_params)];
+                if runs.len() > 1 {
+                    parts.push(names[p.system].clone());
+                }
+                parts.push(format!(
+                    "[{}]",
+                    cpus_header(&p.case.key.cpus, p.case.cpus.len())
+                ));
+                let name = parts
+                    .into_iter()
+                    .filter(|s| !s.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let pt = (p.x / x_div, s.mean);
+                match series.iter_mut().find(|(n, _)| *n == name) {
+                    Some((_, pts)) => pts.push(pt),
+                    None => series.push((name, vec![pt])),
+                }
+            }
+            if series.is_empty() {
+                continue;
+            }
+            let mut title = format!("{} ({})", info.title, info.id);
+            if metrics.len() > 1 {
+                title.push_str(&format!(" — {metric}"));
+            }
+            let context: Vec<&str> = [g.as_str(), fixed.as_str()]
+                .into_iter()
+                .filter(|s| !s.is_empty())
+                .collect();
+            if !context.is_empty() {
+                title.push_str(&format!(", {}", context.join(" ")));
+            }
+            charts.push(Chart::Line(LineChart {
+                title,
+                x_label: x_label.clone(),
+                y_label: if unit.is_empty() {
+                    metric.clone()
+                } else {
+                    format!("{metric} ({unit})")
+                },
+                log_x: spec.log_x,
                 series: series.into_iter().map(|(n, p)| Series::new(n, p)).collect(),
-            }))
-        })
-        .collect()
+            }));
+        }
+    }
+    charts
+}
+
+/// Kernel profiles of every run: first what answers the seed's question
+/// ("where did the extra time go?") per family, then the spin-lock share
+/// of every case, then each case's routines, collapsed.
+fn profile_section(runs: &[&RunData], names: &[String], cat: &dyn Catalog) -> Option<Section> {
+    use crate::profile;
+    let mut blocks = Vec::new();
+    for r in runs {
+        blocks.extend(profile::cpu_growth(r, cat).map(Block::Table));
+    }
+    if let Some(a) = runs.first() {
+        for (b, b_name) in runs.iter().zip(names).skip(1) {
+            blocks.extend(
+                profile::system_growth(a, b, &names[0], b_name, cat)
+                    .into_iter()
+                    .map(Block::Table),
+            );
+        }
+    }
+    let named: Vec<(&str, &RunData)> = names
+        .iter()
+        .map(String::as_str)
+        .zip(runs.iter().copied())
+        .collect();
+    blocks.extend(profile::spinlock_chart(&named, cat).map(|c| Block::Charts(vec![c])));
+    let mut any = false;
+    for (r, name) in runs.iter().zip(names) {
+        let details: Vec<Block> = r
+            .cases
+            .iter()
+            .filter_map(|c| {
+                let summary = profile::case_summary(cat, c)?;
+                let table = profile::case_table(cat, c)?;
+                Some(Block::Details {
+                    summary: if runs.len() > 1 {
+                        format!("{name}: {summary}")
+                    } else {
+                        summary
+                    },
+                    blocks: vec![Block::Table(table)],
+                })
+            })
+            .collect();
+        if details.is_empty() {
+            continue;
+        }
+        any = true;
+        if let Some(t) = profile::summary_table(r, cat) {
+            blocks.push(Block::Details {
+                summary: format!(
+                    "Every profiled case of {} (run {}) at a glance",
+                    r.run.label, r.run.id
+                ),
+                blocks: vec![Block::Table(t)],
+            });
+        }
+        blocks.extend(details);
+    }
+    any.then(|| Section {
+        id: "profiles".into(),
+        title: "Kernel profiles".into(),
+        intro: Some(
+            "Where did the extra time go? Per family, the kernel routines whose cost per \
+             operation grew most from the fewest to the most CPUs (and from the first system \
+             to each other), beside the idle share — CPUs waiting, never counted as a routine — \
+             and the spin-lock share (the seed's stext_lock: samples in lock slow paths and \
+             spinning owners). Below, each profiled case's top routines by CPU-clock samples \
+             with their share of instructions and cache misses where the machine could sample \
+             them; click a case to open it."
+                .into(),
+        ),
+        blocks,
+    })
 }
 
 #[derive(Serialize)]
@@ -388,8 +676,8 @@ struct SectionView {
     id: String,
     title: String,
     intro: Option<String>,
-    tables: Vec<String>,
-    charts: Vec<String>,
+    /// Markup built from escaped parts by [`Block::to_html`].
+    body: String,
 }
 
 const TEMPLATE: &str = include_str!("report.html.j2");
@@ -397,19 +685,26 @@ const TEMPLATE: &str = include_str!("report.html.j2");
 /// Renders the report as one HTML document with inline CSS and SVG.
 pub fn render(report: &Report) -> Result<String, minijinja::Error> {
     let mut env = Environment::new();
-    env.add_template("report", TEMPLATE)?;
+    // The `.html` name turns on minijinja's HTML auto-escaping: every value
+    // the template prints is escaped unless marked `|safe`.
+    env.add_template("report.html", TEMPLATE)?;
     let sections: Vec<SectionView> = report
         .sections
         .iter()
-        .map(|s| SectionView {
-            id: s.id.clone(),
-            title: s.title.clone(),
-            intro: s.intro.clone(),
-            tables: s.tables.iter().map(|t| t.to_html()).collect(),
-            charts: s.charts.iter().map(Chart::to_svg).collect(),
+        .map(|s| {
+            let mut body = String::new();
+            for b in &s.blocks {
+                b.to_html(&mut body);
+            }
+            SectionView {
+                id: s.id.clone(),
+                title: s.title.clone(),
+                intro: s.intro.clone(),
+                body,
+            }
         })
         .collect();
-    let tmpl = env.get_template("report")?;
+    let tmpl = env.get_template("report.html")?;
     tmpl.render(context! {
         title => report.title,
         subtitle => report.subtitle,

@@ -1,50 +1,55 @@
-//! Kernel profile tables and charts (SPEC §6, seed 000 figures 2, 5, 11,
-//! 12): per case, the top routines by time with the same routines' share of
-//! instructions (and cache misses) beside them, the kernel / user / idle
-//! split and the spin-lock share; and the routine-by-routine difference of
-//! two profiles.
+//! Kernel profiles: per case, the top routines by time (idle left out and
+//! shown as its own share) with the same routines' share of instructions
+//! and cache misses beside them, the kernel / user / idle split and the
+//! spin-lock share; what answers "where did the extra time go?" from fewer
+//! to more CPUs or from one system to another; and the routine-by-routine
+//! difference of two profiles. The method is in docs/profiles.md.
 
 use crate::format::sig;
 use crate::results::{case_label, cpus_header};
 use crate::svg::{BarChart, Chart};
 use crate::table::{Cell, RowKind, Table, Tone};
-use crate::{Catalog, WorkloadInfo};
-use kscale_core::profile::{diff, Profile};
+use crate::Catalog;
+use kscale_core::profile::{diff, is_idle_routine, Profile};
+use kscale_core::CaseKey;
 use kscale_store::{CaseData, RunData};
+use std::collections::BTreeMap;
 
 /// Routines listed per case.
 pub const TOP: usize = 10;
+/// Routines listed per family in the "where did the time go" summary.
+pub const GROWTH_TOP: usize = 3;
+/// Name under which user-mode samples compete with kernel routines there.
+pub const USER_MODE: &str = "(user mode)";
 
-fn info_for(cat: &dyn Catalog, id: &str) -> WorkloadInfo {
-    cat.workload(id).unwrap_or_else(|| WorkloadInfo {
-        id: id.into(),
-        family: id.split('.').next().unwrap_or(id).into(),
-        family_title: id.into(),
-        title: id.into(),
-        param_order: vec![],
-        geomean_over: None,
-    })
-}
-
-/// `Simple syscall [1 CPU]`.
+/// The case's row label and configuration: `Simple stat [1 CPU]`.
 pub fn case_title(cat: &dyn Catalog, c: &CaseData) -> String {
-    let info = info_for(cat, &c.key.workload);
     format!(
         "{} [{}]",
-        case_label(&info, &c.key),
+        case_label(&cat.info(&c.key.workload), &c.key),
         cpus_header(&c.key.cpus, c.cpus.len())
     )
 }
 
-fn clock(c: &CaseData) -> Option<&Profile> {
+/// The time-based profile of a case (CPU clock), or its first.
+pub fn clock(c: &CaseData) -> Option<&Profile> {
     c.profiles
         .iter()
         .find(|p| p.event == "cpu-clock")
         .or(c.profiles.first())
+        .filter(|p| p.total > 0)
 }
 
 fn pct1(x: f64) -> String {
     format!("{x:.1}")
+}
+
+/// The busiest routine outside the idle loop, `name share%`.
+fn top_routine(p: &Profile) -> String {
+    p.busy_routines()
+        .next()
+        .map(|(n, k)| format!("{n} {:.1}%", p.share(*k)))
+        .unwrap_or_else(|| "–".into())
 }
 
 /// One summary row per profiled case.
@@ -59,7 +64,7 @@ pub fn summary_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
             "idle%",
             "spin-lock%",
             "spin % of kernel",
-            "top routine",
+            "top routine (idle aside)",
         ]
         .iter()
         .map(|s| s.to_string())
@@ -67,11 +72,6 @@ pub fn summary_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
     );
     for c in &run.cases {
         let Some(p) = clock(c) else { continue };
-        let top = p
-            .top(1)
-            .first()
-            .map(|(n, k)| format!("{n} {:.1}%", p.share(*k)))
-            .unwrap_or_else(|| "–".into());
         let spin = p.spinlock_kernel_share();
         t.push(
             RowKind::Data,
@@ -90,7 +90,7 @@ pub fn summary_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
                         Tone::Plain
                     },
                 ),
-                Cell::new(top),
+                Cell::new(top_routine(p)),
             ],
         );
     }
@@ -99,14 +99,15 @@ pub fn summary_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
     }
     t.notes.push(
         "spin-lock: samples in spin-lock slow paths and spinning mutex/rwsem owners \
-         (the seed's stext_lock; list in kscale_core::profile::SPINLOCK_ROUTINES)."
+         (the seed's stext_lock; list in kscale_core::profile::SPINLOCK_ROUTINES). Idle-loop \
+         routines (kscale_core::profile::IDLE_ROUTINES) count as idle, never as the top routine."
             .into(),
     );
     Some(t)
 }
 
-/// The top routines of one case by time, with their share of the other
-/// events beside them (seed figure 5's pairing).
+/// The top routines of one case by time, idle aside, with their share of
+/// the other events beside them (seed figure 5's pairing).
 pub fn case_table(cat: &dyn Catalog, c: &CaseData) -> Option<Table> {
     let p = clock(c)?;
     let others: Vec<&Profile> = c.profiles.iter().filter(|o| !std::ptr::eq(*o, p)).collect();
@@ -128,7 +129,9 @@ pub fn case_table(cat: &dyn Catalog, c: &CaseData) -> Option<Table> {
             p.event,
             p.sample_on,
             p.total,
-            p.ops.map(|o| format!(", {o} ops")).unwrap_or_default()
+            p.ops
+                .map(|o| format!(", {o} operations"))
+                .unwrap_or_default()
         ),
         headers,
     );
@@ -154,7 +157,7 @@ pub fn case_table(cat: &dyn Catalog, c: &CaseData) -> Option<Table> {
         }
         t.push(kind, cells);
     };
-    for (name, n) in p.top(TOP) {
+    for (name, n) in p.busy_routines().take(TOP) {
         let name2 = name.clone();
         row(&mut t, RowKind::Data, name, *n, &move |o: &Profile| {
             o.count(&name2)
@@ -183,14 +186,13 @@ pub fn case_table(cat: &dyn Catalog, c: &CaseData) -> Option<Table> {
         p.spinlock_kernel_share()
     ));
     if let (Some(v), Some(w)) = (p.value, p.wall_s) {
-        let m = c.primary().map(|m| m.name.as_str()).unwrap_or("value");
-        let counted = c.values(m);
-        let mean = counted.iter().sum::<f64>() / counted.len().max(1) as f64;
-        let change = if mean != 0.0 && !counted.is_empty() {
+        let m = c.primary().map(|m| m.name.clone()).unwrap_or_default();
+        let s = c.summary(&m, 95.0);
+        let change = if s.n > 0 && s.mean != 0.0 {
             format!(
                 " ({:+.1}% vs the counted mean {})",
-                100.0 * (v / mean - 1.0),
-                sig(mean, 4)
+                100.0 * (v / s.mean - 1.0),
+                sig(s.mean, 4)
             )
         } else {
             String::new()
@@ -210,47 +212,365 @@ pub fn case_table(cat: &dyn Catalog, c: &CaseData) -> Option<Table> {
     Some(t)
 }
 
-/// The summary and every profiled case's table.
+/// One line saying what a case's profile holds, for the heading of its
+/// collapsed details.
+pub fn case_summary(cat: &dyn Catalog, c: &CaseData) -> Option<String> {
+    let p = clock(c)?;
+    Some(format!(
+        "{}: kernel {:.1}% (top: {}) · user {:.1}% · idle {:.1}% · spin-lock {:.1}% of kernel",
+        case_title(cat, c),
+        p.kernel_share(),
+        top_routine(p),
+        p.user_share(),
+        p.idle_share(),
+        p.spinlock_kernel_share()
+    ))
+}
+
+/// The growth summary, the per-case summary and every profiled case's
+/// table (`kscale show`).
 pub fn profile_tables(run: &RunData, cat: &dyn Catalog) -> Vec<Table> {
-    let mut out: Vec<Table> = summary_table(run, cat).into_iter().collect();
+    let mut out: Vec<Table> = cpu_growth(run, cat).into_iter().collect();
+    out.extend(summary_table(run, cat));
     out.extend(run.cases.iter().filter_map(|c| case_table(cat, c)));
     out
 }
 
-/// Bars of the top routines' shares of each profiled case: time and, where
-/// sampled, instructions side by side.
-pub fn profile_charts(run: &RunData, cat: &dyn Catalog) -> Vec<Chart> {
-    let mut out = Vec::new();
-    for c in &run.cases {
-        let Some(p) = clock(c) else { continue };
-        let top = p.top(TOP);
-        if top.is_empty() {
+// ------------------------------------------------ where did the time go?
+
+/// The same case profiled twice: at fewer and at more CPUs, or on system A
+/// and system B.
+struct Pair<'a> {
+    family: String,
+    label: String,
+    a: &'a Profile,
+    b: &'a Profile,
+}
+
+/// How a pair's routines changed. With operation counts on both sides,
+/// each routine's change of samples per operation, in points of A's busy
+/// (non-idle) samples per operation: the extra CPU time per operation, and
+/// the routines' points add up to the busy total's change. Without them,
+/// the change of each routine's share of busy samples.
+struct PairGrowth {
+    /// Busy samples per operation, B ÷ A.
+    busy_ratio: Option<f64>,
+    routines: BTreeMap<String, f64>,
+}
+
+fn routine_counts(p: &Profile) -> BTreeMap<&str, u64> {
+    let mut m: BTreeMap<&str, u64> = p.busy_routines().map(|(n, k)| (n.as_str(), *k)).collect();
+    m.insert(USER_MODE, p.user);
+    m
+}
+
+fn pair_growth(a: &Profile, b: &Profile, per_op: bool) -> PairGrowth {
+    let (ca, cb) = (routine_counts(a), routine_counts(b));
+    let names: std::collections::BTreeSet<&str> = ca.keys().chain(cb.keys()).copied().collect();
+    let get = |m: &BTreeMap<&str, u64>, n: &str| m.get(n).copied().unwrap_or(0) as f64;
+    let (ops_a, ops_b) = (a.ops.unwrap_or(0) as f64, b.ops.unwrap_or(0) as f64);
+    let (busy_a, busy_b) = (a.busy() as f64, b.busy() as f64);
+    let mut routines = BTreeMap::new();
+    for n in names {
+        let d = if per_op {
+            let base = busy_a / ops_a;
+            (get(&cb, n) / ops_b - get(&ca, n) / ops_a) / base * 100.0
+        } else {
+            let share = |k: f64, busy: f64| if busy > 0.0 { 100.0 * k / busy } else { 0.0 };
+            share(get(&cb, n), busy_b) - share(get(&ca, n), busy_a)
+        };
+        if d.is_finite() {
+            routines.insert(n.to_string(), d);
+        }
+    }
+    PairGrowth {
+        busy_ratio: per_op.then(|| (busy_b / ops_b) / (busy_a / ops_a)),
+        routines,
+    }
+}
+
+fn has_ops(p: &Profile) -> bool {
+    p.ops.is_some_and(|o| o > 0) && p.busy() > 0
+}
+
+/// "Where did the extra time go?" for these pairs, one group of rows per
+/// family: the busy time per operation's change, idle and spin-lock
+/// shares on both sides, and the routines that grew most.
+fn growth_table(
+    title: String,
+    a_name: &str,
+    b_name: &str,
+    pairs: &[Pair],
+    cat: &dyn Catalog,
+) -> Option<Table> {
+    if pairs.is_empty() {
+        return None;
+    }
+    let mut t = Table::new(
+        title,
+        vec![
+            "Family".into(),
+            "busy time/op".into(),
+            format!("idle % {a_name} → {b_name}"),
+            "spin-lock % of kernel".into(),
+            "grew most".into(),
+            "Δ points".into(),
+            "most in".into(),
+        ],
+    );
+    let mut families: Vec<String> = cat.family_order();
+    for p in pairs {
+        if !families.contains(&p.family) {
+            families.push(p.family.clone());
+        }
+    }
+    let mut any_share = false;
+    for f in families {
+        let fam: Vec<&Pair> = pairs.iter().filter(|p| p.family == f).collect();
+        if fam.is_empty() {
             continue;
         }
-        let series = c
-            .profiles
+        let per_op = fam.iter().all(|p| has_ops(p.a) && has_ops(p.b));
+        any_share |= !per_op;
+        let growth: Vec<PairGrowth> = fam.iter().map(|p| pair_growth(p.a, p.b, per_op)).collect();
+        let n = fam.len() as f64;
+        let mean = |f: &dyn Fn(&Pair) -> f64| fam.iter().map(|p| f(p)).sum::<f64>() / n;
+        let busy = if per_op {
+            let ratios: Vec<f64> = growth.iter().filter_map(|g| g.busy_ratio).collect();
+            kscale_core::stats::geomean(&ratios)
+                .map(|r| format!("{:+.0}%", (r - 1.0) * 100.0))
+                .unwrap_or_else(|| "–".into())
+        } else {
+            "–".into()
+        };
+        let idle = format!(
+            "{:.1} → {:.1}",
+            mean(&|p| p.a.idle_share()),
+            mean(&|p| p.b.idle_share())
+        );
+        let spin = format!(
+            "{:.1} → {:.1}",
+            mean(&|p| p.a.spinlock_kernel_share()),
+            mean(&|p| p.b.spinlock_kernel_share())
+        );
+        // Each routine's mean change over the family's cases (a case where
+        // it was never sampled counts as no change), and where it grew most.
+        let mut total: BTreeMap<&str, f64> = BTreeMap::new();
+        for g in &growth {
+            for (r, d) in &g.routines {
+                *total.entry(r.as_str()).or_default() += d;
+            }
+        }
+        let mut ranked: Vec<(&str, f64)> = total.into_iter().map(|(r, d)| (r, d / n)).collect();
+        ranked.sort_by(|x, y| y.1.total_cmp(&x.1).then_with(|| x.0.cmp(y.0)));
+        let grown: Vec<&(&str, f64)> = ranked
             .iter()
-            .filter(|o| o.total > 0)
-            .map(|o| {
-                (
-                    o.event.clone(),
-                    top.iter().map(|(n, _)| Some(o.share(o.count(n)))).collect(),
-                )
-            })
+            .filter(|(_, d)| *d > 0.05)
+            .take(GROWTH_TOP)
             .collect();
-        out.push(Chart::Bar(BarChart {
-            title: format!(
-                "Kernel profile — {} (run {})",
-                case_title(cat, c),
-                run.run.id
+        let mark = if per_op { "" } else { " †" };
+        let family_cells = |first: bool| -> Vec<Cell> {
+            if first {
+                vec![
+                    Cell::new(f.clone()),
+                    Cell::new(busy.clone()),
+                    Cell::new(idle.clone()),
+                    Cell::new(spin.clone()),
+                ]
+            } else {
+                (0..4).map(|_| Cell::new("")).collect()
+            }
+        };
+        if grown.is_empty() {
+            let mut cells = family_cells(true);
+            cells.extend([
+                Cell::tone("nothing grew", Tone::Dim),
+                Cell::new(""),
+                Cell::new(""),
+            ]);
+            t.push(RowKind::Data, cells);
+            continue;
+        }
+        for (i, (r, d)) in grown.iter().enumerate() {
+            let (where_, most) = fam
+                .iter()
+                .zip(&growth)
+                .map(|(p, g)| (p.label.as_str(), g.routines.get(*r).copied().unwrap_or(0.0)))
+                .max_by(|x, y| x.1.total_cmp(&y.1))
+                .unwrap_or(("", 0.0));
+            let mut cells = family_cells(i == 0);
+            cells.push(Cell::new(r.to_string()));
+            cells.push(Cell::tone(format!("{d:+.1}{mark}"), Tone::Bad));
+            cells.push(Cell::new(if fam.len() > 1 {
+                format!("{where_} ({most:+.1})")
+            } else {
+                where_.to_string()
+            }));
+            t.push(RowKind::Data, cells);
+        }
+    }
+    t.notes.push(format!(
+        "busy time/op: CPU time outside the idle loop per operation, {b_name} vs {a_name} \
+         (geometric mean over the family's cases). Δ points: a routine's change of busy \
+         samples per operation, in points of {a_name}'s busy samples per operation, averaged \
+         over the family's cases — the routines' points add up to the busy time's change; \
+         {USER_MODE} is user-space time. Idle is the CPUs waiting, its own share, never a routine."
+    ));
+    if any_share {
+        t.notes.push(
+            "†: no operation count in these profiles: change of the routine's share of busy \
+             samples instead."
+                .into(),
+        );
+    }
+    Some(t)
+}
+
+/// Groups of a run's cases by configuration, fewest CPUs first.
+fn configs(run: &RunData) -> Vec<(String, usize)> {
+    let mut v: Vec<(String, usize)> = Vec::new();
+    for c in &run.cases {
+        if !v.iter().any(|(n, _)| *n == c.key.cpus) {
+            v.push((c.key.cpus.clone(), c.cpus.len()));
+        }
+    }
+    v.sort_by_key(|(_, n)| *n);
+    v
+}
+
+fn same_case(a: &CaseKey, b: &CaseKey) -> bool {
+    a.workload == b.workload && a.params == b.params
+}
+
+/// "Where did the extra time go?" from the run's configuration with the
+/// fewest CPUs to the one with the most.
+pub fn cpu_growth(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
+    let cfgs = configs(run);
+    let (lo, hi) = (cfgs.first()?, cfgs.last()?);
+    if lo.1 == hi.1 {
+        return None;
+    }
+    let mut pairs = Vec::new();
+    for ca in run.cases.iter().filter(|c| c.key.cpus == lo.0) {
+        let Some(pa) = clock(ca) else { continue };
+        let Some(cb) = run
+            .cases
+            .iter()
+            .find(|c| c.key.cpus == hi.0 && same_case(&c.key, &ca.key))
+        else {
+            continue;
+        };
+        let Some(pb) = clock(cb) else { continue };
+        let info = cat.info(&ca.key.workload);
+        pairs.push(Pair {
+            family: info.family.clone(),
+            label: case_label(&info, &ca.key),
+            a: pa,
+            b: pb,
+        });
+    }
+    let (a, b) = (cpus_header(&lo.0, lo.1), cpus_header(&hi.0, hi.1));
+    growth_table(
+        format!(
+            "Where did the extra time go? {a} → {b}, {} (run {})",
+            run.run.label, run.run.id
+        ),
+        &a,
+        &b,
+        &pairs,
+        cat,
+    )
+}
+
+/// "Where did the extra time go?" from system A to system B, per CPU
+/// configuration both ran.
+pub fn system_growth(
+    a: &RunData,
+    b: &RunData,
+    a_name: &str,
+    b_name: &str,
+    cat: &dyn Catalog,
+) -> Vec<Table> {
+    let mut out = Vec::new();
+    for (cfg, count) in configs(a) {
+        let mut pairs = Vec::new();
+        for ca in a.cases.iter().filter(|c| c.key.cpus == cfg) {
+            let Some(pa) = clock(ca) else { continue };
+            let Some(cb) = b.cases.iter().find(|c| c.key == ca.key) else {
+                continue;
+            };
+            let Some(pb) = clock(cb) else { continue };
+            let info = cat.info(&ca.key.workload);
+            pairs.push(Pair {
+                family: info.family.clone(),
+                label: case_label(&info, &ca.key),
+                a: pa,
+                b: pb,
+            });
+        }
+        out.extend(growth_table(
+            format!(
+                "Where did the extra time go? {a_name} → {b_name}, {}",
+                cpus_header(&cfg, count)
             ),
-            y_label: "% of samples".into(),
-            categories: top.iter().map(|(n, _)| n.clone()).collect(),
-            series,
-            reference: None,
-        }));
+            a_name,
+            b_name,
+            &pairs,
+            cat,
+        ));
     }
     out
+}
+
+/// The seed's figures 11 and 12 for every case at once: the spin-lock share
+/// of kernel time, a bar per system and CPU configuration.
+pub fn spinlock_chart(runs: &[(&str, &RunData)], cat: &dyn Catalog) -> Option<Chart> {
+    let mut cases: Vec<(String, CaseKey)> = Vec::new();
+    let mut series: Vec<(String, Vec<(CaseKey, f64)>)> = Vec::new();
+    for (name, run) in runs {
+        for (cfg, count) in configs(run) {
+            let label = if runs.len() > 1 {
+                format!("{name} [{}]", cpus_header(&cfg, count))
+            } else {
+                cpus_header(&cfg, count)
+            };
+            let mut vals = Vec::new();
+            for c in run.cases.iter().filter(|c| c.key.cpus == cfg) {
+                let Some(p) = clock(c) else { continue };
+                let mut key = c.key.clone();
+                key.cpus.clear();
+                if !cases.iter().any(|(_, k)| *k == key) {
+                    let info = cat.info(&c.key.workload);
+                    cases.push((case_label(&info, &key), key.clone()));
+                }
+                vals.push((key, p.spinlock_kernel_share()));
+            }
+            if !vals.is_empty() {
+                series.push((label, vals));
+            }
+        }
+    }
+    if cases.is_empty() {
+        return None;
+    }
+    Some(Chart::Bar(BarChart {
+        title: "Spin-lock share of kernel time, per case (the seed's stext_lock)".into(),
+        y_label: "% of kernel samples spent spinning on locks".into(),
+        categories: cases.iter().map(|(l, _)| l.clone()).collect(),
+        series: series
+            .into_iter()
+            .map(|(name, vals)| {
+                (
+                    name,
+                    cases
+                        .iter()
+                        .map(|(_, k)| vals.iter().find(|(vk, _)| vk == k).map(|(_, v)| *v))
+                        .collect(),
+                )
+            })
+            .collect(),
+        reference: None,
+    }))
 }
 
 /// Which routines grew and which shrank from `a` to `b` (same event), the
@@ -276,7 +596,11 @@ pub fn diff_table(
         ],
     );
     let per = |x: Option<f64>| x.map(|v| sig(v * 1e6, 3)).unwrap_or_else(|| "–".into());
-    for d in diff(a, b).into_iter().take(n) {
+    for d in diff(a, b)
+        .into_iter()
+        .filter(|d| !is_idle_routine(&d.name))
+        .take(n)
+    {
         let delta = d.share_delta();
         let tone = if delta > 0.0 {
             Tone::Bad

@@ -27,23 +27,10 @@ impl RuleInfo {
     }
 }
 
-/// The catalogue's entry, or a stand-in named by the id for workloads this
-/// kscale no longer knows (a run stored by another version).
-pub fn info_for(cat: &dyn Catalog, id: &str) -> WorkloadInfo {
-    cat.workload(id).unwrap_or_else(|| WorkloadInfo {
-        id: id.to_string(),
-        family: id.split('.').next().unwrap_or(id).to_string(),
-        family_title: id.split('.').next().unwrap_or(id).to_string(),
-        title: id.to_string(),
-        param_order: Vec::new(),
-        geomean_over: None,
-    })
-}
-
-/// "Simple stat" or "Context switching latency procs=2 size=16k".
+/// The workload's title, then its params in declaration order:
+/// "Simple stat", "File creations size=4k".
 pub fn case_label(info: &WorkloadInfo, key: &CaseKey) -> String {
-    let order: Vec<&str> = info.param_order.iter().map(String::as_str).collect();
-    let p = key.params_label(&order);
+    let p = key.params_label(&info.param_order());
     if p.is_empty() {
         info.title.clone()
     } else {
@@ -128,7 +115,7 @@ pub fn run_tables(run: &RunData, cat: &dyn Catalog) -> Vec<Table> {
 }
 
 fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table {
-    let first = info_for(cat, &cases[0].key.workload);
+    let first = cat.info(&cases[0].key.workload);
     let g = group(cases);
     let mut headers = vec!["Case".to_string(), "Unit".to_string()];
     for (name, count) in &g.configs {
@@ -154,7 +141,7 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
         }
     }
     for wid in &workload_order {
-        let info = info_for(cat, wid);
+        let info = cat.info(wid);
         let rows: Vec<&(CaseKey, BTreeMap<String, &CaseData>)> =
             g.rows.iter().filter(|(k, _)| &k.workload == wid).collect();
         // Geomean groups: params other than `geomean_over` → per-config values.
@@ -302,7 +289,7 @@ pub fn accounting_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
     );
     for c in &run.cases {
         let Some(a) = c.accounting() else { continue };
-        let info = info_for(cat, &c.key.workload);
+        let info = cat.info(&c.key.workload);
         let per_s = |x: u64| {
             if a.seconds > 0.0 {
                 sig(x as f64 / a.seconds, 3)

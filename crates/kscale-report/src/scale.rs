@@ -1,10 +1,10 @@
-//! `kscale scale`: scalability (N CPUs / 1 CPU, inverted for latency),
+//! `kscale scale`: scalability (N CPUs / 1 CPU, inverted where lower is better),
 //! efficiency (scalability / N), SMP overhead (SMP-1 / UP) and, with three or
 //! more CPU counts, a Universal Scalability Law fit (SPEC §5, seed 003's
 //! "SMP overhead" and "Scalability" tables).
 
 use crate::format::{pct, sig};
-use crate::results::{case_label, info_for};
+use crate::results::case_label;
 use crate::table::{Cell, RowKind, Table, Tone};
 use crate::Catalog;
 use kscale_core::stats::geomean;
@@ -18,8 +18,8 @@ use std::collections::BTreeMap;
 pub struct UslRow {
     pub fit: UslFit,
     pub peak_cpus: Option<f64>,
-    /// Predicted throughput (in the metric's unit, or operations/s for
-    /// latency metrics) at 2× and 4× the largest measured CPU count.
+    /// The metric the fitted law predicts (in the metric's own unit) at 2×
+    /// and 4× the largest measured CPU count.
     pub at: Vec<(usize, f64)>,
 }
 
@@ -70,7 +70,8 @@ pub enum ScaleError {
     NothingInCommon(i64, i64),
 }
 
-/// Throughput-like value: the metric itself, or its inverse for latency.
+/// Throughput-like value: the metric itself, or its inverse where lower is
+/// better (a time per operation).
 fn throughput(direction: Direction, v: f64) -> f64 {
     match direction {
         Direction::Higher => v,
@@ -131,7 +132,7 @@ pub fn scale(
         let Some(m) = first.primary().cloned() else {
             continue;
         };
-        let info = info_for(cat, &k.0);
+        let info = cat.info(&k.0);
         let means: Vec<Option<f64>> = counts
             .iter()
             .map(|n| per.get(n).map(|c| c.summary(&m.name, 95.0).mean))
@@ -175,7 +176,7 @@ pub fn scale(
                 peak_cpus: fit.peak(),
                 at: [2 * max, 4 * max]
                     .iter()
-                    .map(|&n| (n, fit.predict(n as f64)))
+                    .map(|&n| (n, throughput(m.direction, fit.predict(n as f64))))
                     .collect(),
                 fit,
             })
@@ -341,11 +342,6 @@ pub fn tables(r: &ScaleReport) -> Vec<Table> {
             );
             for row in usl {
                 let Some(u) = &row.usl else { continue };
-                let unit = if row.direction == Direction::Lower {
-                    "ops/s".to_string()
-                } else {
-                    row.unit.clone()
-                };
                 let mut cells = vec![
                     Cell::new(row.label.clone()),
                     Cell::new(format!("{:.4}", u.fit.sigma)),
@@ -353,17 +349,12 @@ pub fn tables(r: &ScaleReport) -> Vec<Table> {
                     Cell::new(opt(u.peak_cpus, |p| format!("{p:.1} CPUs"))),
                 ];
                 for (_, x) in &u.at {
-                    let x = if row.direction == Direction::Lower && row.unit == "µs" {
-                        x * 1e6
-                    } else {
-                        *x
-                    };
-                    cells.push(Cell::new(format!("{} {unit}", sig(x, 4))));
+                    cells.push(Cell::new(format!("{} {}", sig(*x, 4), row.unit)));
                 }
                 cells.push(Cell::new(format!("{:.3}", u.fit.r2)));
                 t.push(RowKind::Data, cells);
             }
-            t.notes.push("X(N): throughput the fitted law predicts at N CPUs (latency metrics as operations per second).".into());
+            t.notes.push("X(N): the metric the fitted law predicts at N CPUs (fitted to throughput: the metric, or its inverse where lower is better).".into());
             out.push(t);
         }
     }
@@ -373,7 +364,7 @@ pub fn tables(r: &ScaleReport) -> Vec<Table> {
         .find(|t| t.title.starts_with("Scalability"))
     {
         last.notes.push(format!(
-            "scal. N/{base}: metric on N CPUs ÷ on {base} (inverted for latency, so above 1× is faster); eff. N: scalability ÷ (N/{base}).{}",
+            "scal. N/{base}: metric on N CPUs ÷ on {base} (inverted where lower is better, so above 1× is faster); eff. N: scalability ÷ (N/{base}).{}",
             if has_up { " SMP-1/UP: raw-value ratio of the 1-CPU result to the UP run's (time: above 100% is slower); ~ not significant (Welch, α = 0.05)." } else { "" }
         ));
     }

@@ -1,39 +1,229 @@
 //! Hand-written SVG charts. A chart is plain data — [`LineChart`] or
-//! [`BarChart`] — and renders itself; new workloads (connections, threads,
-//! profiles, tuning steps) add charts by filling these structures, never by
-//! touching the drawing code.
+//! [`BarChart`] — and lays itself out: margins, axis ranges, tick labels,
+//! wrapped titles and legends are computed from the data and from the width
+//! the text will take, so nothing is clipped, no mark is drawn outside its
+//! plot and every line stays honest whatever values a workload produces.
+//!
+//! What the layout guarantees (and `tests/svg_props.rs` checks for arbitrary
+//! charts): every mark lies inside the plot area (`rect.plot`), the axis
+//! ticks cover every value drawn, legend labels are unique, and no text
+//! leaves the viewBox. The rendered markup carries what a checker needs:
+//! `class="plot"` on the plot area, `class="mark"` on every data mark,
+//! `data-tick` on every tick and `class="legend-entry"` with `data-label`
+//! on every legend entry.
 
-use crate::format::sig;
+use crate::format::{escape_html as esc, sig};
 use std::fmt::Write;
 
-const W: f64 = 640.0;
-const H: f64 = 360.0;
-const LEFT: f64 = 70.0;
-const RIGHT: f64 = 170.0;
-const TOP: f64 = 36.0;
-const BOTTOM: f64 = 52.0;
+/// Width of every chart; the height follows from the content.
+pub const WIDTH: f64 = 640.0;
+/// Space kept free along every edge of the chart.
+const PAD: f64 = 10.0;
+const FONT: f64 = 12.0;
+const TITLE_FONT: f64 = 14.0;
+const LINE_GAP: f64 = 1.3;
+/// Height of a line chart's plot area.
+const PLOT_H: f64 = 250.0;
+/// Markers and line ends stay this far inside the plot area.
+const INSET: f64 = 6.0;
 
-/// Colour-blind-safe palette (Okabe–Ito).
+/// Colour-blind-safe palette (Okabe–Ito); after the eighth series the
+/// colours repeat with a dash pattern so lines stay distinguishable.
 const PALETTE: &[&str] = &[
-    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000",
+    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#B8A000", "#000000",
 ];
+const DASHES: &[&str] = &["", "6 3", "2 2", "8 3 2 3"];
 
 pub fn color(i: usize) -> &'static str {
     PALETTE[i % PALETTE.len()]
 }
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+fn dash(i: usize) -> &'static str {
+    DASHES[(i / PALETTE.len()) % DASHES.len()]
+}
+
+/// The font the charts ask for first; [`text_width`] uses its metrics, and
+/// the alternatives have the same or narrower ones.
+const FONT_FAMILY: &str = "DejaVu Sans, Verdana, sans-serif";
+
+/// Advance width of one character in DejaVu Sans, in ems.
+fn char_em(c: char) -> f64 {
+    match c {
+        ' ' | '.' | ',' | '·' => 0.32,
+        'i' | 'l' | 'j' | 'I' | 'J' | '\'' | '|' | '!' => 0.3,
+        ':' | ';' | '/' | '\\' => 0.337,
+        'f' | 't' | 'r' => 0.411,
+        '(' | ')' | '[' | ']' | '-' => 0.39,
+        'a'..='z' => match c {
+            'm' => 0.974,
+            'w' => 0.818,
+            _ => 0.636,
+        },
+        '0'..='9' => 0.636,
+        'A'..='Z' => match c {
+            'M' | 'W' => 0.99,
+            _ => 0.79,
+        },
+        '_' | '–' | '*' | '"' => 0.5,
+        '{' | '}' | 'µ' => 0.636,
+        '=' | '+' | '<' | '>' | '#' | '×' | '÷' | '~' | '^' | '±' | '&' => 0.838,
+        '%' | '@' | '—' | '…' => 1.0,
+        c if (c as u32) >= 0x2E80 => 1.0,
+        _ => 0.8,
+    }
+}
+
+/// Estimated width of `s` at `size` px; a little above DejaVu Sans's real
+/// advance widths, so layouts computed with it fit in a browser.
+pub fn text_width(s: &str, size: f64) -> f64 {
+    s.chars().map(char_em).sum::<f64>() * size * 1.03
+}
+
+fn bold_width(s: &str, size: f64) -> f64 {
+    text_width(s, size) * 1.12
+}
+
+/// `s` cut to at most `max` px, ending in `…` when cut.
+fn fit(s: &str, max: f64, size: f64) -> String {
+    if text_width(s, size) <= max {
+        return s.to_string();
+    }
+    let mut out = String::new();
+    for c in s.chars() {
+        let mut t = out.clone();
+        t.push(c);
+        t.push('…');
+        if text_width(&t, size) > max {
+            break;
+        }
+        out.push(c);
+    }
+    out.push('…');
+    out
+}
+
+/// Greedy word wrap into lines of at most `max` px (measured with
+/// `width`); a word longer than a line is broken where it must be.
+fn wrap_with(s: &str, max: f64, width: &dyn Fn(&str) -> f64) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for word in s.split(' ').filter(|w| !w.is_empty()) {
+        let candidate = if cur.is_empty() {
+            word.to_string()
+        } else {
+            format!("{cur} {word}")
+        };
+        if width(&candidate) <= max {
+            cur = candidate;
+            continue;
+        }
+        if !cur.is_empty() {
+            lines.push(std::mem::take(&mut cur));
+        }
+        // The word alone: break it into pieces that fit.
+        for c in word.chars() {
+            let mut t = cur.clone();
+            t.push(c);
+            if width(&t) > max && !cur.is_empty() {
+                lines.push(std::mem::take(&mut cur));
+            }
+            cur.push(c);
+        }
+    }
+    if !cur.is_empty() || lines.is_empty() {
+        lines.push(cur);
+    }
+    lines
+}
+
+fn wrap(s: &str, max: f64, size: f64) -> Vec<String> {
+    wrap_with(s, max, &|t| text_width(t, size))
+}
+
+/// Tick label: integers without decimals, others with three significant
+/// digits (more when neighbouring ticks would otherwise read the same).
+fn tick_label(v: f64, step: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    if v.fract() == 0.0 && v.abs() < 1e15 && step.fract() == 0.0 {
+        return format!("{v:.0}");
+    }
+    // Enough digits to tell v from v ± step, without trailing zeros.
+    let digits = if step > 0.0 && step.is_finite() {
+        ((v.abs().log10().floor() - step.log10().floor()) as i64 + 1).clamp(3, 15) as usize
+    } else {
+        3
+    };
+    let s = sig(v, digits);
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// Round tick values whose first is at or below `lo` and last at or above
+/// `hi`, about `n` intervals apart, and their step.
+pub fn ticks(lo: f64, hi: f64, n: usize) -> (Vec<f64>, f64) {
+    let (lo, hi) = if hi > lo {
+        (lo, hi)
+    } else if lo.is_finite() {
+        // One value: a unit (or its own size) around it.
+        let d = if lo == 0.0 { 1.0 } else { lo.abs() * 0.5 };
+        (lo - d * f64::from(u8::from(lo < 0.0)), lo + d)
+    } else {
+        (0.0, 1.0)
+    };
+    let raw = (hi - lo) / n.max(1) as f64;
+    let pow = raw.log10().floor() as i32;
+    let mag = 10f64.powi(pow);
+    let mult = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .into_iter()
+        .find(|m| m * mag >= raw)
+        .unwrap_or(10.0);
+    let step = mult * mag;
+    let first = (lo / step).floor();
+    let last = (hi / step).ceil();
+    // Ranges too narrow for their magnitude (or too wide for f64) keep
+    // their ends as the only ticks.
+    if !(step.is_finite() && step > 0.0 && first + 1.0 > first && last - first <= 1000.0) {
+        return (vec![lo, hi], hi - lo);
+    }
+    // k steps, computed so decimal ticks come out as written (0.6, not
+    // 0.6000000000000001): dividing by an exact power of ten rounds right.
+    let clean = |k: f64| {
+        let v = if pow >= 0 {
+            k * mult * mag
+        } else {
+            k * mult / 10f64.powi(-pow)
+        };
+        if v == 0.0 {
+            0.0
+        } else {
+            v
+        }
+    };
+    let mut v: Vec<f64> = Vec::new();
+    let mut k = first;
+    while k <= last + 0.5 && v.len() < 1000 {
+        v.push(clean(k));
+        k += 1.0;
+    }
+    if v.first().is_some_and(|f| *f > lo) {
+        v.insert(0, clean(first - 1.0).min(lo));
+    }
+    if v.last().is_some_and(|l| *l < hi) {
+        v.push(clean(last + 1.0).max(hi));
+    }
+    (v, step)
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,
-    /// Drawn dashed and without markers (e.g. the ideal-scaling line).
+    /// Drawn dashed, grey and without markers (e.g. the ideal-scaling line).
     pub reference: bool,
 }
 
@@ -60,15 +250,19 @@ pub struct LineChart {
     pub title: String,
     pub x_label: String,
     pub y_label: String,
+    /// Logarithmic x axis. Values at or below zero cannot be placed on one,
+    /// so a chart holding any is drawn on a linear axis instead.
     pub log_x: bool,
     pub series: Vec<Series>,
 }
 
-/// Grouped bars: one group per category, one bar per series; an optional
-/// horizontal reference line (100 % for ratios).
+/// Horizontal grouped bars: a row of bars per category (one per series),
+/// with the category's name beside it, so long case and routine names stay
+/// readable; an optional reference line (100 % for ratios).
 #[derive(Clone, Debug, PartialEq)]
 pub struct BarChart {
     pub title: String,
+    /// What the bars measure, under the value axis.
     pub y_label: String,
     pub categories: Vec<String>,
     pub series: Vec<(String, Vec<Option<f64>>)>,
@@ -96,89 +290,163 @@ impl Chart {
     }
 }
 
-/// Tick label: integers without decimals, others with three significant digits.
-fn tick(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{v:.0}")
-    } else {
-        sig(v, 3)
+/// Legend labels as drawn: duplicates get ` (2)`, ` (3)` … so every entry
+/// names one line.
+fn unique_labels<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for n in names {
+        let base = if n.trim().is_empty() {
+            "(unnamed)".to_string()
+        } else {
+            n.to_string()
+        };
+        let mut label = base.clone();
+        let mut k = 2;
+        while out.contains(&label) {
+            label = format!("{base} ({k})");
+            k += 1;
+        }
+        out.push(label);
     }
+    out
 }
 
-/// Round tick values covering [lo, hi].
-fn ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
-    if hi.is_nan() || lo.is_nan() || hi <= lo {
-        return vec![lo];
-    }
-    let raw = (hi - lo) / n as f64;
-    let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
-        .iter()
-        .map(|m| m * mag)
-        .find(|s| *s >= raw)
-        .unwrap_or(10.0 * mag);
-    let start = (lo / step).floor() * step;
-    let mut v = Vec::new();
-    let mut t = start;
-    while t <= hi + step * 1e-9 {
-        v.push(t);
-        t += step;
-    }
-    v
-}
-
-fn frame(out: &mut String, title: &str, kind: &str) {
+/// Multi-line text: one `<tspan>` per line.
+fn text_lines(
+    out: &mut String,
+    x: f64,
+    y: f64,
+    lines: &[String],
+    size: f64,
+    attrs: &str,
+    title: Option<&str>,
+) {
     let _ = write!(
         out,
-        r#"<svg class="chart" data-kind="{kind}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="{t}" font-family="sans-serif" font-size="12">"#,
+        r#"<text x="{x:.2}" y="{y:.2}" font-size="{size}"{attrs}>"#
+    );
+    if let Some(t) = title {
+        let _ = write!(out, "<title>{}</title>", esc(t));
+    }
+    for (i, l) in lines.iter().enumerate() {
+        let dy = if i == 0 { 0.0 } else { size * LINE_GAP };
+        let _ = write!(out, r#"<tspan x="{x:.2}" dy="{dy:.2}">{}</tspan>"#, esc(l));
+    }
+    out.push_str("</text>");
+}
+
+/// The title, wrapped to the chart's width; returns the y below it.
+fn title(out: &mut String, title: &str) -> f64 {
+    let lines = wrap_with(title, WIDTH - 2.0 * PAD, &|t| bold_width(t, TITLE_FONT));
+    text_lines(
+        out,
+        PAD,
+        PAD + TITLE_FONT,
+        &lines,
+        TITLE_FONT,
+        r#" font-weight="bold""#,
+        None,
+    );
+    PAD + lines.len() as f64 * TITLE_FONT * LINE_GAP + 8.0
+}
+
+/// How a legend entry is drawn: its swatch and label.
+struct Entry {
+    label: String,
+    color: &'static str,
+    dash: &'static str,
+}
+
+/// Legend laid out below the plot, in as many columns as the longest label
+/// allows, long labels wrapped (never cut: two lines that differ only at
+/// their ends must still read differently). Returns its markup and height.
+fn legend(entries: &[Entry], top: f64) -> (String, f64) {
+    if entries.is_empty() {
+        return (String::new(), 0.0);
+    }
+    let avail = WIDTH - 2.0 * PAD;
+    let swatch = 26.0;
+    let widest = entries
+        .iter()
+        .map(|e| text_width(&e.label, FONT))
+        .fold(0.0, f64::max);
+    let cols = ((avail / (widest + swatch + 16.0)).floor() as usize).clamp(1, 3);
+    let col_w = avail / cols as f64;
+    let text_w = col_w - swatch - 8.0;
+    let mut out = String::from(r#"<g class="legend">"#);
+    let mut y = top;
+    let line_h = FONT * LINE_GAP;
+    for row in entries.chunks(cols) {
+        let mut row_h: f64 = 0.0;
+        for (ci, e) in row.iter().enumerate() {
+            let x = PAD + ci as f64 * col_w;
+            let lines = wrap(&e.label, text_w, FONT);
+            let cy = y + FONT * 0.65;
+            let dash = if e.dash.is_empty() {
+                String::new()
+            } else {
+                format!(r#" stroke-dasharray="{}""#, e.dash)
+            };
+            let _ = write!(
+                out,
+                r#"<g class="legend-entry" data-label="{}"><line x1="{x:.2}" y1="{cy:.2}" x2="{:.2}" y2="{cy:.2}" stroke="{}" stroke-width="3"{dash}/>"#,
+                esc(&e.label),
+                x + swatch - 6.0,
+                e.color,
+            );
+            text_lines(&mut out, x + swatch, y + FONT, &lines, FONT, "", None);
+            out.push_str("</g>");
+            row_h = row_h.max(lines.len() as f64 * line_h);
+        }
+        y += row_h + 4.0;
+    }
+    out.push_str("</g>");
+    (out, y - top)
+}
+
+fn open(out: &mut String, kind: &str, title: &str, height: f64) {
+    let _ = write!(
+        out,
+        r##"<svg class="chart" data-kind="{kind}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height:.0}" width="{WIDTH}" height="{height:.0}" role="img" aria-label="{t}" font-family="{FONT_FAMILY}" font-size="{FONT}"><rect width="{WIDTH}" height="{height:.0}" fill="#fff"/>"##,
         t = esc(title)
     );
-    let _ = write!(out, r##"<rect width="{W}" height="{H}" fill="#fff"/>"##);
+}
+
+fn no_data(title_text: &str, kind: &str) -> String {
+    let mut body = String::new();
+    let top = title(&mut body, title_text);
+    let h = (top + 3.0 * FONT + PAD).ceil();
+    let mut out = String::new();
+    open(&mut out, kind, title_text, h);
+    out.push_str(&body);
     let _ = write!(
         out,
-        r#"<text x="{}" y="20" font-size="14" font-weight="bold">{}</text>"#,
-        LEFT,
-        esc(title)
+        r##"<text x="{PAD}" y="{:.2}" fill="#777">no data</text></svg>"##,
+        top + 1.5 * FONT
     );
+    out
 }
 
-/// The legend beside the plot: one entry per series, reference series
-/// dashed and grey, the others in palette order (the order they were drawn).
-fn legend<'a>(out: &mut String, entries: impl IntoIterator<Item = (&'a str, bool)>) {
-    let mut ci = 0;
-    for (i, (name, reference)) in entries.into_iter().enumerate() {
-        let y = TOP + 10.0 + i as f64 * 18.0;
-        let x = W - RIGHT + 14.0;
-        let (c, dash) = if reference {
-            ("#777", r#" stroke-dasharray="5 4""#)
-        } else {
-            ci += 1;
-            (color(ci - 1), "")
-        };
-        let _ = write!(
-            out,
-            r#"<line x1="{x}" y1="{y}" x2="{}" y2="{y}" stroke="{c}" stroke-width="3"{dash}/><text x="{}" y="{}">{}</text>"#,
-            x + 18.0,
-            x + 24.0,
-            y + 4.0,
-            esc(&truncate(name, 22))
-        );
-    }
+/// Labels along an axis thinned so that neighbours keep `gap` px apart,
+/// from the left; the tick lines stay, so the axis still covers the data.
+/// `pos` are pixel centres in order.
+fn thin(pos: &[f64], widths: &[f64], gap: f64) -> Vec<bool> {
+    let mut right = f64::NEG_INFINITY;
+    pos.iter()
+        .zip(widths)
+        .map(|(p, w)| {
+            let keep = p - w / 2.0 >= right + gap;
+            if keep {
+                right = p + w / 2.0;
+            }
+            keep
+        })
+        .collect()
 }
 
-/// Horizontal grid lines with their labels at the y ticks.
-fn y_grid(out: &mut String, ticks: &[f64], sy: impl Fn(f64) -> f64, plot_width: f64) {
-    for t in ticks {
-        let y = sy(*t);
-        let _ = write!(
-            out,
-            r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#e3e3e3"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-            LEFT + plot_width,
-            LEFT - 6.0,
-            y + 4.0,
-            tick(*t)
-        );
-    }
+/// A point's coordinates when both are finite and, on a log axis, x > 0.
+fn usable(p: &(f64, f64)) -> bool {
+    p.0.is_finite() && p.1.is_finite()
 }
 
 impl LineChart {
@@ -187,135 +455,192 @@ impl LineChart {
             .series
             .iter()
             .flat_map(|s| s.points.iter().copied())
-            .filter(|(x, y)| x.is_finite() && y.is_finite() && (!self.log_x || *x > 0.0))
+            .filter(usable)
             .collect();
-        let mut out = String::new();
-        frame(&mut out, &self.title, "line");
         if pts.is_empty() {
-            let _ = write!(
-                out,
-                r#"<text x="{}" y="{}">no data</text></svg>"#,
-                W / 2.0,
-                H / 2.0
-            );
-            return out;
+            return no_data(&self.title, "line");
         }
-        let fx = |x: f64| if self.log_x { x.log2() } else { x };
-        let (mut x0, mut x1) = pts
-            .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
-                (a.min(fx(p.0)), b.max(fx(p.0)))
-            });
-        if x0 == x1 {
-            x0 -= 1.0;
-            x1 += 1.0;
-        }
-        let ymax = pts.iter().fold(0f64, |a, p| a.max(p.1));
-        let yt = ticks(0.0, if ymax > 0.0 { ymax * 1.05 } else { 1.0 }, 5);
-        let y1 = *yt.last().unwrap_or(&1.0);
-        let pw = W - LEFT - RIGHT;
-        let ph = H - TOP - BOTTOM;
-        let sx = |x: f64| LEFT + (fx(x) - x0) / (x1 - x0) * pw;
-        let sy = |y: f64| TOP + ph - y / y1 * ph;
-        // Axes and grid.
-        y_grid(&mut out, &yt, sy, pw);
+        // Zero or negative x cannot sit on a log axis: draw linear.
+        let log = self.log_x && pts.iter().all(|p| p.0 > 0.0);
+        let fx = |x: f64| if log { x.log2() } else { x };
+
+        // Axis values: y always from zero (or below), so bars of the eye
+        // compare; x on data values for log axes, round ticks otherwise.
+        let ymin = pts.iter().map(|p| p.1).fold(0.0, f64::min);
+        let ymax = pts.iter().map(|p| p.1).fold(0.0, f64::max);
+        let (yt, ystep) = ticks(ymin, ymax, 5);
+        let (y0, y1) = (yt[0], yt[yt.len() - 1]);
         let mut xs: Vec<f64> = pts.iter().map(|p| p.0).collect();
         xs.sort_by(f64::total_cmp);
         xs.dedup();
-        let xt: Vec<f64> = if self.log_x || xs.len() <= 12 {
-            xs
+        let (xt, xstep) = if log || xs.len() <= 8 {
+            let step = xs
+                .windows(2)
+                .map(|w| w[1] - w[0])
+                .fold(f64::INFINITY, f64::min);
+            let step = if step.is_finite() { step } else { xs[0].abs() };
+            (xs.clone(), step)
         } else {
-            ticks(x0, x1, 6)
+            ticks(xs[0], xs[xs.len() - 1], 6)
         };
-        for t in &xt {
-            let x = sx(*t);
+        let (mut x0, mut x1) = (fx(xt[0]), fx(xt[xt.len() - 1]));
+        if x1 - x0 <= 0.0 || !(x1 - x0).is_finite() {
+            x0 -= 1.0;
+            x1 += 1.0;
+        }
+
+        let ylabels: Vec<String> = yt.iter().map(|v| tick_label(*v, ystep)).collect();
+        let xlabels: Vec<String> = xt.iter().map(|v| tick_label(*v, xstep)).collect();
+        let xw: Vec<f64> = xlabels.iter().map(|l| text_width(l, FONT)).collect();
+        let yw = ylabels
+            .iter()
+            .map(|l| text_width(l, FONT))
+            .fold(0.0, f64::max);
+
+        // Margins from what must fit beside the plot.
+        let axis_label_x = PAD + FONT;
+        let left = (axis_label_x + 6.0 + yw + 8.0)
+            .max(PAD + xw[0] / 2.0 - INSET)
+            .ceil();
+        let right = (PAD + xw[xw.len() - 1] / 2.0 - INSET)
+            .max(PAD + 10.0)
+            .ceil();
+        let pw = WIDTH - left - right;
+
+        let mut body = String::new();
+        let top = title(&mut body, &self.title);
+        let ph = PLOT_H;
+        let bottom = top + ph;
+        let sx = |x: f64| left + INSET + (fx(x) - x0) / (x1 - x0) * (pw - 2.0 * INSET);
+        let sy = |y: f64| bottom - (y - y0) / (y1 - y0) * ph;
+
+        let _ = write!(
+            body,
+            r##"<rect class="plot" x="{left:.2}" y="{top:.2}" width="{pw:.2}" height="{ph:.2}" fill="none" stroke="none"/>"##
+        );
+        // Horizontal grid at the y ticks, labels left of the axis.
+        body.push_str(r#"<g class="yticks">"#);
+        for (t, l) in yt.iter().zip(&ylabels) {
+            let y = sy(*t);
             let _ = write!(
-                out,
-                r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="#999"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
-                TOP + ph,
-                TOP + ph + 5.0,
-                TOP + ph + 18.0,
-                tick(*t)
+                body,
+                r##"<line data-tick="{t}" x1="{left:.2}" y1="{y:.2}" x2="{:.2}" y2="{y:.2}" stroke="#e3e3e3"/><text x="{:.2}" y="{:.2}" text-anchor="end">{}</text>"##,
+                left + pw,
+                left - 6.0,
+                y + FONT * 0.35,
+                esc(l)
             );
         }
+        body.push_str("</g>");
+        // x ticks at their values, labels thinned so none overlap.
+        let xpos: Vec<f64> = xt.iter().map(|t| sx(*t)).collect();
+        let keep = thin(&xpos, &xw, 6.0);
+        body.push_str(r#"<g class="xticks">"#);
+        for (i, t) in xt.iter().enumerate() {
+            let x = xpos[i];
+            let _ = write!(
+                body,
+                r##"<line data-tick="{t}" x1="{x:.2}" y1="{bottom:.2}" x2="{x:.2}" y2="{:.2}" stroke="#999"/>"##,
+                bottom + 5.0
+            );
+            if keep[i] {
+                let _ = write!(
+                    body,
+                    r#"<text x="{x:.2}" y="{:.2}" text-anchor="middle">{}</text>"#,
+                    bottom + 5.0 + FONT,
+                    esc(&xlabels[i])
+                );
+            }
+        }
+        body.push_str("</g>");
         let _ = write!(
-            out,
-            r##"<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{:.1}" stroke="#333"/><line x1="{LEFT}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#333"/>"##,
-            TOP + ph,
-            TOP + ph,
-            LEFT + pw,
-            TOP + ph
+            body,
+            r##"<line x1="{left:.2}" y1="{top:.2}" x2="{left:.2}" y2="{bottom:.2}" stroke="#333"/><line x1="{left:.2}" y1="{bottom:.2}" x2="{:.2}" y2="{bottom:.2}" stroke="#333"/>"##,
+            left + pw
         );
+        // Axis titles: x under the tick labels, y rotated beside them.
+        let x_title_y = bottom + 5.0 + 2.0 * FONT * LINE_GAP + 2.0;
+        let x_title = fit(&self.x_label, pw, FONT);
         let _ = write!(
-            out,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text transform="translate(16 {:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
-            LEFT + pw / 2.0,
-            H - 12.0,
+            body,
+            r#"<text x="{:.2}" y="{x_title_y:.2}" text-anchor="middle"><title>{}</title>{}</text>"#,
+            left + pw / 2.0,
             esc(&self.x_label),
-            TOP + ph / 2.0,
-            esc(&self.y_label)
+            esc(&x_title)
         );
+        let y_title = fit(&self.y_label, ph, FONT);
+        let _ = write!(
+            body,
+            r#"<text transform="translate({:.2} {:.2}) rotate(-90)" text-anchor="middle"><title>{}</title>{}</text>"#,
+            axis_label_x,
+            top + ph / 2.0,
+            esc(&self.y_label),
+            esc(&y_title)
+        );
+
+        // Lines and markers, in series order.
+        let names = unique_labels(self.series.iter().map(|s| s.name.as_str()));
+        let mut entries = Vec::new();
         let mut ci = 0;
-        for s in &self.series {
-            let mut p: Vec<(f64, f64)> = s
-                .points
-                .iter()
-                .copied()
-                .filter(|(x, y)| x.is_finite() && y.is_finite() && (!self.log_x || *x > 0.0))
-                .collect();
+        for (s, name) in self.series.iter().zip(&names) {
+            let mut p: Vec<(f64, f64)> = s.points.iter().copied().filter(usable).collect();
             p.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let c = if s.reference { "#777" } else { color(ci) };
+            let (c, d) = if s.reference {
+                ("#777", "5 4")
+            } else {
+                ci += 1;
+                (color(ci - 1), dash(ci - 1))
+            };
+            entries.push(Entry {
+                label: name.clone(),
+                color: c,
+                dash: d,
+            });
+            if p.is_empty() {
+                continue;
+            }
             let path: Vec<String> = p
                 .iter()
-                .map(|(x, y)| format!("{:.1},{:.1}", sx(*x), sy(y.min(y1))))
+                .map(|(x, y)| format!("{:.2},{:.2}", sx(*x), sy(*y)))
                 .collect();
-            let dash = if s.reference {
-                r#" stroke-dasharray="5 4""#
+            let dash_attr = if d.is_empty() {
+                String::new()
             } else {
-                ""
+                format!(r#" stroke-dasharray="{d}""#)
             };
             let _ = write!(
-                out,
-                r#"<polyline class="series" fill="none" stroke="{c}" stroke-width="2"{dash} points="{}"><title>{}</title></polyline>"#,
+                body,
+                r#"<polyline class="series mark" fill="none" stroke="{c}" stroke-width="2"{dash_attr} points="{}"><title>{}</title></polyline>"#,
                 path.join(" "),
-                esc(&s.name)
+                esc(name)
             );
             if !s.reference {
                 for (x, y) in &p {
                     let _ = write!(
-                        out,
-                        r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{c}"><title>{}: {} → {}</title></circle>"#,
+                        body,
+                        r#"<circle class="mark" cx="{:.2}" cy="{:.2}" r="3" fill="{c}"><title>{}: {} → {}</title></circle>"#,
                         sx(*x),
                         sy(*y),
-                        esc(&s.name),
+                        esc(name),
                         sig(*x, 4),
                         sig(*y, 4)
                     );
                 }
-                ci += 1;
             }
         }
-        legend(
-            &mut out,
-            self.series.iter().map(|s| (s.name.as_str(), s.reference)),
-        );
+        let (leg, leg_h) = legend(&entries, x_title_y + 10.0);
+        body.push_str(&leg);
+        let height = (x_title_y + 10.0 + leg_h + PAD).ceil();
+        let mut out = String::new();
+        open(&mut out, "line", &self.title, height);
+        out.push_str(&body);
         out.push_str("</svg>");
         out
     }
 }
 
-fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        format!("{}…", s.chars().take(n - 1).collect::<String>())
-    }
-}
-
 impl BarChart {
     pub fn to_svg(&self) -> String {
-        let mut out = String::new();
-        frame(&mut out, &self.title, "bar");
         let vals: Vec<f64> = self
             .series
             .iter()
@@ -323,72 +648,154 @@ impl BarChart {
             .filter(|v| v.is_finite())
             .collect();
         if vals.is_empty() || self.categories.is_empty() {
-            let _ = write!(
-                out,
-                r#"<text x="{}" y="{}">no data</text></svg>"#,
-                W / 2.0,
-                H / 2.0
-            );
-            return out;
+            return no_data(&self.title, "bar");
         }
-        let top = vals
+        let reference = self.reference.filter(|r| r.is_finite());
+        let lo = vals.iter().copied().chain(reference).fold(0.0, f64::min);
+        let hi = vals.iter().copied().chain(reference).fold(0.0, f64::max);
+        let (vt, vstep) = ticks(lo, hi, 5);
+        let (v0, v1) = (vt[0], vt[vt.len() - 1]);
+        let vlabels: Vec<String> = vt.iter().map(|v| tick_label(*v, vstep)).collect();
+        let vw: Vec<f64> = vlabels.iter().map(|l| text_width(l, FONT)).collect();
+
+        // Category names left of the bars, wrapped to two lines at most.
+        let max_label = 0.42 * WIDTH;
+        let widest = self
+            .categories
             .iter()
-            .fold(self.reference.unwrap_or(0.0), |a, v| a.max(*v));
-        let yt = ticks(0.0, top * 1.08, 5);
-        let y1 = *yt.last().unwrap_or(&1.0);
-        let pw = W - LEFT - RIGHT;
-        let ph = H - TOP - BOTTOM - 30.0;
-        let sy = |y: f64| TOP + ph - y.max(0.0) / y1 * ph;
-        y_grid(&mut out, &yt, sy, pw);
-        let groups = self.categories.len() as f64;
-        let gw = pw / groups;
-        let nser = self.series.len().max(1) as f64;
-        let bw = (gw * 0.8 / nser).min(40.0);
-        for (gi, cat) in self.categories.iter().enumerate() {
-            let gx = LEFT + gi as f64 * gw + (gw - bw * nser) / 2.0;
-            for (si, (name, values)) in self.series.iter().enumerate() {
-                if let Some(Some(v)) = values.get(gi) {
-                    let x = gx + si as f64 * bw;
-                    let y = sy(*v);
-                    let _ = write!(
-                        out,
-                        r#"<rect class="bar" x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{} · {}: {}</title></rect>"#,
-                        (bw - 2.0).max(1.0),
-                        (TOP + ph - y).max(0.0),
-                        color(si),
-                        esc(cat),
-                        esc(name),
-                        sig(*v, 4)
-                    );
+            .map(|c| text_width(c, FONT))
+            .fold(0.0, f64::max);
+        let label_w = widest.min(max_label);
+        let cat_lines: Vec<Vec<String>> = self
+            .categories
+            .iter()
+            .map(|c| {
+                let mut l = wrap(c, label_w, FONT);
+                if l.len() > 2 {
+                    let rest = l[1..].join(" ");
+                    l.truncate(1);
+                    l.push(fit(&rest, label_w, FONT));
                 }
-            }
-            let cx = LEFT + (gi as f64 + 0.5) * gw;
-            let _ = write!(
-                out,
-                r#"<text transform="translate({cx:.1} {:.1}) rotate(-30)" text-anchor="end" font-size="11">{}</text>"#,
-                TOP + ph + 14.0,
-                esc(&truncate(cat, 26))
-            );
-        }
-        if let Some(r) = self.reference {
-            let y = sy(r);
-            let _ = write!(
-                out,
-                r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#333" stroke-dasharray="5 4"/>"##,
-                LEFT + pw
-            );
-        }
+                l
+            })
+            .collect();
+        let left = (PAD + label_w + 8.0).max(PAD + vw[0] / 2.0).ceil();
+        let right = (PAD + vw[vw.len() - 1] / 2.0).max(PAD + 6.0).ceil();
+        let pw = WIDTH - left - right;
+
+        let nser = self.series.len().max(1);
+        let bar_h = if nser == 1 { 14.0 } else { 10.0 };
+        let gap = 8.0;
+        let group_h = |i: usize| {
+            let bars = nser as f64 * bar_h;
+            let text = cat_lines[i].len() as f64 * FONT * LINE_GAP;
+            bars.max(text) + gap
+        };
+
+        let mut body = String::new();
+        let top = title(&mut body, &self.title);
+        let ph: f64 = (0..self.categories.len()).map(group_h).sum::<f64>() + gap;
+        let bottom = top + ph;
+        let sx = |v: f64| left + (v - v0) / (v1 - v0) * pw;
         let _ = write!(
-            out,
-            r##"<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{:.1}" stroke="#333"/><text transform="translate(16 {:.1}) rotate(-90)" text-anchor="middle">{}</text>"##,
-            TOP + ph,
-            TOP + ph / 2.0,
-            esc(&self.y_label)
+            body,
+            r##"<rect class="plot" x="{left:.2}" y="{top:.2}" width="{pw:.2}" height="{ph:.2}" fill="none" stroke="none"/>"##
         );
-        legend(
-            &mut out,
-            self.series.iter().map(|(n, _)| (n.as_str(), false)),
+        // Vertical grid at the value ticks, labels under the axis.
+        let pos: Vec<f64> = vt.iter().map(|t| sx(*t)).collect();
+        let keep = thin(&pos, &vw, 6.0);
+        body.push_str(r#"<g class="xticks">"#);
+        for (i, t) in vt.iter().enumerate() {
+            let x = pos[i];
+            let _ = write!(
+                body,
+                r##"<line data-tick="{t}" x1="{x:.2}" y1="{top:.2}" x2="{x:.2}" y2="{:.2}" stroke="#e3e3e3"/>"##,
+                bottom + 4.0
+            );
+            if keep[i] {
+                let _ = write!(
+                    body,
+                    r#"<text x="{x:.2}" y="{:.2}" text-anchor="middle">{}</text>"#,
+                    bottom + 4.0 + FONT,
+                    esc(&vlabels[i])
+                );
+            }
+        }
+        body.push_str("</g>");
+        let zero = sx(0.0);
+        let _ = write!(
+            body,
+            r##"<line x1="{zero:.2}" y1="{top:.2}" x2="{zero:.2}" y2="{bottom:.2}" stroke="#333"/>"##
         );
+        let names = unique_labels(self.series.iter().map(|(n, _)| n.as_str()));
+        let mut y = top + gap;
+        for (gi, cat) in self.categories.iter().enumerate() {
+            let gh = group_h(gi) - gap;
+            let lines = &cat_lines[gi];
+            let text_h = lines.len() as f64 * FONT * LINE_GAP;
+            text_lines(
+                &mut body,
+                left - 8.0,
+                y + (gh - text_h) / 2.0 + FONT,
+                lines,
+                FONT,
+                r#" text-anchor="end""#,
+                Some(cat),
+            );
+            let bars_y = y + (gh - nser as f64 * bar_h) / 2.0;
+            for (si, (_, values)) in self.series.iter().enumerate() {
+                let Some(Some(v)) = values.get(gi) else {
+                    continue;
+                };
+                if !v.is_finite() {
+                    continue;
+                }
+                let (a, b) = (sx(v.min(0.0)), sx(v.max(0.0)));
+                let by = bars_y + si as f64 * bar_h;
+                let _ = write!(
+                    body,
+                    r#"<rect class="bar mark" x="{a:.2}" y="{:.2}" width="{:.2}" height="{:.2}" fill="{}"><title>{} · {}: {}</title></rect>"#,
+                    by + 1.0,
+                    (b - a).max(0.0),
+                    bar_h - 2.0,
+                    color(si),
+                    esc(cat),
+                    esc(&names[si]),
+                    sig(*v, 4)
+                );
+            }
+            y += gh + gap;
+        }
+        if let Some(r) = reference {
+            let x = sx(r);
+            let _ = write!(
+                body,
+                r##"<line x1="{x:.2}" y1="{top:.2}" x2="{x:.2}" y2="{bottom:.2}" stroke="#333" stroke-dasharray="5 4"/>"##
+            );
+        }
+        let axis_title_y = bottom + 4.0 + FONT + FONT * LINE_GAP + 2.0;
+        let _ = write!(
+            body,
+            r#"<text x="{:.2}" y="{axis_title_y:.2}" text-anchor="middle"><title>{}</title>{}</text>"#,
+            left + pw / 2.0,
+            esc(&self.y_label),
+            esc(&fit(&self.y_label, pw, FONT))
+        );
+        let entries: Vec<Entry> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| Entry {
+                label: n.clone(),
+                color: color(i),
+                dash: "",
+            })
+            .collect();
+        let (leg, leg_h) = legend(&entries, axis_title_y + 10.0);
+        body.push_str(&leg);
+        let height = (axis_title_y + 10.0 + leg_h + PAD).ceil();
+        let mut out = String::new();
+        open(&mut out, "bar", &self.title, height);
+        out.push_str(&body);
         out.push_str("</svg>");
         out
     }
@@ -399,9 +806,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tick_steps_are_round() {
-        assert_eq!(ticks(0.0, 10.0, 5), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
-        assert_eq!(ticks(0.0, 1.0, 4), vec![0.0, 0.25, 0.5, 0.75, 1.0]);
+    fn tick_steps_are_round_and_cover() {
+        assert_eq!(ticks(0.0, 10.0, 5).0, vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        assert_eq!(ticks(0.0, 1.0, 4).0, vec![0.0, 0.25, 0.5, 0.75, 1.0]);
+        // The defect the report showed: 54 on an axis that ended at 40.
+        let t = ticks(0.0, 54.0, 5).0;
+        assert!(*t.last().unwrap() >= 54.0, "{t:?}");
+        let t = ticks(-3.0, 5.1, 5).0;
+        assert!(t[0] <= -3.0 && *t.last().unwrap() >= 5.1, "{t:?}");
+        assert_eq!(ticks(0.0, 0.0, 5).0, vec![0.0, 0.2, 0.4, 0.6, 0.8, 1.0]);
+    }
+
+    #[test]
+    fn wrapping_keeps_every_character() {
+        let s = "6.18.44-fc-v657 [all (2 CPUs)] · size=0.5m bzero";
+        let lines = wrap(s, 80.0, FONT);
+        assert!(lines.len() > 1);
+        assert_eq!(lines.join(" ").replace(' ', ""), s.replace(' ', ""));
+        for l in &lines {
+            assert!(text_width(l, FONT) <= 80.0, "{l}");
+        }
+    }
+
+    #[test]
+    fn duplicate_names_are_told_apart() {
+        assert_eq!(
+            unique_labels(["a", "b", "a", ""].into_iter()),
+            vec!["a", "b", "a (2)", "(unnamed)"]
+        );
     }
 
     #[test]
@@ -424,6 +856,20 @@ mod tests {
     }
 
     #[test]
+    fn zero_on_a_log_axis_draws_linear() {
+        let c = LineChart {
+            title: "t".into(),
+            x_label: "size (KB)".into(),
+            y_label: "y".into(),
+            log_x: true,
+            series: vec![Series::new("a", vec![(0.0, 1.0), (4.0, 2.0), (10.0, 3.0)])],
+        };
+        let svg = c.to_svg();
+        assert_eq!(svg.matches(r#"<circle class="mark""#).count(), 3);
+        assert!(svg.contains(r#"data-tick="0""#));
+    }
+
+    #[test]
     fn bar_chart_skips_missing_values() {
         let c = BarChart {
             title: "ratios".into(),
@@ -432,7 +878,7 @@ mod tests {
             series: vec![("B/A".into(), vec![Some(104.0), None])],
             reference: Some(100.0),
         };
-        assert_eq!(c.to_svg().matches(r#"class="bar""#).count(), 1);
+        assert_eq!(c.to_svg().matches(r#"class="bar mark""#).count(), 1);
     }
 
     #[test]

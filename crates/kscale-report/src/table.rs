@@ -175,11 +175,7 @@ impl Table {
 
     /// An HTML `<table>`; tones become CSS classes the report styles.
     pub fn to_html(&self) -> String {
-        let esc = |s: &str| {
-            s.replace('&', "&amp;")
-                .replace('<', "&lt;")
-                .replace('>', "&gt;")
-        };
+        let esc = crate::format::escape_html;
         let mut out = String::new();
         if !self.title.is_empty() {
             out.push_str(&format!("<h3>{}</h3>\n", esc(&self.title)));
@@ -217,13 +213,7 @@ impl Table {
 
     /// CSV with a leading `table` column so several tables stack in one file.
     pub fn to_csv(&self, header: bool) -> String {
-        let q = |s: &str| {
-            if s.contains([',', '"', '\n']) {
-                format!("\"{}\"", s.replace('"', "\"\""))
-            } else {
-                s.to_string()
-            }
-        };
+        let q = crate::format::csv_field;
         let mut out = String::new();
         if header {
             out.push_str(&format!(

@@ -1,52 +1,100 @@
-//! The implementation table of seed 001 ("Linux Threads vs NPTL"): for each
-//! `threads` test, a row per implementation of the primitives with its
-//! operations per second, ns and cycles per operation, and how far its rate
-//! is from a baseline implementation's, per CPU configuration.
+//! Variant tables, as seed 001 ("Linux Threads vs NPTL") compared thread
+//! libraries: within each test, a row per value of one param (an
+//! implementation, a server mode) with its metrics side by side per CPU
+//! configuration, and how far its first metric is from a baseline value's.
+//! Which param, which metrics and which baseline come from the workload
+//! definitions ([`crate::VariantsSpec`]).
 
 use crate::format::sig;
 use crate::results::{case_label, cpus_header, RuleInfo};
 use crate::table::{Cell, RowKind, Table, Tone};
-use crate::{Catalog, WorkloadInfo};
+use crate::{Catalog, VariantsSpec};
 use kscale_core::{CaseKey, Welch};
 use kscale_store::{CaseData, CaseStatus, RunData};
 
-/// The family whose cases carry an `impl` param.
-const FAMILY: &str = "threads";
-const IMPL: &str = "impl";
-/// Metric names the `threads` workloads declare: the first is primary.
-const OPS: &str = "ops";
-const NS: &str = "ns";
-const CYCLES: &str = "cycles";
 const ALPHA: f64 = 0.05;
 
-/// One test case with its params other than `impl`: a section of the table.
+/// One test case with its params other than the variant param: a section
+/// of the table.
 struct Group<'a> {
     base: CaseKey,
-    /// impl → cpus config → case.
+    /// variant → (cpus config, case).
     rows: Vec<(String, Vec<(String, &'a CaseData)>)>,
 }
 
-/// Builds the table, or `None` when the run has no `threads` case with an
-/// `impl` param.
-pub fn impl_table(run: &RunData, cat: &dyn Catalog, baseline: &str) -> Option<Table> {
-    let rule = RuleInfo::of(run);
-    let cases: Vec<&CaseData> = run
-        .cases
-        .iter()
-        .filter(|c| c.key.family() == FAMILY && c.key.params.contains_key(IMPL))
-        .collect();
-    if cases.is_empty() {
-        return None;
+/// One table per distinct variants declaration among the run's workloads,
+/// comparing against `baseline` (or each declaration's own).
+pub fn variant_tables(run: &RunData, cat: &dyn Catalog, baseline: Option<&str>) -> Vec<Table> {
+    let mut specs: Vec<(VariantsSpec, Vec<&CaseData>)> = Vec::new();
+    for c in &run.cases {
+        let Some(spec) = cat.info(&c.key.workload).variants else {
+            continue;
+        };
+        if !c.key.params.contains_key(&spec.param) {
+            continue;
+        }
+        match specs.iter_mut().find(|(s, _)| *s == spec) {
+            Some((_, cases)) => cases.push(c),
+            None => specs.push((spec, vec![c])),
+        }
     }
+    specs
+        .iter()
+        .map(|(spec, cases)| {
+            let base = baseline.unwrap_or(&spec.baseline);
+            table(run, cat, spec, cases, base)
+        })
+        .collect()
+}
+
+fn table(
+    run: &RunData,
+    cat: &dyn Catalog,
+    spec: &VariantsSpec,
+    cases: &[&CaseData],
+    baseline: &str,
+) -> Table {
+    let rule = RuleInfo::of(run);
+    // The declared metrics, or every metric the cases carry.
+    let metrics: Vec<(String, String)> = if spec.metrics.is_empty() {
+        cases
+            .first()
+            .map(|c| {
+                c.metrics
+                    .iter()
+                    .map(|m| (m.name.clone(), m.unit.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    } else {
+        let info = cases
+            .first()
+            .map(|c| cat.info(&c.key.workload))
+            .unwrap_or_default();
+        spec.metrics
+            .iter()
+            .map(|(m, h)| {
+                let heading = if h.is_empty() {
+                    info.unit(m).unwrap_or(m).to_string()
+                } else {
+                    h.clone()
+                };
+                (m.clone(), heading)
+            })
+            .collect()
+    };
+    let Some((compared, _)) = metrics.first().cloned() else {
+        return Table::new(spec.title.clone(), vec![spec.heading.clone()]);
+    };
     let mut configs: Vec<(String, usize)> = Vec::new();
     let mut groups: Vec<Group> = Vec::new();
-    for c in &cases {
+    for c in cases {
         if !configs.iter().any(|(n, _)| *n == c.key.cpus) {
             configs.push((c.key.cpus.clone(), c.cpus.len()));
         }
         let mut base = c.key.clone();
         base.cpus.clear();
-        let imp = base.params.remove(IMPL).unwrap_or_default();
+        let variant = base.params.remove(&spec.param).unwrap_or_default();
         let gi = match groups.iter().position(|g| g.base == base) {
             Some(i) => i,
             None => {
@@ -58,79 +106,81 @@ pub fn impl_table(run: &RunData, cat: &dyn Catalog, baseline: &str) -> Option<Ta
             }
         };
         let g = &mut groups[gi];
-        match g.rows.iter_mut().find(|(i, _)| *i == imp) {
+        match g.rows.iter_mut().find(|(v, _)| *v == variant) {
             Some((_, per)) => per.push((c.key.cpus.clone(), c)),
-            None => g.rows.push((imp, vec![(c.key.cpus.clone(), c)])),
+            None => g.rows.push((variant, vec![(c.key.cpus.clone(), c)])),
         }
     }
 
-    let mut headers = vec!["Implementation".to_string()];
+    // Colours follow "better", which for a time is less.
+    let lower_is_better = cases
+        .iter()
+        .find_map(|c| c.metrics.iter().find(|m| m.name == compared))
+        .is_some_and(|m| m.direction == kscale_core::Direction::Lower);
+    let per_config = metrics.len() + 1;
+    let mut headers = vec![spec.heading.clone()];
     for (name, count) in &configs {
         let h = cpus_header(name, *count);
-        headers.push(format!("{h} ops/s"));
-        headers.push("ns/op".into());
-        headers.push("cycles/op".into());
+        for (i, (_, heading)) in metrics.iter().enumerate() {
+            headers.push(if i == 0 {
+                format!("{h} {heading}")
+            } else {
+                heading.clone()
+            });
+        }
         headers.push(format!("vs {baseline}"));
     }
     let width = headers.len();
-    let mut table = Table::new(
-        format!("Thread library implementations ({FAMILY}), compared to {baseline}"),
-        headers,
-    );
+    let mut table = Table::new(format!("{}, compared to {baseline}", spec.title), headers);
     let mut missing_baseline = false;
     let mut not_converged = 0;
     for g in &groups {
-        let info = cat
-            .workload(&g.base.workload)
-            .unwrap_or_else(|| WorkloadInfo {
-                id: g.base.workload.clone(),
-                family: FAMILY.into(),
-                family_title: FAMILY.into(),
-                title: g.base.workload.clone(),
-                param_order: Vec::new(),
-                geomean_over: None,
-            });
+        let info = cat.info(&g.base.workload);
         let mut section = vec![Cell::new(case_label(&info, &g.base))];
         section.resize(width, Cell::new(""));
         table.push(RowKind::Section, section);
-        let base_row = g.rows.iter().find(|(i, _)| i == baseline);
-        for (imp, per) in &g.rows {
-            let mut cells = vec![Cell::new(imp.clone())];
+        let base_row = g.rows.iter().find(|(v, _)| v == baseline);
+        for (variant, per) in &g.rows {
+            let mut cells = vec![Cell::new(variant.clone())];
             for (cfg, _) in &configs {
                 let Some((_, case)) = per.iter().find(|(c, _)| c == cfg) else {
-                    cells.extend((0..4).map(|_| Cell::new("")));
+                    cells.extend((0..per_config).map(|_| Cell::new("")));
                     continue;
                 };
                 if case.status == CaseStatus::Failed {
                     cells.push(Cell::tone("failed", Tone::Bad));
-                    cells.extend((0..3).map(|_| Cell::new("")));
+                    cells.extend((1..per_config).map(|_| Cell::new("")));
                     continue;
                 }
-                let mean = |m: &str| {
+                for (i, (m, _)) in metrics.iter().enumerate() {
                     let s = case.summary(m, rule.confidence_pct);
-                    (s.n > 0).then_some(s.mean)
-                };
-                let fmt = |v: Option<f64>| v.map_or_else(|| "–".to_string(), |v| sig(v, 4));
-                let ops = mean(OPS);
-                let mut ops_cell = Cell::new(fmt(ops));
-                if case.converged == Some(false) {
-                    not_converged += 1;
-                    ops_cell = Cell::tone(format!("{}*", ops_cell.text), Tone::Warn);
+                    let text = if s.n > 0 {
+                        sig(s.mean, 4)
+                    } else {
+                        "–".to_string()
+                    };
+                    if i == 0 && case.converged == Some(false) {
+                        not_converged += 1;
+                        cells.push(Cell::tone(format!("{text}*"), Tone::Warn));
+                    } else {
+                        cells.push(Cell::new(text));
+                    }
                 }
-                cells.push(ops_cell);
-                cells.push(Cell::new(fmt(mean(NS))));
-                cells.push(Cell::new(fmt(mean(CYCLES))));
                 let base_case = base_row.and_then(|(_, bp)| {
                     bp.iter()
                         .find(|(c, _)| c == cfg)
                         .map(|(_, c)| *c)
                         .filter(|c| c.status != CaseStatus::Failed)
                 });
-                cells.push(if imp == baseline {
+                cells.push(if variant == baseline {
                     Cell::tone("–", Tone::Dim)
                 } else {
                     match base_case {
-                        Some(b) => diff_cell(&case.values(OPS), &b.values(OPS)),
+                        Some(b) => diff_cell(
+                            &case.values(&compared),
+                            &b.values(&compared),
+                            lower_is_better,
+                        ),
                         None => {
                             missing_baseline = true;
                             Cell::tone("n/a", Tone::Dim)
@@ -141,12 +191,15 @@ pub fn impl_table(run: &RunData, cat: &dyn Catalog, baseline: &str) -> Option<Ta
             table.push(RowKind::Data, cells);
         }
     }
+    let heading = &metrics[0].1;
     table.notes.push(format!(
-        "vs {baseline}: operations per second relative to {baseline} in the same test and CPU \
-         configuration (+ more, − fewer; green better, red worse); ~: Welch's t-test finds no \
-         significant difference (two-sided, α = {ALPHA}). cycles/op: CPU cycles of all the \
-         test's threads per operation."
+        "vs {baseline}: {heading} relative to {baseline} in the same test and CPU \
+         configuration (+ more, − less; green better, red worse); ~: Welch's t-test finds no \
+         significant difference (two-sided, α = {ALPHA})."
     ));
+    if !spec.note.is_empty() {
+        table.notes.push(spec.note.clone());
+    }
     if missing_baseline {
         table.notes.push(format!(
             "n/a: {baseline} was not run (or failed) for that test; choose another with --baseline"
@@ -159,8 +212,8 @@ pub fn impl_table(run: &RunData, cat: &dyn Catalog, baseline: &str) -> Option<Ta
         ));
     }
     let mut notes: Vec<String> = Vec::new();
-    for c in &cases {
-        for n in c.notes.iter().filter(|n| n.starts_with("cycles/op")) {
+    for c in cases {
+        for n in &c.notes {
             let n = format!("note: {n}");
             if !notes.contains(&n) {
                 notes.push(n);
@@ -168,11 +221,11 @@ pub fn impl_table(run: &RunData, cat: &dyn Catalog, baseline: &str) -> Option<Ta
         }
     }
     table.notes.extend(notes);
-    Some(table)
+    table
 }
 
 /// `+44%`, `−86%`, with `~` when the difference is not significant.
-fn diff_cell(values: &[f64], base: &[f64]) -> Cell {
+fn diff_cell(values: &[f64], base: &[f64], lower_is_better: bool) -> Cell {
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     if values.is_empty() || base.is_empty() || mean(base) == 0.0 {
         return Cell::tone("–", Tone::Dim);
@@ -186,7 +239,7 @@ fn diff_cell(values: &[f64], base: &[f64]) -> Cell {
     let significant = Welch::test(values, base).is_some_and(|w| w.significant(ALPHA));
     if !significant {
         Cell::tone(format!("~{text}"), Tone::Dim)
-    } else if d > 0.0 {
+    } else if (d > 0.0) != lower_is_better {
         Cell::tone(text, Tone::Good)
     } else {
         Cell::tone(text, Tone::Bad)

@@ -1,6 +1,6 @@
 //! Snapshot tests of the generated SVG and HTML.
 
-use kscale_report::html::{render, Report, Section};
+use kscale_report::html::{render, Block, Report, Section};
 use kscale_report::svg::{BarChart, Chart, LineChart, Series};
 use kscale_report::{Cell, RowKind, Table};
 
@@ -100,12 +100,19 @@ fn report_html() {
             id: "compare".into(),
             title: "Direct comparison".into(),
             intro: Some("Ratios.".into()),
-            tables: vec![t],
-            charts: vec![bars(), line()],
+            blocks: vec![
+                Block::Charts(vec![bars(), line()]),
+                Block::Table(t),
+                Block::Details {
+                    summary: "one case <b>".into(),
+                    blocks: vec![],
+                },
+            ],
         }],
     };
     let html = render(&report).unwrap();
     assert!(html.contains("data-charts=\"2\""));
     assert!(html.contains("legend &lt;escaped&gt;"));
+    assert!(html.contains("<summary>one case &lt;b&gt;</summary>"));
     insta::assert_snapshot!(html);
 }

@@ -2,7 +2,7 @@
 
 use kscale_core::{CaseKey, Direction};
 use kscale_report::results::run_tables;
-use kscale_report::{Catalog, WorkloadInfo};
+use kscale_report::{Catalog, ParamInfo, WorkloadInfo};
 mod common;
 use common::run_with;
 use kscale_store::{CaseData, CaseStatus, MetricRow, RunData, TrialRow};
@@ -41,8 +41,15 @@ impl Catalog for Cat {
             family: family.into(),
             family_title: family_title.into(),
             title: title.into(),
-            param_order: params.into_iter().map(String::from).collect(),
+            params: params
+                .into_iter()
+                .map(|p| ParamInfo {
+                    name: p.into(),
+                    ..Default::default()
+                })
+                .collect(),
             geomean_over: over.map(String::from),
+            ..Default::default()
         })
     }
     fn family_order(&self) -> Vec<String> {

@@ -1,15 +1,22 @@
-//! Snapshot tests of the seed-001 implementation table built from a stored
-//! run of the `threads` family.
+//! Snapshot tests of a variant table — seed 001's implementation table —
+//! built from a stored run of a family whose definition declares one.
 
 use kscale_core::{CaseKey, Direction};
-use kscale_report::impls::impl_table;
-use kscale_report::{Catalog, WorkloadInfo};
+use kscale_report::variants::variant_tables;
+use kscale_report::{Catalog, ParamInfo, Table, VariantsSpec, WorkloadInfo};
 mod common;
 use common::run_with;
 use kscale_store::{CaseData, CaseStatus, MetricRow, RunData, TrialRow};
 use std::collections::BTreeMap;
 
 struct Cat;
+
+/// The run's only variant table.
+fn one(run: &RunData, baseline: Option<&str>) -> Option<Table> {
+    let mut v = variant_tables(run, &Cat, baseline);
+    assert!(v.len() <= 1, "{v:?}");
+    v.pop()
+}
 
 impl Catalog for Cat {
     fn workload(&self, id: &str) -> Option<WorkloadInfo> {
@@ -23,13 +30,31 @@ impl Catalog for Cat {
             "syscall.null" => ("Simple syscall", vec![]),
             _ => return None,
         };
+        let variants = id.starts_with("threads.").then(|| VariantsSpec {
+            title: "Thread library implementations".into(),
+            param: "impl".into(),
+            heading: "Implementation".into(),
+            metrics: [("ops", "ops/s"), ("ns", "ns/op"), ("cycles", "cycles/op")]
+                .iter()
+                .map(|(m, h)| (m.to_string(), h.to_string()))
+                .collect(),
+            baseline: "pthread".into(),
+            note: "cycles/op: CPU cycles of all the test's threads per operation.".into(),
+        });
         Some(WorkloadInfo {
             id: id.into(),
             family: id.split('.').next().unwrap_or(id).into(),
             family_title: "Thread library".into(),
             title: title.into(),
-            param_order: params.into_iter().map(String::from).collect(),
-            geomean_over: None,
+            params: params
+                .into_iter()
+                .map(|p| ParamInfo {
+                    name: p.into(),
+                    ..Default::default()
+                })
+                .collect(),
+            variants,
+            ..Default::default()
         })
     }
     fn family_order(&self) -> Vec<String> {
@@ -153,19 +178,19 @@ fn threads_run() -> RunData {
 
 #[test]
 fn terminal_table() {
-    let t = impl_table(&threads_run(), &Cat, "pthread").expect("threads cases");
+    let t = one(&threads_run(), None).expect("threads cases");
     insta::assert_snapshot!(t.to_terminal(false));
 }
 
 #[test]
 fn markdown_table_against_std() {
-    let t = impl_table(&threads_run(), &Cat, "std").expect("threads cases");
+    let t = one(&threads_run(), Some("std")).expect("threads cases");
     insta::assert_snapshot!(t.to_markdown());
 }
 
 #[test]
 fn missing_baseline_is_marked() {
-    let t = impl_table(&threads_run(), &Cat, "nptl").expect("threads cases");
+    let t = one(&threads_run(), Some("nptl")).expect("threads cases");
     let text = t.to_terminal(false);
     assert!(
         text.contains("n/a") && text.contains("--baseline"),
@@ -176,5 +201,5 @@ fn missing_baseline_is_marked() {
 #[test]
 fn no_threads_cases_no_table() {
     let run = run_with(vec![case(1, "syscall.null", &[], "1", 1.0, 0.0)]);
-    assert!(impl_table(&run, &Cat, "pthread").is_none());
+    assert!(one(&run, None).is_none());
 }

@@ -13,7 +13,7 @@
 
 use crate::mem::{median_of_reps, median_time_per_op, reps};
 use crate::util::{fork_child, ChildGuard};
-use crate::{timed, Family, TrialCtx, TrialOutput, WorkloadDef};
+use crate::{timed, ChartDef, Family, TrialCtx, TrialOutput, WorkloadDef};
 use anyhow::{bail, ensure, Context, Result};
 use kscale_core::{MetricDef, ParamDef, ParamKind};
 use std::hint::black_box;
@@ -58,6 +58,7 @@ pub static FAMILY: Family = Family {
         ],
         metrics: &[LAT, OVERHEAD],
         geomean_over: Some("procs"),
+        charts: &[ChartDef::against("procs").log()],
         run: lat,
         ..WorkloadDef::BASE
     }],

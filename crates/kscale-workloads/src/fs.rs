@@ -9,7 +9,7 @@
 //! Every batch's tree is removed when the batch ends, on errors too. The
 //! figure is the median of short batches, as lat_fs's benchmp reports.
 
-use crate::{Family, TrialCtx, TrialOutput, WorkloadDef};
+use crate::{ChartDef, Family, TrialCtx, TrialOutput, WorkloadDef};
 use anyhow::{ensure, Context, Result};
 use kscale_core::{MetricDef, ParamDef, ParamKind};
 use std::ffi::CString;
@@ -51,6 +51,7 @@ pub static FAMILY: Family = Family {
             params: &[SIZE],
             metrics: &[CREATES],
             geomean_over: Some("size"),
+            charts: &[ChartDef::against("size")],
             timeout: Duration::from_secs(300),
             run: create,
             ..WorkloadDef::BASE
@@ -64,6 +65,7 @@ pub static FAMILY: Family = Family {
             params: &[SIZE],
             metrics: &[DELETES],
             geomean_over: Some("size"),
+            charts: &[ChartDef::against("size")],
             timeout: Duration::from_secs(300),
             run: delete,
             ..WorkloadDef::BASE

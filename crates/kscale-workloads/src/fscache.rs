@@ -36,7 +36,7 @@
 //!   autogroup, whereas fio's jobs call setsid() and each get a share of
 //!   their own. KB per CPU-second takes the share out.
 
-use crate::{Family, TrialCtx, TrialOutput, WorkloadDef};
+use crate::{ChartDef, Family, TrialCtx, TrialOutput, WorkloadDef};
 use anyhow::{bail, ensure, Context, Result};
 use kscale_core::{MetricDef, ParamDef, ParamKind};
 use std::alloc::Layout;
@@ -125,6 +125,9 @@ pub static FAMILY: Family = Family {
             },
         ],
         metrics: &[BW, OPS, ONCPU, CPU_BW],
+        charts: &[ChartDef::against("bufsize")
+            .log()
+            .metrics(&["bandwidth", "bw_per_cpu"])],
         timeout: Duration::from_secs(60),
         run: read,
         ..WorkloadDef::BASE

@@ -54,6 +54,12 @@ pub struct WorkloadDef {
     /// The seed reports some workloads as a geometric mean across one param
     /// (ctx across `procs`, mem across `size`); tables add those rows.
     pub geomean_over: Option<&'static str>,
+    /// Charts of this workload's results against one of its params (the
+    /// report draws them; see docs/report.md). Empty: no such chart.
+    pub charts: &'static [ChartDef],
+    /// A table comparing the values of one param side by side (seed 001's
+    /// thread-library implementations), shown by `show` and the report.
+    pub variants: Option<VariantsDef>,
     /// Longest a single trial may take before the worker is killed.
     pub timeout: Duration,
     /// A micro-benchmark's trial, run in one worker process. Macro workloads
@@ -63,6 +69,72 @@ pub struct WorkloadDef {
     pub roles: Option<&'static roles::Roles>,
     /// How trials become the result: converge (the default) or median of N.
     pub rule: RunRule,
+}
+
+/// One chart of a workload's metrics against a param, e.g. transactions/s
+/// against connections. The report draws one chart per metric, one line per
+/// system × CPU configuration × each other param that varies in the run, and
+/// labels the axes with the param's name and the metric's unit — so a new
+/// family gets its figures from its definition, without report code.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ChartDef {
+    /// The param on the x axis; its values must be numbers, sizes, seconds
+    /// or counts (`ncpus` counts the configuration's CPUs).
+    pub x: &'static str,
+    /// Logarithmic x axis (values sweep powers of two, say). Values at or
+    /// below zero cannot sit on such an axis, so a chart holding them is
+    /// drawn linear instead.
+    pub log_x: bool,
+    /// Metrics charted, one chart each; empty = the primary metric.
+    pub metrics: &'static [&'static str],
+    /// Params whose values get a line each (besides system and CPU
+    /// configuration). Empty: every param that varies gets lines; otherwise
+    /// a varying param not listed here gets a chart per value.
+    pub series: &'static [&'static str],
+}
+
+impl ChartDef {
+    /// The primary metric against `x` on a linear axis.
+    pub const fn against(x: &'static str) -> ChartDef {
+        ChartDef {
+            x,
+            log_x: false,
+            metrics: &[],
+            series: &[],
+        }
+    }
+    pub const fn log(mut self) -> ChartDef {
+        self.log_x = true;
+        self
+    }
+    pub const fn metrics(mut self, metrics: &'static [&'static str]) -> ChartDef {
+        self.metrics = metrics;
+        self
+    }
+    pub const fn series(mut self, series: &'static [&'static str]) -> ChartDef {
+        self.series = series;
+        self
+    }
+}
+
+/// A table with a row per value of `param` (an implementation, a server
+/// mode) inside each test, its `metrics` side by side per CPU
+/// configuration, and the first metric's difference from a baseline value
+/// with Welch's test.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VariantsDef {
+    /// The table's title ("Thread library implementations").
+    pub title: &'static str,
+    pub param: &'static str,
+    /// Heading of the column naming the variants ("Implementation").
+    pub heading: &'static str,
+    /// Metrics shown with their column heading (empty: the unit), the
+    /// compared one first; empty = every metric under its unit.
+    pub metrics: &'static [(&'static str, &'static str)],
+    /// The value compared against unless the user names another.
+    pub baseline: &'static str,
+    /// What the table's figures mean, printed under it.
+    pub note: &'static str,
 }
 
 /// Stands in for `run` in [`WorkloadDef::BASE`]; a registry entry that
@@ -83,6 +155,8 @@ impl WorkloadDef {
         params: &[],
         metrics: &[],
         geomean_over: None,
+        charts: &[],
+        variants: None,
         timeout: Duration::from_secs(120),
         run: no_run,
         roles: None,
@@ -336,6 +410,43 @@ mod tests {
                         "{} geomean_over names unknown param {g}",
                         w.id()
                     );
+                }
+                let metric = |m: &str| w.metrics.iter().any(|d| d.name == m);
+                for c in w.charts {
+                    let x = w.param(c.x).unwrap_or_else(|| {
+                        panic!("{} charts against unknown param {}", w.id(), c.x)
+                    });
+                    assert!(
+                        !matches!(
+                            x.kind,
+                            kscale_core::ParamKind::Choice(_)
+                                | kscale_core::ParamKind::Str
+                                | kscale_core::ParamKind::Addr
+                        ),
+                        "{} charts against {}, which is not a number",
+                        w.id(),
+                        c.x
+                    );
+                    for m in c.metrics {
+                        assert!(metric(m), "{} charts unknown metric {m}", w.id());
+                    }
+                    for p in c.series {
+                        assert!(
+                            w.param(p).is_some(),
+                            "{} series by unknown param {p}",
+                            w.id()
+                        );
+                    }
+                }
+                if let Some(v) = &w.variants {
+                    let p = w.param(v.param).unwrap_or_else(|| {
+                        panic!("{} variants of unknown param {}", w.id(), v.param)
+                    });
+                    p.validate(&w.id(), v.baseline)
+                        .unwrap_or_else(|e| panic!("{} variants baseline: {e}", w.id()));
+                    for (m, _) in v.metrics {
+                        assert!(metric(m), "{} variants show unknown metric {m}", w.id());
+                    }
                 }
                 for p in w.params {
                     assert!(

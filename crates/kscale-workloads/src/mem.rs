@@ -10,7 +10,7 @@
 //! bw_mem's on the same machine. `bzero` and `bcopy` call the C library's
 //! `memset`/`memcpy`, as bw_mem does.
 
-use crate::{timed, Family, TrialCtx, TrialOutput, WorkloadDef};
+use crate::{timed, ChartDef, Family, TrialCtx, TrialOutput, WorkloadDef};
 use anyhow::{ensure, Context, Result};
 use kscale_core::{MetricDef, ParamDef, ParamKind};
 use std::alloc::Layout;
@@ -38,6 +38,8 @@ const SIZE: ParamDef = ParamDef {
     quick: &["0.5m", "8m", "64m"],
 };
 const PARAMS: &[ParamDef] = &[SIZE];
+/// Bandwidth against buffer size, as bw_mem's plots draw it.
+const CHARTS: &[ChartDef] = &[ChartDef::against("size").log()];
 
 const fn workload(
     name: &'static str,
@@ -53,6 +55,7 @@ const fn workload(
         params: PARAMS,
         metrics: BW_METRICS,
         geomean_over: Some("size"),
+        charts: CHARTS,
         run,
         ..WorkloadDef::BASE
     }

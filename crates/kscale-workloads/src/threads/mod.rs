@@ -19,7 +19,7 @@
 mod futex;
 mod prims;
 
-use crate::{Family, TrialCtx, TrialOutput, WorkloadDef};
+use crate::{Family, TrialCtx, TrialOutput, VariantsDef, WorkloadDef};
 use anyhow::{bail, ensure, Context, Result};
 use kscale_core::{MetricDef, ParamDef, ParamKind};
 use kscale_sys::perf::CycleCounter;
@@ -32,6 +32,17 @@ const OPS: MetricDef = MetricDef::higher("ops", "ops/s");
 const NS: MetricDef = MetricDef::lower("ns", "ns");
 const CYCLES: MetricDef = MetricDef::lower("cycles", "cycles");
 const METRICS: &[MetricDef] = &[OPS, NS, CYCLES];
+
+/// Seed 001's table: each implementation's rate beside the others', against
+/// NPTL (glibc's pthreads today).
+const IMPLS: VariantsDef = VariantsDef {
+    title: "Thread library implementations",
+    param: "impl",
+    heading: "Implementation",
+    metrics: &[("ops", "ops/s"), ("ns", "ns/op"), ("cycles", "cycles/op")],
+    baseline: "pthread",
+    note: "cycles/op: CPU cycles of all the test's threads per operation.",
+};
 
 const SECONDS: ParamDef = ParamDef {
     name: "seconds",
@@ -88,6 +99,7 @@ pub static FAMILY: Family = Family {
                 SECONDS,
             ],
             metrics: METRICS,
+            variants: Some(IMPLS),
             timeout: TIMEOUT,
             run: lifecycle,
             ..WorkloadDef::BASE
@@ -118,6 +130,7 @@ pub static FAMILY: Family = Family {
                 SECONDS,
             ],
             metrics: METRICS,
+            variants: Some(IMPLS),
             timeout: TIMEOUT,
             run: context,
             ..WorkloadDef::BASE
@@ -148,6 +161,7 @@ pub static FAMILY: Family = Family {
                 SECONDS,
             ],
             metrics: METRICS,
+            variants: Some(IMPLS),
             timeout: TIMEOUT,
             run: wakeup,
             ..WorkloadDef::BASE
@@ -172,6 +186,7 @@ pub static FAMILY: Family = Family {
                 SECONDS,
             ],
             metrics: METRICS,
+            variants: Some(IMPLS),
             timeout: TIMEOUT,
             run: uncontested,
             ..WorkloadDef::BASE

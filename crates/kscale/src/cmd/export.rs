@@ -1,11 +1,10 @@
 //! `kscale export RUN --format json|csv`: the run's results for other tools.
 //! The JSON layout is documented in the README and is a stable interface.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use kscale_report::results::RuleInfo;
 use kscale_store::{CaseStatus, RunData};
 use serde_json::{json, Value};
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -86,13 +85,7 @@ pub fn to_json(data: &RunData) -> Value {
 }
 
 pub fn to_csv(data: &RunData) -> String {
-    let q = |s: &str| {
-        if s.contains([',', '"', '\n']) {
-            format!("\"{}\"", s.replace('"', "\"\""))
-        } else {
-            s.to_string()
-        }
-    };
+    let q = kscale_report::format::csv_field;
     let mut out = String::from(
         "run_id,label,workload,params,cpus,metric,primary,unit,direction,mean,ci_low,ci_high,n,converged,status,trials\n",
     );
@@ -145,9 +138,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     match &args.output {
         Some(p) => std::fs::write(p, text)
             .map_err(|e| crate::error::user(format!("cannot write {}: {e}", p.display())))?,
-        None => std::io::stdout()
-            .write_all(text.as_bytes())
-            .context("writing to standard output")?,
+        None => crate::output::print(&text)?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -16,7 +16,10 @@ pub mod worker;
 
 use crate::error::user;
 use anyhow::Result;
-use kscale_report::{Catalog, WorkloadInfo};
+use kscale_core::ParamKind;
+use kscale_report::{
+    Catalog, ChartSpec, MetricInfo, ParamInfo, ParamScale, VariantsSpec, WorkloadInfo,
+};
 use kscale_store::Store;
 use std::path::{Path, PathBuf};
 
@@ -62,13 +65,58 @@ impl Catalog for Registry {
     fn workload(&self, id: &str) -> Option<WorkloadInfo> {
         let w = kscale_workloads::find(id)?;
         let f = kscale_workloads::family(w.family)?;
+        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         Some(WorkloadInfo {
             id: w.id(),
             family: f.name.into(),
             family_title: f.title.into(),
             title: w.title.into(),
-            param_order: w.params.iter().map(|p| p.name.to_string()).collect(),
+            params: w
+                .params
+                .iter()
+                .map(|p| ParamInfo {
+                    name: p.name.into(),
+                    scale: match p.kind {
+                        ParamKind::Size { .. } => ParamScale::Bytes,
+                        ParamKind::Count { .. } => ParamScale::Count,
+                        ParamKind::Int { .. } | ParamKind::Seconds { .. } => ParamScale::Number,
+                        ParamKind::Choice(_) | ParamKind::Str | ParamKind::Addr => {
+                            ParamScale::Label
+                        }
+                    },
+                })
+                .collect(),
+            metrics: w
+                .metrics
+                .iter()
+                .map(|m| MetricInfo {
+                    name: m.name.into(),
+                    unit: m.unit.into(),
+                })
+                .collect(),
             geomean_over: w.geomean_over.map(String::from),
+            charts: w
+                .charts
+                .iter()
+                .map(|c| ChartSpec {
+                    x: c.x.into(),
+                    log_x: c.log_x,
+                    metrics: strings(c.metrics),
+                    series: strings(c.series),
+                })
+                .collect(),
+            variants: w.variants.map(|v| VariantsSpec {
+                title: v.title.into(),
+                param: v.param.into(),
+                heading: v.heading.into(),
+                metrics: v
+                    .metrics
+                    .iter()
+                    .map(|(m, h)| (m.to_string(), h.to_string()))
+                    .collect(),
+                baseline: v.baseline.into(),
+                note: v.note.into(),
+            }),
         })
     }
     fn family_order(&self) -> Vec<String> {

@@ -1,8 +1,9 @@
 //! `kscale show RUN`: a run's results as tables, one per family.
 
+use crate::output::out;
 use anyhow::Result;
-use kscale_report::impls::impl_table;
 use kscale_report::results::{accounting_table, run_tables};
+use kscale_report::variants::variant_tables;
 use kscale_report::Table;
 use kscale_store::RunData;
 use std::path::PathBuf;
@@ -16,15 +17,12 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value = "terminal")]
     format: Format,
-    /// Implementation the `threads` implementation table compares against
-    /// (pthread, std, futex or spin).
-    #[arg(long, value_name = "IMPL", default_value = DEFAULT_BASELINE)]
-    baseline: String,
+    /// The variant that variant tables compare against (e.g. an
+    /// implementation of `threads`: pthread, std, futex or spin); default:
+    /// the one each workload definition names (pthread for `threads`).
+    #[arg(long, value_name = "VALUE")]
+    baseline: Option<String>,
 }
-
-/// The seed compared every thread library against NPTL; glibc's pthreads
-/// are NPTL today.
-pub const DEFAULT_BASELINE: &str = "pthread";
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum Format {
@@ -54,11 +52,12 @@ pub fn header(data: &RunData) -> String {
     )
 }
 
-/// The family tables, then (for a run with `threads` cases) the
-/// implementation table of seed 001, then the CPU accounting of every case.
-fn tables(data: &RunData, baseline: &str) -> Vec<Table> {
+/// The family tables, then the variant tables the definitions declare
+/// (seed 001's thread-library implementations), then the CPU accounting and
+/// the kernel profiles of every case.
+fn tables(data: &RunData, baseline: Option<&str>) -> Vec<Table> {
     let mut tables = run_tables(data, &super::Registry);
-    tables.extend(impl_table(data, &super::Registry, baseline));
+    tables.extend(variant_tables(data, &super::Registry, baseline));
     tables.extend(accounting_table(data, &super::Registry));
     tables.extend(kscale_report::profile::profile_tables(
         data,
@@ -68,10 +67,10 @@ fn tables(data: &RunData, baseline: &str) -> Vec<Table> {
 }
 
 pub fn render(data: &RunData, color: bool) -> String {
-    render_against(data, color, DEFAULT_BASELINE)
+    render_against(data, color, None)
 }
 
-fn render_against(data: &RunData, color: bool, baseline: &str) -> String {
+fn render_against(data: &RunData, color: bool, baseline: Option<&str>) -> String {
     let mut out = header(data);
     for t in tables(data, baseline) {
         out.push('\n');
@@ -84,23 +83,23 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let store = super::open_existing(db)?;
     let id = store.resolve(&args.run)?;
     let data = store.load_run(id)?;
-    match args.format {
-        Format::Terminal => print!(
-            "{}",
-            render_against(&data, super::use_color(), &args.baseline)
-        ),
+    let baseline = args.baseline.as_deref();
+    let text = match args.format {
+        Format::Terminal => render_against(&data, super::use_color(), baseline),
         Format::Md => {
-            print!("{}", header(&data));
-            for t in tables(&data, &args.baseline) {
-                println!();
-                print!("{}", t.to_markdown());
+            let mut s = header(&data);
+            for t in tables(&data, baseline) {
+                s.push('\n');
+                s.push_str(&t.to_markdown());
             }
+            s
         }
-        Format::Csv => {
-            for (i, t) in tables(&data, &args.baseline).iter().enumerate() {
-                print!("{}", t.to_csv(i == 0));
-            }
-        }
-    }
+        Format::Csv => tables(&data, baseline)
+            .iter()
+            .enumerate()
+            .map(|(i, t)| t.to_csv(i == 0))
+            .collect(),
+    };
+    out!("{text}")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -2,6 +2,7 @@
 //! on one CPU and on all CPUs with interleaved trials, store it, print the
 //! direct results and the scalability, and write the HTML report.
 
+use crate::output::{out, outln};
 use anyhow::Result;
 use kscale_report::results::run_tables;
 use kscale_report::scale::{scale, tables as scale_tables};
@@ -62,26 +63,32 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let (store, run_id) = super::run::measure(&run_args, db)?;
     let data = store.load_run(run_id)?;
     let color = super::use_color();
-    println!("{}", super::show::header(&data));
-    println!("== Direct results");
+    outln!("{}", super::show::header(&data))?;
+    outln!("== Direct results")?;
     for t in run_tables(&data, &super::Registry) {
-        println!();
-        print!("{}", t.to_terminal(color));
+        outln!()?;
+        out!("{}", t.to_terminal(color))?;
     }
-    println!("\n== Scalability (all CPUs ÷ 1 CPU)");
+    outln!("\n== Scalability (all CPUs ÷ 1 CPU)")?;
     match scale(&data, None, &super::Registry) {
         Ok(s) => {
             for t in scale_tables(&s) {
-                println!();
-                print!("{}", t.to_terminal(color));
+                outln!()?;
+                out!("{}", t.to_terminal(color))?;
             }
         }
-        Err(e) => println!("{e}"),
+        Err(e) => outln!("{e}")?,
     }
-    if let Some(t) = kscale_report::profile::summary_table(&data, &super::Registry) {
-        println!("\n== Kernel profiles");
-        println!();
-        print!("{}", t.to_terminal(color));
+    // The profiles' answer in a screen: what grew from 1 CPU to all, per
+    // family; every case's routines are in `show` and the report.
+    if let Some(t) = kscale_report::profile::cpu_growth(&data, &super::Registry) {
+        outln!("\n== Kernel profiles")?;
+        outln!()?;
+        out!("{}", t.to_terminal(color))?;
+        outln!(
+            "each case's top routines: kscale show {} (or the report below)",
+            data.run.id
+        )?;
     }
     let path = args.output.unwrap_or_else(|| {
         let safe: String = data
@@ -99,9 +106,9 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         PathBuf::from(format!("kscale-study-{safe}.html"))
     });
     super::report::write(std::slice::from_ref(&data), &path)?;
-    println!(
+    outln!(
         "\nreport: {}",
         std::path::absolute(&path).unwrap_or(path).display()
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }
