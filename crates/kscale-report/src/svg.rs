@@ -79,7 +79,8 @@ pub fn text_width(s: &str, size: f64) -> f64 {
     s.chars().map(char_em).sum::<f64>() * size * 1.03
 }
 
-fn bold_width(s: &str, size: f64) -> f64 {
+/// [`text_width`] for bold text.
+pub fn bold_width(s: &str, size: f64) -> f64 {
     text_width(s, size) * 1.12
 }
 
