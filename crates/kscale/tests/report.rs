@@ -1,8 +1,15 @@
-//! The HTML report as a person sees it: self-contained, and every chart laid
-//! out by a real browser (headless Chromium) when one is installed.
+//! The HTML report as a person sees it: self-contained, every value shown as
+//! text, and every chart laid out whole by a real browser (headless
+//! Chromium): charts rendered, no text outside a chart, no mark outside its
+//! plot, and the chart geometry checks of the SVG property tests on every
+//! chart of a real report.
 
 mod common;
+#[path = "../../kscale-report/tests/common/svgcheck.rs"]
+mod svgcheck;
+
 use common::Env;
+use std::path::Path;
 use std::process::Command;
 
 fn chromium() -> Option<String> {
@@ -18,34 +25,24 @@ fn chromium() -> Option<String> {
         })
 }
 
-fn attr(html: &str, name: &str) -> Option<usize> {
+fn attr(html: &str, name: &str) -> Option<String> {
     let key = format!("{name}=\"");
     let start = html.find(&key)? + key.len();
-    html[start..].split('"').next()?.parse().ok()
+    Some(html[start..].split('"').next()?.to_string())
 }
 
-fn check_report(env: &Env, file: &std::path::Path, min_charts: usize) {
-    let html = std::fs::read_to_string(file).unwrap();
-    assert!(html.starts_with("<!DOCTYPE html>"));
-    // Self-contained: nothing to fetch.
-    for bad in ["<script src", "<link", "@import", "url(http", "src=\"http"] {
-        assert!(
-            !html.contains(bad),
-            "report references external resources: {bad}"
-        );
-    }
-    let charts = html.matches("<svg class=\"chart\"").count();
-    assert!(charts >= min_charts, "only {charts} charts");
-    assert_eq!(attr(&html, "data-charts"), Some(charts));
+fn attr_num(html: &str, name: &str) -> Option<usize> {
+    attr(html, name)?.parse().ok()
+}
 
+/// The page as Chromium builds it, after its scripts ran; `None` (with the
+/// reason printed, or a panic under CI) when there is no Chromium.
+fn dom(env: &Env, file: &Path) -> Option<String> {
     let Some(browser) = chromium() else {
-        // CI installs Chromium (.ci/run), so there a missing browser is a failure.
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must have chromium for the report test"
+        common::skip(
+            "no chromium on this machine for the browser checks (apt-get install chromium)",
         );
-        println!("SKIPPED browser check: no chromium on this machine (apt-get install chromium)");
-        return;
+        return None;
     };
     let profile = env.path().join("chromium-profile");
     let out = Command::new("timeout")
@@ -66,23 +63,65 @@ fn check_report(env: &Env, file: &std::path::Path, min_charts: usize) {
         .arg(format!("file://{}", file.display()))
         .output()
         .expect("run chromium");
-    let dom = String::from_utf8_lossy(&out.stdout);
+    let dom = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(
         out.status.success() && !dom.is_empty(),
         "chromium failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    Some(dom)
+}
+
+/// Every chart of the page, as markup.
+fn charts(html: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = html;
+    while let Some(i) = rest.find("<svg class=\"chart\"") {
+        let end = rest[i..].find("</svg>").expect("closed svg") + i + 6;
+        out.push(&rest[i..end]);
+        rest = &rest[end..];
+    }
+    out
+}
+
+fn check_report(env: &Env, file: &Path, min_charts: usize) -> String {
+    let html = std::fs::read_to_string(file).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    // Self-contained: nothing to fetch.
+    for bad in ["<script src", "<link", "@import", "url(http", "src=\"http"] {
+        assert!(
+            !html.contains(bad),
+            "report references external resources: {bad}"
+        );
+    }
+    let svgs = charts(&html);
+    assert!(svgs.len() >= min_charts, "only {} charts", svgs.len());
+    assert_eq!(attr_num(&html, "data-charts"), Some(svgs.len()));
+    for svg in &svgs {
+        let bad = svgcheck::check(svg, None);
+        assert!(bad.is_empty(), "{bad:#?}\n{svg}");
+    }
+    let Some(dom) = dom(env, file) else {
+        return html;
+    };
     assert_eq!(
-        attr(&dom, "data-charts-rendered"),
-        Some(charts),
-        "not every chart was laid out by {browser}"
+        attr_num(&dom, "data-charts-rendered"),
+        Some(svgs.len()),
+        "not every chart was laid out"
     );
     // Attributes, not the script's selector text, which mentions 0x0 too.
     assert!(
         !dom.contains(" data-rendered=\"0x0\""),
         "a chart has no size"
     );
-    assert_eq!(dom.matches(" data-rendered=\"").count(), charts);
+    assert_eq!(dom.matches(" data-rendered=\"").count(), svgs.len());
+    assert_eq!(
+        attr_num(&dom, "data-geometry-problems"),
+        Some(0),
+        "the browser drew text outside a chart or a mark outside its plot: {:?}",
+        attr(&dom, "data-geometry-report")
+    );
+    html
 }
 
 #[test]
@@ -117,8 +156,99 @@ fn report_renders_every_chart() {
     env.cmd(&["report", "a", "b", "-o", file.to_str().unwrap()])
         .assert()
         .success();
-    // Comparison bars (2 families at least), scalability lines per run, sweeps (ctx, mem).
-    check_report(&env, &file, 6);
+    // Comparison bars (2 families at least), scalability lines per run,
+    // sweeps (ctx, mem).
+    let html = check_report(&env, &file, 6);
+    // The sweep charts name their axes from the definitions: the param and
+    // the metric's unit.
+    assert!(html.contains(">procs</text>"), "no procs axis");
+    assert!(html.contains("latency (µs)"), "no unit on the y axis");
+    assert!(html.contains("size (MB)"), "sizes not in MB");
+}
+
+/// The browser check sees what it is meant to: a chart pushed out of shape
+/// is reported.
+#[test]
+fn browser_check_reports_broken_geometry() {
+    let env = Env::new();
+    env.cmd(&[
+        "run",
+        "ctx",
+        "--param",
+        "procs=2,4",
+        "--param",
+        "size=0",
+        "--quick",
+        "--trial-time",
+        "0.02",
+        "--no-progress",
+        "--cpus",
+        "1",
+        "--label",
+        "g",
+    ])
+    .assert()
+    .success();
+    let file = env.path().join("g.html");
+    env.cmd(&["report", "g", "-o", file.to_str().unwrap()])
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&file).unwrap();
+    let i = html.find("<circle class=\"mark\" cx=\"").expect("a marker") + 26;
+    let broken = format!("{}-500{}", &html[..i], &html[i..]);
+    let broken = broken.replacen(
+        "<rect class=\"plot\"",
+        "<text x=\"-200\" y=\"20\">out</text><rect class=\"plot\"",
+        1,
+    );
+    let bad = env.path().join("bad.html");
+    std::fs::write(&bad, broken).unwrap();
+    let Some(dom) = dom(&env, &bad) else { return };
+    let problems = attr_num(&dom, "data-geometry-problems").unwrap_or(0);
+    assert!(problems >= 2, "{:?}", attr(&dom, "data-geometry-report"));
+}
+
+/// A label is data: markup in it shows as text and creates no element.
+#[test]
+fn markup_in_labels_stays_text() {
+    let env = Env::new();
+    let labels = [
+        "<script>document.body.setAttribute('data-pwned','script')</script>",
+        "<img src=x onerror=\"document.body.setAttribute('data-pwned','img')\">",
+    ];
+    for l in labels {
+        env.cmd(&[
+            "run",
+            "syscall.null",
+            "--quick",
+            "--trial-time",
+            "0.02",
+            "--no-progress",
+            "--cpus",
+            "1,all",
+            "--label",
+            l,
+        ])
+        .assert()
+        .success();
+    }
+    let file = env.path().join("x.html");
+    env.cmd(&["report", "1", "2", "-o", file.to_str().unwrap()])
+        .assert()
+        .success();
+    let html = check_report(&env, &file, 2);
+    assert_eq!(html.matches("<script").count(), 1, "only the report's own");
+    assert!(!html.contains("<img"));
+    let Some(dom) = dom(&env, &file) else { return };
+    assert!(!dom.contains(" data-pwned=\""), "a label ran as code");
+    assert!(!dom.contains("<img"), "a label made an element");
+    assert_eq!(dom.matches("<script").count(), 1, "a label made a script");
+    // …and it is there as text, escaped by the serialiser.
+    assert!(dom.contains("&lt;img src=x onerror="), "label text missing");
+    assert!(
+        dom.contains("&lt;script&gt;document.body"),
+        "label text missing"
+    );
 }
 
 #[test]
@@ -139,18 +269,15 @@ fn study_quick_writes_the_report() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}\n{text}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}\n{text}");
     assert!(
         text.contains("== Direct results") && text.contains("== Scalability"),
         "{text}"
     );
     let file = env.path().join("kscale-study-st.html");
     assert!(text.contains("kscale-study-st.html"), "{text}");
-    check_report(&env, &file, 3);
+    let html = check_report(&env, &file, 3);
     let j = env.export("st");
     let cpus: std::collections::BTreeSet<&str> = j["results"]
         .as_array()
@@ -159,4 +286,49 @@ fn study_quick_writes_the_report() {
         .map(|r| r["cpus"].as_str().unwrap())
         .collect();
     assert_eq!(cpus.into_iter().collect::<Vec<_>>(), ["1", "all"]);
+
+    if let Some(line) = stderr.lines().find(|l| l.contains("profiling off")) {
+        common::skip(&format!("the profile checks: {line}"));
+        return;
+    }
+    // The terminal gets the answer in a screen, not every case's routines.
+    let profile = text
+        .split("== Kernel profiles")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no profile summary:\n{text}"));
+    assert!(
+        profile.contains("Where did the extra time go?"),
+        "{profile}"
+    );
+    assert!(
+        profile.lines().count() < 60,
+        "the profile summary takes {} lines",
+        profile.lines().count()
+    );
+    // The report's profile section opens with that question, before the
+    // per-case details, which are collapsed.
+    let section = &html[html.find("<section id=\"profiles\">").expect("profiles")..];
+    let question = section.find("Where did the extra time go?").unwrap();
+    let details = section.find("<details>").expect("collapsed cases");
+    assert!(question < details);
+    assert!(section.contains("Spin-lock share of kernel time"));
+    // Idle never ranks as a routine: not as a case's top routine, nor among
+    // what grew.
+    for top in section.split("(top: ").skip(1) {
+        let name = top.split_whitespace().next().unwrap_or("");
+        assert!(
+            !kscale_core::profile::is_idle_routine(name),
+            "idle routine {name} ranked as the top routine"
+        );
+    }
+    for cell in section.split("<td>").skip(1) {
+        let name = cell.split('<').next().unwrap_or("");
+        assert!(
+            !kscale_core::profile::is_idle_routine(name),
+            "idle routine {name} ranked in a table"
+        );
+    }
+    let show = env.cmd(&["show", "st"]).output().unwrap();
+    let shown = String::from_utf8_lossy(&show.stdout);
+    assert!(shown.contains("Profile — "), "show keeps each case's table");
 }
