@@ -120,16 +120,15 @@ pub fn options(args: &Args) -> Result<RunOptions> {
     }
     let dir = match &args.dir {
         Some(d) => {
-            if !d.is_dir() {
-                return Err(user(format!(
-                    "--dir {} is not an existing directory",
-                    d.display()
-                )));
-            }
+            usable_dir(d, "--dir")?;
             d.clone()
         }
-        None => std::env::current_dir()
-            .map_err(|e| user(format!("cannot use the current directory: {e}")))?,
+        None => {
+            let d = std::env::current_dir()
+                .map_err(|e| user(format!("cannot use the current directory: {e}")))?;
+            usable_dir(&d, "the current directory")?;
+            d
+        }
     };
     let workloads = plan::resolve_targets(&args.targets, args.suite.as_deref())?;
     let overrides = args
@@ -156,6 +155,30 @@ pub fn options(args: &Args) -> Result<RunOptions> {
         profile: args.profile,
         peers: args.peers.clone(),
     })
+}
+
+/// A directory a run can use: it exists and kscale can create a directory
+/// and a file in it (the run's scratch directory, the `fs` workloads'
+/// files). Checked before the run is created, so `--dir /proc` costs one
+/// line, not a failed run.
+fn usable_dir(d: &std::path::Path, what: &str) -> Result<()> {
+    if !d.is_dir() {
+        return Err(user(format!(
+            "{what} {} is not an existing directory",
+            d.display()
+        )));
+    }
+    tempfile::Builder::new()
+        .prefix(".kscale-probe-")
+        .tempdir_in(d)
+        .and_then(|probe| tempfile::NamedTempFile::new_in(probe.path()).map(drop))
+        .map_err(|e| {
+            user(format!(
+                "{what} {} cannot hold kscale's scratch files ({e}); choose a writable \
+                 directory with --dir",
+                d.display()
+            ))
+        })
 }
 
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
@@ -242,7 +265,28 @@ pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store,
     use std::io::IsTerminal;
     let progress = !args.no_progress && std::io::stderr().is_terminal();
     match runner::execute(&store, run_id, &opts, progress, peers.as_mut()) {
-        Ok(()) => store.set_run_status(run_id, "complete")?,
+        // A run whose cases all failed measured nothing: it is `failed`.
+        // One in which some cases failed is `complete`: its other results
+        // stand, and every table lists the failures with their errors.
+        Ok(()) => {
+            let row = store.run(run_id)?;
+            if row.cases_total > 0 && row.cases_failed == row.cases_total {
+                store.set_run_status(run_id, "failed")?;
+                let first = store
+                    .load_run(run_id)?
+                    .cases
+                    .into_iter()
+                    .find_map(|c| {
+                        c.error
+                            .map(|e| format!("{} [cpus {}]: {e}", c.key.workload, c.key.cpus))
+                    })
+                    .unwrap_or_default();
+                anyhow::bail!(
+                    "every case of run {run_id} failed (first: {first}); `kscale show {run_id}` lists each error"
+                );
+            }
+            store.set_run_status(run_id, "complete")?
+        }
         Err(e) => {
             let status = if e.downcast_ref::<crate::error::Interrupted>().is_some() {
                 "interrupted"
