@@ -28,7 +28,7 @@ impl RuleInfo {
 }
 
 /// The workload's title, then its params in declaration order:
-/// "Simple stat", "File creations size=4k".
+/// "Simple stat", "Some workload p=4k q=x".
 pub fn case_label(info: &WorkloadInfo, key: &CaseKey) -> String {
     let p = key.params_label(&info.param_order());
     if p.is_empty() {
