@@ -188,9 +188,11 @@ pub fn compare(runs: &[&RunData], cat: &dyn Catalog) -> Result<Comparison, Compa
             continue;
         };
         let values: Vec<Vec<f64>> = cases.iter().map(|c| c.values(&metric.name)).collect();
-        let means: Vec<f64> = values
+        // The result by each case's own rule (mean, median of N, merged
+        // percentile); the raw trials only feed Welch's test.
+        let means: Vec<f64> = cases
             .iter()
-            .map(|v| kscale_core::Summary::of(v, 95.0).mean)
+            .map(|c| c.summary(&metric.name, 95.0).mean)
             .collect();
         let ratios = pairs
             .iter()

@@ -160,8 +160,7 @@ pub fn scale(
             (Some(u), Some(s1)) => {
                 any_up = true;
                 let (a, b) = (s1.values(&m.name), u.values(&m.name));
-                let r = kscale_core::Summary::of(&a, 95.0).mean
-                    / kscale_core::Summary::of(&b, 95.0).mean;
+                let r = s1.summary(&m.name, 95.0).mean / u.summary(&m.name, 95.0).mean;
                 (Some(r), Welch::test(&a, &b).map(|w| w.significant(0.05)))
             }
             _ => (None, None),

@@ -176,11 +176,7 @@ fn table(
                     Cell::tone("–", Tone::Dim)
                 } else {
                     match base_case {
-                        Some(b) => diff_cell(
-                            &case.values(&compared),
-                            &b.values(&compared),
-                            lower_is_better,
-                        ),
+                        Some(b) => diff_cell(case, b, &compared, rule, lower_is_better),
                         None => {
                             missing_baseline = true;
                             Cell::tone("n/a", Tone::Dim)
@@ -224,19 +220,30 @@ fn table(
     table
 }
 
-/// `+44%`, `−86%`, with `~` when the difference is not significant.
-fn diff_cell(values: &[f64], base: &[f64], lower_is_better: bool) -> Cell {
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    if values.is_empty() || base.is_empty() || mean(base) == 0.0 {
+/// `+44%`, `−86%`, with `~` when the difference is not significant: the
+/// results compared by the cases' own rule, their trials by Welch's test.
+fn diff_cell(
+    case: &CaseData,
+    base: &CaseData,
+    metric: &str,
+    rule: RuleInfo,
+    lower_is_better: bool,
+) -> Cell {
+    let (values, base_values) = (case.values(metric), base.values(metric));
+    let (v, b) = (
+        case.summary(metric, rule.confidence_pct),
+        base.summary(metric, rule.confidence_pct),
+    );
+    if v.n == 0 || b.n == 0 || b.mean == 0.0 {
         return Cell::tone("–", Tone::Dim);
     }
-    let d = mean(values) / mean(base) - 1.0;
+    let d = v.mean / b.mean - 1.0;
     let text = if d >= 0.0 {
         format!("+{:.0}%", d * 100.0)
     } else {
         format!("−{:.0}%", -d * 100.0)
     };
-    let significant = Welch::test(values, base).is_some_and(|w| w.significant(ALPHA));
+    let significant = Welch::test(&values, &base_values).is_some_and(|w| w.significant(ALPHA));
     if !significant {
         Cell::tone(format!("~{text}"), Tone::Dim)
     } else if (d > 0.0) != lower_is_better {

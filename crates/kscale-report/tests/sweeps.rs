@@ -152,6 +152,7 @@ fn case(
                 .map(|(m, _, v)| (m.to_string(), v * (1.0 + 0.01 * i as f64)))
                 .collect::<BTreeMap<_, _>>(),
             accounting: None,
+            ..Default::default()
         })
         .collect();
     CaseData {
@@ -168,6 +169,7 @@ fn case(
         cpus: if cpus == "1" { vec![0] } else { vec![0, 1] },
         status: CaseStatus::Done,
         converged: Some(true),
+        rule: kscale_core::RunRule::Converge,
         error: None,
         iterations: None,
         notes: vec![],
@@ -179,6 +181,7 @@ fn case(
                 unit: u.to_string(),
                 direction: Direction::Higher,
                 primary: i == 0,
+                quantile: None,
             })
             .collect(),
         trials,
