@@ -11,7 +11,7 @@
 //! there: a send and a receive per transaction on each side.
 
 use crate::roles::{self, Combined, Endpoint, Phase, RoleCtx, RoleOutput, Roles, Timing};
-use crate::{Family, TrialOutput, WorkloadDef};
+use crate::{ChartDef, Family, TrialOutput, WorkloadDef};
 use anyhow::{bail, Context, Result};
 use kscale_core::{hist, MetricDef, ParamDef, ParamKind, Params};
 use std::io::{self, Read, Write};
@@ -100,6 +100,7 @@ pub static FAMILY: Family = Family {
                load (netperf's service demand, -c -C).",
         params: &[CONNS, REQ, RSP, SOCKBUF, roles::DURATION],
         metrics: &[TPS, P50, P99, P999, SD_SERVER, SD_LOAD],
+        charts: &[ChartDef::against("conns").log().metrics(&["tps", "p99"])],
         timeout: Duration::from_secs(60),
         roles: Some(&TCP_RR),
         ..WorkloadDef::BASE
