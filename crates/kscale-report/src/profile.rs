@@ -3,7 +3,7 @@
 //! and cache misses beside them, the kernel / user / idle split and the
 //! spin-lock share; what answers "where did the extra time go?" from fewer
 //! to more CPUs or from one system to another; and the routine-by-routine
-//! difference of two profiles. The method is in docs/profiles.md.
+//! difference of two profiles. The method is in docs/report.md.
 
 use crate::format::sig;
 use crate::results::{case_label, cpus_header};
@@ -311,8 +311,8 @@ fn growth_table(
         vec![
             "Family".into(),
             "busy time/op".into(),
-            format!("idle % {a_name} → {b_name}"),
-            "spin-lock % of kernel".into(),
+            "idle %".into(),
+            "spin-lock %".into(),
             "grew most".into(),
             "Δ points".into(),
             "most in".into(),
@@ -401,20 +401,22 @@ fn growth_table(
             let mut cells = family_cells(i == 0);
             cells.push(Cell::new(r.to_string()));
             cells.push(Cell::tone(format!("{d:+.1}{mark}"), Tone::Bad));
-            cells.push(Cell::new(if fam.len() > 1 {
-                format!("{where_} ({most:+.1})")
-            } else {
+            cells.push(Cell::new(if fam.len() > 1 && most > *d + 0.05 {
                 where_.to_string()
+            } else {
+                "–".to_string()
             }));
             t.push(RowKind::Data, cells);
         }
     }
     t.notes.push(format!(
         "busy time/op: CPU time outside the idle loop per operation, {b_name} vs {a_name} \
-         (geometric mean over the family's cases). Δ points: a routine's change of busy \
-         samples per operation, in points of {a_name}'s busy samples per operation, averaged \
-         over the family's cases — the routines' points add up to the busy time's change; \
-         {USER_MODE} is user-space time. Idle is the CPUs waiting, its own share, never a routine."
+         (geometric mean over the family's cases). idle %, spin-lock % (of kernel samples): \
+         {a_name} → {b_name}. Δ points: a routine's change of busy samples per operation, in \
+         points of {a_name}'s busy samples per operation, averaged over the family's cases (the \
+         routines' points add up to the busy time's change); most in: the case where it grew \
+         most, when not the only one. {USER_MODE} is user-space time of every process on the \
+         sampled CPUs. Idle is the CPUs waiting: its own share, never a routine."
     ));
     if any_share {
         t.notes.push(
