@@ -174,13 +174,16 @@ fn a_crashing_server_costs_its_case() {
         &[("KSCALE_FAULT", "crash:net.tcp_rr:server")],
     );
     let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
+    // The run's only case failed: the run is `failed`, status 1.
+    assert_eq!(
+        out.status.code(),
+        Some(1),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     assert_clean(&ns, &env, &mark, true);
     let j = env.export("latest");
+    assert_eq!(j["run"]["status"], "failed");
     let r = &j["results"][0];
     assert_eq!(r["status"], "failed", "{r}");
     let err = r["error"].as_str().unwrap_or("");
@@ -206,13 +209,16 @@ fn a_hung_load_generator_is_killed() {
         ],
     );
     let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
+    // The run's only case failed: the run is `failed`, status 1.
+    assert_eq!(
+        out.status.code(),
+        Some(1),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     assert_clean(&ns, &env, &mark, true);
     let j = env.export("latest");
+    assert_eq!(j["run"]["status"], "failed");
     let r = &j["results"][0];
     assert_eq!(r["status"], "failed", "{r}");
     assert!(
