@@ -131,7 +131,14 @@ fn table(
         headers.push(format!("vs {baseline}"));
     }
     let width = headers.len();
-    let mut table = Table::new(format!("{}, compared to {baseline}", spec.title), headers);
+    let family = cases
+        .first()
+        .map(|c| cat.info(&c.key.workload).family)
+        .unwrap_or_default();
+    let mut table = Table::new(
+        format!("{} ({family}), compared to {baseline}", spec.title),
+        headers,
+    );
     let mut missing_baseline = false;
     let mut not_converged = 0;
     for g in &groups {

@@ -405,7 +405,7 @@ fn another_family_declares_a_variant_table() {
     let tables = variant_tables(&a, &Cat, None);
     assert_eq!(tables.len(), 1);
     let t = &tables[0];
-    assert_eq!(t.title, "Server modes, compared to threads");
+    assert_eq!(t.title, "Server modes (chat), compared to threads");
     assert_eq!(t.headers[0], "Mode");
     assert_eq!(t.headers[1], "1 CPU messages/s");
     assert_eq!(t.headers[2], "vs threads");
