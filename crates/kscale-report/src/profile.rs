@@ -444,6 +444,30 @@ fn same_case(a: &CaseKey, b: &CaseKey) -> bool {
     a.workload == b.workload && a.params == b.params
 }
 
+/// The profiled cases of `run`'s configuration `cfg`, each paired with the
+/// case `other` finds for it (at more CPUs, or on another system).
+fn pairs<'a>(
+    cat: &dyn Catalog,
+    run: &'a RunData,
+    cfg: &str,
+    other: impl Fn(&CaseData) -> Option<&'a CaseData>,
+) -> Vec<Pair<'a>> {
+    run.cases
+        .iter()
+        .filter(|c| c.key.cpus == cfg)
+        .filter_map(|ca| {
+            let (a, b) = (clock(ca)?, clock(other(ca)?)?);
+            let info = cat.info(&ca.key.workload);
+            Some(Pair {
+                family: info.family.clone(),
+                label: case_label(&info, &ca.key),
+                a,
+                b,
+            })
+        })
+        .collect()
+}
+
 /// "Where did the extra time go?" from the run's configuration with the
 /// fewest CPUs to the one with the most.
 pub fn cpu_growth(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
@@ -452,25 +476,11 @@ pub fn cpu_growth(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
     if lo.1 == hi.1 {
         return None;
     }
-    let mut pairs = Vec::new();
-    for ca in run.cases.iter().filter(|c| c.key.cpus == lo.0) {
-        let Some(pa) = clock(ca) else { continue };
-        let Some(cb) = run
-            .cases
+    let pairs = pairs(cat, run, &lo.0, |ca| {
+        run.cases
             .iter()
             .find(|c| c.key.cpus == hi.0 && same_case(&c.key, &ca.key))
-        else {
-            continue;
-        };
-        let Some(pb) = clock(cb) else { continue };
-        let info = cat.info(&ca.key.workload);
-        pairs.push(Pair {
-            family: info.family.clone(),
-            label: case_label(&info, &ca.key),
-            a: pa,
-            b: pb,
-        });
-    }
+    });
     let (a, b) = (cpus_header(&lo.0, lo.1), cpus_header(&hi.0, hi.1));
     growth_table(
         format!(
@@ -495,21 +505,7 @@ pub fn system_growth(
 ) -> Vec<Table> {
     let mut out = Vec::new();
     for (cfg, count) in configs(a) {
-        let mut pairs = Vec::new();
-        for ca in a.cases.iter().filter(|c| c.key.cpus == cfg) {
-            let Some(pa) = clock(ca) else { continue };
-            let Some(cb) = b.cases.iter().find(|c| c.key == ca.key) else {
-                continue;
-            };
-            let Some(pb) = clock(cb) else { continue };
-            let info = cat.info(&ca.key.workload);
-            pairs.push(Pair {
-                family: info.family.clone(),
-                label: case_label(&info, &ca.key),
-                a: pa,
-                b: pb,
-            });
-        }
+        let pairs = pairs(cat, a, &cfg, |ca| b.cases.iter().find(|c| c.key == ca.key));
         out.extend(growth_table(
             format!(
                 "Where did the extra time go? {a_name} → {b_name}, {}",

@@ -445,6 +445,39 @@ fn thin(pos: &[f64], widths: &[f64], gap: f64) -> Vec<bool> {
         .collect()
 }
 
+/// Ticks along the x axis: a line from `span.0` to `span.1` at each, with
+/// `data-tick`, and its label under the line's end unless it would overlap
+/// its left neighbour.
+fn x_ticks(
+    out: &mut String,
+    ticks: &[f64],
+    pos: &[f64],
+    labels: &[String],
+    span: (f64, f64),
+    stroke: &str,
+) {
+    let widths: Vec<f64> = labels.iter().map(|l| text_width(l, FONT)).collect();
+    let keep = thin(pos, &widths, 6.0);
+    out.push_str(r#"<g class="xticks">"#);
+    for (i, t) in ticks.iter().enumerate() {
+        let x = pos[i];
+        let _ = write!(
+            out,
+            r#"<line data-tick="{t}" x1="{x:.2}" y1="{:.2}" x2="{x:.2}" y2="{:.2}" stroke="{stroke}"/>"#,
+            span.0, span.1
+        );
+        if keep[i] {
+            let _ = write!(
+                out,
+                r#"<text x="{x:.2}" y="{:.2}" text-anchor="middle">{}</text>"#,
+                span.1 + FONT,
+                esc(&labels[i])
+            );
+        }
+    }
+    out.push_str("</g>");
+}
+
 /// A point's coordinates when both are finite and, on a log axis, x > 0.
 fn usable(p: &(f64, f64)) -> bool {
     p.0.is_finite() && p.1.is_finite()
@@ -535,25 +568,14 @@ impl LineChart {
         body.push_str("</g>");
         // x ticks at their values, labels thinned so none overlap.
         let xpos: Vec<f64> = xt.iter().map(|t| sx(*t)).collect();
-        let keep = thin(&xpos, &xw, 6.0);
-        body.push_str(r#"<g class="xticks">"#);
-        for (i, t) in xt.iter().enumerate() {
-            let x = xpos[i];
-            let _ = write!(
-                body,
-                r##"<line data-tick="{t}" x1="{x:.2}" y1="{bottom:.2}" x2="{x:.2}" y2="{:.2}" stroke="#999"/>"##,
-                bottom + 5.0
-            );
-            if keep[i] {
-                let _ = write!(
-                    body,
-                    r#"<text x="{x:.2}" y="{:.2}" text-anchor="middle">{}</text>"#,
-                    bottom + 5.0 + FONT,
-                    esc(&xlabels[i])
-                );
-            }
-        }
-        body.push_str("</g>");
+        x_ticks(
+            &mut body,
+            &xt,
+            &xpos,
+            &xlabels,
+            (bottom, bottom + 5.0),
+            "#999",
+        );
         let _ = write!(
             body,
             r##"<line x1="{left:.2}" y1="{top:.2}" x2="{left:.2}" y2="{bottom:.2}" stroke="#333"/><line x1="{left:.2}" y1="{bottom:.2}" x2="{:.2}" y2="{bottom:.2}" stroke="#333"/>"##,
@@ -704,25 +726,14 @@ impl BarChart {
         );
         // Vertical grid at the value ticks, labels under the axis.
         let pos: Vec<f64> = vt.iter().map(|t| sx(*t)).collect();
-        let keep = thin(&pos, &vw, 6.0);
-        body.push_str(r#"<g class="xticks">"#);
-        for (i, t) in vt.iter().enumerate() {
-            let x = pos[i];
-            let _ = write!(
-                body,
-                r##"<line data-tick="{t}" x1="{x:.2}" y1="{top:.2}" x2="{x:.2}" y2="{:.2}" stroke="#e3e3e3"/>"##,
-                bottom + 4.0
-            );
-            if keep[i] {
-                let _ = write!(
-                    body,
-                    r#"<text x="{x:.2}" y="{:.2}" text-anchor="middle">{}</text>"#,
-                    bottom + 4.0 + FONT,
-                    esc(&vlabels[i])
-                );
-            }
-        }
-        body.push_str("</g>");
+        x_ticks(
+            &mut body,
+            &vt,
+            &pos,
+            &vlabels,
+            (top, bottom + 4.0),
+            "#e3e3e3",
+        );
         let zero = sx(0.0);
         let _ = write!(
             body,

@@ -12,15 +12,14 @@ mod common;
 mod svgcheck;
 
 use common::run_with;
-use kscale_core::{CaseKey, Direction};
+use kscale_core::Direction;
 use kscale_report::html::{build, Report};
 use kscale_report::svg::Chart;
 use kscale_report::variants::variant_tables;
 use kscale_report::{
     Catalog, ChartSpec, MetricInfo, ParamInfo, ParamScale, VariantsSpec, WorkloadInfo,
 };
-use kscale_store::{CaseData, CaseStatus, MetricRow, RunData, TrialRow};
-use std::collections::BTreeMap;
+use kscale_store::{CaseData, RunData};
 
 struct Cat;
 
@@ -132,7 +131,7 @@ impl Catalog for Cat {
     }
 }
 
-/// A done case whose counted trials give each metric `value(metric)`.
+/// A done case whose trials give each metric about its value.
 fn case(
     id: i64,
     workload: &str,
@@ -141,52 +140,19 @@ fn case(
     metrics: &[(&str, &str, f64)],
 ) -> CaseData {
     let trials = (0..4)
-        .map(|i| TrialRow {
-            idx: i,
-            warmup: i == 0,
-            started_at: "2026-01-01T00:00:00Z".into(),
-            wall_s: 2.0,
-            iterations: None,
-            values: metrics
+        .map(|i| {
+            metrics
                 .iter()
                 .map(|(m, _, v)| (m.to_string(), v * (1.0 + 0.01 * i as f64)))
-                .collect::<BTreeMap<_, _>>(),
-            accounting: None,
-            ..Default::default()
+                .collect()
         })
         .collect();
-    CaseData {
-        id,
-        seq: id,
-        key: CaseKey {
-            workload: workload.into(),
-            params: params
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            cpus: cpus.into(),
-        },
-        cpus: if cpus == "1" { vec![0] } else { vec![0, 1] },
-        status: CaseStatus::Done,
-        converged: Some(true),
-        rule: kscale_core::RunRule::Converge,
-        error: None,
-        iterations: None,
-        notes: vec![],
-        metrics: metrics
-            .iter()
-            .enumerate()
-            .map(|(i, (m, u, _))| MetricRow {
-                name: m.to_string(),
-                unit: u.to_string(),
-                direction: Direction::Higher,
-                primary: i == 0,
-                quantile: None,
-            })
-            .collect(),
-        trials,
-        profiles: vec![],
-    }
+    let rows = metrics
+        .iter()
+        .enumerate()
+        .map(|(i, (m, u, _))| common::metric(m, u, Direction::Higher, i == 0))
+        .collect();
+    common::case(id, workload, params, cpus, rows, trials)
 }
 
 fn system(id: i64, label: &str, speed: f64) -> RunData {

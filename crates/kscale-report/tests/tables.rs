@@ -1,11 +1,11 @@
 //! Snapshot tests of the run tables: the layout people read and paste.
 
-use kscale_core::{CaseKey, Direction};
+use kscale_core::Direction;
 use kscale_report::results::run_tables;
-use kscale_report::{Catalog, ParamInfo, WorkloadInfo};
+use kscale_report::{Catalog, WorkloadInfo};
 mod common;
 use common::run_with;
-use kscale_store::{CaseData, CaseStatus, MetricRow, RunData, TrialRow};
+use kscale_store::{CaseData, CaseStatus, RunData};
 use std::collections::BTreeMap;
 
 struct Cat;
@@ -41,13 +41,7 @@ impl Catalog for Cat {
             family: family.into(),
             family_title: family_title.into(),
             title: title.into(),
-            params: params
-                .into_iter()
-                .map(|p| ParamInfo {
-                    name: p.into(),
-                    ..Default::default()
-                })
-                .collect(),
+            params: common::params(&params),
             geomean_over: over.map(String::from),
             ..Default::default()
         })
@@ -65,51 +59,24 @@ fn case(
     vals: &[f64],
     converged: Option<bool>,
 ) -> CaseData {
-    let trials = std::iter::once((0, true, vals[0] * 1.3))
-        .chain(
-            vals.iter()
-                .enumerate()
-                .map(|(i, v)| (i as i64 + 1, false, *v)),
-        )
-        .map(|(idx, warmup, v)| TrialRow {
-            idx,
-            warmup,
-            started_at: "2026-01-01T00:00:00Z".into(),
-            wall_s: 0.5,
-            iterations: Some(1000),
-            values: BTreeMap::from([("latency".to_string(), v)]),
-            accounting: None,
-            ..Default::default()
-        })
+    let trials = std::iter::once(vals[0] * 1.3)
+        .chain(vals.iter().copied())
+        .map(|v| BTreeMap::from([("latency".to_string(), v)]))
         .collect();
-    CaseData {
+    let mut c = common::case(
         id,
-        seq: id,
-        key: CaseKey {
-            workload: w.into(),
-            params: params
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            cpus: cpus.into(),
-        },
-        cpus: if cpus == "1" { vec![0] } else { vec![0, 1] },
-        status: CaseStatus::Done,
-        converged,
-        rule: kscale_core::RunRule::Converge,
-        error: None,
-        iterations: Some(1000),
-        notes: vec![],
-        metrics: vec![MetricRow {
-            name: "latency".into(),
-            unit: "µs".into(),
-            direction: Direction::Lower,
-            primary: true,
-            quantile: None,
-        }],
+        w,
+        params,
+        cpus,
+        vec![common::metric("latency", "µs", Direction::Lower, true)],
         trials,
-        profiles: Vec::new(),
+    );
+    c.converged = converged;
+    c.iterations = Some(1000);
+    for t in &mut c.trials {
+        t.iterations = Some(1000);
     }
+    c
 }
 
 fn run() -> RunData {

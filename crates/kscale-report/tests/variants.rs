@@ -1,12 +1,12 @@
 //! Snapshot tests of a variant table — seed 001's implementation table —
 //! built from a stored run of a family whose definition declares one.
 
-use kscale_core::{CaseKey, Direction};
+use kscale_core::Direction;
 use kscale_report::variants::variant_tables;
-use kscale_report::{Catalog, ParamInfo, Table, VariantsSpec, WorkloadInfo};
+use kscale_report::{Catalog, Table, VariantsSpec, WorkloadInfo};
 mod common;
 use common::run_with;
-use kscale_store::{CaseData, CaseStatus, MetricRow, RunData, TrialRow};
+use kscale_store::{CaseData, CaseStatus, RunData};
 use std::collections::BTreeMap;
 
 struct Cat;
@@ -46,13 +46,7 @@ impl Catalog for Cat {
             family: id.split('.').next().unwrap_or(id).into(),
             family_title: "Thread library".into(),
             title: title.into(),
-            params: params
-                .into_iter()
-                .map(|p| ParamInfo {
-                    name: p.into(),
-                    ..Default::default()
-                })
-                .collect(),
+            params: common::params(&params),
             variants,
             ..Default::default()
         })
@@ -63,64 +57,34 @@ impl Catalog for Cat {
 }
 
 /// A case whose trials have `ops` ops/s (spread by `jitter`), with ns/op and
-/// cycles/op derived from it at 2 GHz and `cpu_share` CPUs busy.
+/// cycles/op derived from it at 2 GHz.
 fn case(id: i64, w: &str, params: &[(&str, &str)], cpus: &str, ops: f64, jitter: f64) -> CaseData {
     let trials = [0.0, -1.0, 1.0, 0.5]
         .iter()
-        .enumerate()
-        .map(|(i, d)| {
+        .map(|d| {
             let v = ops * (1.0 + d * jitter);
-            TrialRow {
-                idx: i as i64,
-                warmup: i == 0,
-                started_at: "2026-01-01T00:00:00Z".into(),
-                wall_s: 1.0,
-                iterations: Some(v as u64),
-                values: BTreeMap::from([
-                    ("ops".to_string(), v),
-                    ("ns".to_string(), 1e9 / v),
-                    ("cycles".to_string(), 2.0 * 1e9 / v),
-                ]),
-                accounting: None,
-                ..Default::default()
-            }
+            BTreeMap::from([
+                ("ops".to_string(), v),
+                ("ns".to_string(), 1e9 / v),
+                ("cycles".to_string(), 2.0 * 1e9 / v),
+            ])
         })
         .collect();
-    let metric = |name: &str, unit: &str, direction, primary| MetricRow {
-        name: name.into(),
-        unit: unit.into(),
-        direction,
-        primary,
-        quantile: None,
-    };
-    CaseData {
+    let mut c = common::case(
         id,
-        seq: id,
-        key: CaseKey {
-            workload: w.into(),
-            params: params
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            cpus: cpus.into(),
-        },
-        cpus: if cpus == "1" { vec![0] } else { vec![0, 1] },
-        status: CaseStatus::Done,
-        converged: Some(true),
-        rule: kscale_core::RunRule::Converge,
-        error: None,
-        iterations: None,
-        notes: vec![
-            "cycles/op: CPU time of all threads × TSC at 2.1 GHz (perf refused: ENOENT)".into(),
-        ],
-        metrics: vec![
-            metric("ops", "ops/s", Direction::Higher, true),
-            metric("ns", "ns", Direction::Lower, false),
-            metric("cycles", "cycles", Direction::Lower, false),
+        w,
+        params,
+        cpus,
+        vec![
+            common::metric("ops", "ops/s", Direction::Higher, true),
+            common::metric("ns", "ns", Direction::Lower, false),
+            common::metric("cycles", "cycles", Direction::Lower, false),
         ],
         trials,
-        profiles: Vec::new(),
-    }
+    );
+    c.notes =
+        vec!["cycles/op: CPU time of all threads × TSC at 2.1 GHz (perf refused: ENOENT)".into()];
+    c
 }
 
 fn threads_run() -> RunData {
