@@ -24,21 +24,32 @@ fn with_closed_stdout(env: &Env, args: &[&str]) -> std::process::Output {
     c.output().expect("run kscale")
 }
 
-fn quick_run(env: &Env, label: &str) {
-    env.cmd(&[
-        "run",
-        "syscall.null",
+/// `kscale run TARGETS --quick` with tiny trials on these CPUs, labelled.
+fn quick(env: &Env, targets: &[&str], cpus: &str, label: &str) -> assert_cmd::Command {
+    let mut args: Vec<&str> = vec!["run"];
+    args.extend(targets);
+    args.extend([
         "--quick",
         "--trial-time",
         "0.02",
         "--cpus",
-        "1,all",
+        cpus,
         "--no-progress",
         "--label",
         label,
-    ])
-    .assert()
-    .success();
+    ]);
+    env.cmd(&args)
+}
+
+fn quick_run(env: &Env, label: &str) {
+    let out = quick(env, &["syscall.null"], "1,all", label)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -147,19 +158,7 @@ fn status(env: &Env, run: &str) -> String {
 #[test]
 fn a_run_in_which_every_case_failed_is_failed() {
     let env = Env::new();
-    let out = env
-        .cmd(&[
-            "run",
-            "syscall.null",
-            "--quick",
-            "--trial-time",
-            "0.02",
-            "--cpus",
-            "1,all",
-            "--no-progress",
-            "--label",
-            "all-bad",
-        ])
+    let out = quick(&env, &["syscall.null"], "1,all", "all-bad")
         .env("KSCALE_FAULT", "crash:syscall.null")
         .output()
         .unwrap();
@@ -171,20 +170,7 @@ fn a_run_in_which_every_case_failed_is_failed() {
     assert!(String::from_utf8_lossy(&results.stdout).contains("failed"));
 
     // Partly failed: complete, the failures listed with the results.
-    let out = env
-        .cmd(&[
-            "run",
-            "syscall.null",
-            "syscall.read",
-            "--quick",
-            "--trial-time",
-            "0.02",
-            "--cpus",
-            "1",
-            "--no-progress",
-            "--label",
-            "half-bad",
-        ])
+    let out = quick(&env, &["syscall.null", "syscall.read"], "1", "half-bad")
         .env("KSCALE_FAULT", "crash:syscall.read")
         .output()
         .unwrap();
