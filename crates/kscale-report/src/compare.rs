@@ -56,6 +56,8 @@ pub struct CompareRow {
     pub means: Vec<f64>,
     pub n: Vec<usize>,
     pub converged: Vec<bool>,
+    /// The load generator was the bottleneck (macro workloads).
+    pub load_bound: Vec<bool>,
     pub ratios: Vec<Ratio>,
     /// Geometric-mean rows carry no significance.
     pub summary: bool,
@@ -83,6 +85,22 @@ pub enum CompareError {
     TooFew,
     #[error("runs {0} have no case in common (compare runs of the same workloads)")]
     NothingInCommon(String),
+    #[error("no case of these runs has a metric `{0}` (metrics: {1})")]
+    NoSuchMetric(String, String),
+}
+
+/// Every metric name the runs' cases record, for the error that names them.
+pub fn known_metrics(runs: &[&RunData]) -> String {
+    let names: std::collections::BTreeSet<&str> = runs
+        .iter()
+        .flat_map(|r| r.cases.iter())
+        .flat_map(|c| c.metrics.iter().map(|m| m.name.as_str()))
+        .collect();
+    if names.is_empty() {
+        "none".into()
+    } else {
+        names.into_iter().collect::<Vec<_>>().join(", ")
+    }
 }
 
 /// Ratio pairs in the seed's order: B/A, C/A, C/B, D/A …
@@ -118,6 +136,16 @@ fn configs(run: &RunData) -> Vec<String> {
 type Key = (String, BTreeMap<String, String>, String);
 
 pub fn compare(runs: &[&RunData], cat: &dyn Catalog) -> Result<Comparison, CompareError> {
+    compare_metric(runs, cat, None)
+}
+
+/// [`compare`] on one named metric instead of each case's primary one
+/// (`kscale compare --metric p99`); cases without that metric are left out.
+pub fn compare_metric(
+    runs: &[&RunData],
+    cat: &dyn Catalog,
+    metric: Option<&str>,
+) -> Result<Comparison, CompareError> {
     if runs.len() < 2 {
         return Err(CompareError::TooFew);
     }
@@ -184,7 +212,7 @@ pub fn compare(runs: &[&RunData], cat: &dyn Catalog) -> Result<Comparison, Compa
             continue;
         }
         let cases: Vec<&CaseData> = cases.into_iter().flatten().copied().collect();
-        let Some(metric) = cases[0].primary().cloned() else {
+        let Some(metric) = cases[0].metric_or_primary(metric).cloned() else {
             continue;
         };
         let values: Vec<Vec<f64>> = cases.iter().map(|c| c.values(&metric.name)).collect();
@@ -222,12 +250,19 @@ pub fn compare(runs: &[&RunData], cat: &dyn Catalog) -> Result<Comparison, Compa
                 direction: metric.direction,
                 means,
                 n: values.iter().map(Vec::len).collect(),
-                converged: cases.iter().map(|c| c.converged == Some(true)).collect(),
+                converged: cases.iter().map(|c| c.settled()).collect(),
+                load_bound: cases.iter().map(|c| c.load_bound()).collect(),
                 ratios,
                 summary: false,
             });
     }
     if by_family.is_empty() {
+        if let Some(m) = metric {
+            return Err(CompareError::NoSuchMetric(
+                m.to_string(),
+                known_metrics(runs),
+            ));
+        }
         let ids: Vec<String> = runs.iter().map(|r| r.run.id.to_string()).collect();
         return Err(CompareError::NothingInCommon(ids.join(", ")));
     }
@@ -364,6 +399,7 @@ fn summary_row(
         direction: like.direction,
         n: vec![members.len(); systems],
         converged: vec![true; systems],
+        load_bound: vec![false; systems],
         ratios: pairs
             .iter()
             .map(|&(num, den)| {
@@ -400,7 +436,7 @@ pub fn legend(c: &Comparison) -> Vec<String> {
     let mut v = vec![
         "Ratios are raw-value ratios (e.g. B/A = B's value ÷ A's). Time-based metrics (lower is better): above 100% means the numerator is slower. Throughput metrics (higher is better): above 100% means it is faster.".to_string(),
         format!(
-            "Green: the numerator is better; red: worse; ~: Welch's t-test finds no significant difference (two-sided, α = {ALPHA}). NOT CONVERGED marks a case whose CI never reached its target."
+            "Green: the numerator is better; red: worse; ~: Welch's t-test finds no significant difference (two-sided, α = {ALPHA}). NOT CONVERGED marks a case whose CI never reached its target; LOAD-BOUND one whose load generator kept ≥ 90% of its CPUs busy (the figure may be the load's limit)."
         ),
     ];
     let names: Vec<String> = n
@@ -443,6 +479,9 @@ pub fn tables(c: &Comparison) -> Vec<Table> {
                 let mut text = sig(*m, 4);
                 if !r.summary && !r.converged[i] {
                     text.push_str(" (NOT CONVERGED)");
+                }
+                if !r.summary && r.load_bound[i] {
+                    text.push_str(" (LOAD-BOUND)");
                 }
                 cells.push(Cell::new(text));
             }

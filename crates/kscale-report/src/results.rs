@@ -6,7 +6,7 @@ use crate::format::sig;
 use crate::table::{Cell, RowKind, Table, Tone};
 use crate::{Catalog, WorkloadInfo};
 use kscale_core::stats::geomean;
-use kscale_core::CaseKey;
+use kscale_core::{CaseKey, RunRule};
 use kscale_store::{CaseData, CaseStatus, RunData};
 use std::collections::BTreeMap;
 
@@ -130,6 +130,7 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
     );
     let mut failures = Vec::new();
     let mut not_converged = 0;
+    let (mut medians, mut load_bound) = (None, 0);
     let mut units = std::collections::BTreeSet::new();
     // Per config: the primary means of the family's data rows, for the family geomean.
     let mut family_means: Vec<Vec<f64>> = vec![Vec::new(); g.configs.len()];
@@ -192,14 +193,22 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
                     }
                     (_, Some(m)) => {
                         let s = case.summary(&m.name, rule.confidence_pct);
-                        let mark = match case.converged {
-                            Some(true) => Cell::tone(format!("{} ✓", s.n), Tone::Good),
-                            Some(false) => {
+                        let mut mark = match (case.rule, case.converged) {
+                            (RunRule::MedianOf(k), _) => {
+                                medians = Some(k);
+                                Cell::new(format!("{} median of {k}", s.n))
+                            }
+                            (_, Some(true)) => Cell::tone(format!("{} ✓", s.n), Tone::Good),
+                            (_, Some(false)) => {
                                 not_converged += 1;
                                 Cell::tone(format!("{} NOT CONVERGED", s.n), Tone::Warn)
                             }
-                            None => Cell::tone(format!("{} unfinished", s.n), Tone::Warn),
+                            (_, None) => Cell::tone(format!("{} unfinished", s.n), Tone::Warn),
                         };
+                        if case.load_bound() {
+                            load_bound += 1;
+                            mark = Cell::tone(format!("{} LOAD-BOUND", mark.text), Tone::Warn);
+                        }
                         if s.n > 0 {
                             cells.push(Cell::new(sig(s.mean, 4)));
                             cells.push(Cell::tone(
@@ -217,6 +226,7 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
                 }
             }
             table.push(RowKind::Data, cells);
+            secondary_rows(&mut table, &info, per_cfg, &g.configs, rule);
         }
         if let Some(over) = &info.geomean_over {
             for ((rest, per_cfg), rows) in gm.iter().zip(&gm_rows) {
@@ -260,6 +270,19 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
         rule.width_pct,
         if not_converged > 0 { format!("; {not_converged} case(s) NOT CONVERGED") } else { String::new() }
     ));
+    if let Some(k) = medians {
+        table.notes.push(format!(
+            "median of {k}: the workload's run rule takes exactly {k} trials and reports their \
+             median; its ± is half the range of the trials"
+        ));
+    }
+    if load_bound > 0 {
+        table.notes.push(format!(
+            "LOAD-BOUND ({load_bound}): the load generator kept ≥ 90 % of its CPUs busy in the \
+             counted trials, so the figure may be the load's limit rather than the system's \
+             (give it more CPUs or --peer hosts)"
+        ));
+    }
     let mut notes: Vec<String> = Vec::new();
     for c in cases {
         for n in &c.notes {
@@ -272,6 +295,55 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
     table.notes.extend(notes);
     table.notes.extend(failures);
     table
+}
+
+/// One indented row per secondary metric of a case (latency percentiles,
+/// service demand …), under its primary row. Metrics the workload's variant
+/// table already shows are left to it.
+fn secondary_rows(
+    table: &mut Table,
+    info: &WorkloadInfo,
+    per_cfg: &BTreeMap<String, &CaseData>,
+    configs: &[(String, usize)],
+    rule: RuleInfo,
+) {
+    let Some(first) = per_cfg.values().next() else {
+        return;
+    };
+    let shown_elsewhere = |name: &str| {
+        info.variants
+            .as_ref()
+            .is_some_and(|v| v.metrics.iter().any(|(m, _)| m == name))
+    };
+    for m in first
+        .metrics
+        .iter()
+        .filter(|m| !m.primary && !shown_elsewhere(&m.name))
+    {
+        let mut cells = vec![
+            Cell::tone(format!("  · {}", m.name), Tone::Dim),
+            Cell::tone(m.unit.clone(), Tone::Dim),
+        ];
+        for (cfg, _) in configs {
+            match per_cfg.get(cfg).filter(|c| c.status == CaseStatus::Done) {
+                Some(c) => {
+                    let s = c.summary(&m.name, rule.confidence_pct);
+                    if s.n > 0 && s.mean.is_finite() {
+                        cells.push(Cell::new(sig(s.mean, 4)));
+                        cells.push(Cell::tone(
+                            format!("±{}", sig(s.half_width(), 2)),
+                            Tone::Dim,
+                        ));
+                    } else {
+                        cells.extend([Cell::new("–"), Cell::new("")]);
+                    }
+                    cells.push(Cell::new(""));
+                }
+                None => cells.extend([Cell::new(""), Cell::new(""), Cell::new("")]),
+            }
+        }
+        table.push(RowKind::Data, cells);
+    }
 }
 
 /// Where the CPUs went during each case's counted trials (/proc/stat),

@@ -34,6 +34,8 @@ pub struct ScaleRow {
     /// Mean at each of the report's CPU counts.
     pub means: Vec<Option<f64>>,
     pub converged: Vec<bool>,
+    /// The load generator was the bottleneck (macro workloads), per count.
+    pub load_bound: Vec<bool>,
     /// Scalability relative to the smallest count, per count.
     pub scalability: Vec<Option<f64>>,
     pub efficiency: Vec<Option<f64>>,
@@ -68,6 +70,8 @@ pub enum ScaleError {
     OneConfig(i64),
     #[error("run {0} and UP run {1} have no case in common")]
     NothingInCommon(i64, i64),
+    #[error("no case of run {0} has a metric `{1}` (metrics: {2})")]
+    NoSuchMetric(i64, String, String),
 }
 
 /// Throughput-like value: the metric itself, or its inverse where lower is
@@ -87,7 +91,28 @@ pub fn scale(
     up: Option<&RunData>,
     cat: &dyn Catalog,
 ) -> Result<ScaleReport, ScaleError> {
-    let done = |c: &&CaseData| c.status == CaseStatus::Done && c.primary().is_some();
+    scale_metric(run, up, cat, None)
+}
+
+/// [`scale`] on one named metric instead of each case's primary one
+/// (`kscale scale --metric p99`); cases without that metric are left out.
+pub fn scale_metric(
+    run: &RunData,
+    up: Option<&RunData>,
+    cat: &dyn Catalog,
+    metric: Option<&str>,
+) -> Result<ScaleReport, ScaleError> {
+    if let Some(m) = metric {
+        if !run.cases.iter().any(|c| c.metric(m).is_some()) {
+            return Err(ScaleError::NoSuchMetric(
+                run.run.id,
+                m.to_string(),
+                crate::compare::known_metrics(&[run]),
+            ));
+        }
+    }
+    let done =
+        |c: &&CaseData| c.status == CaseStatus::Done && c.metric_or_primary(metric).is_some();
     let mut counts: Vec<usize> = run
         .cases
         .iter()
@@ -129,7 +154,7 @@ pub fn scale(
     for k in &order {
         let per = &by[k];
         let first = per.values().next().copied().expect("non-empty");
-        let Some(m) = first.primary().cloned() else {
+        let Some(m) = first.metric_or_primary(metric).cloned() else {
             continue;
         };
         let info = cat.info(&k.0);
@@ -139,7 +164,11 @@ pub fn scale(
             .collect();
         let converged: Vec<bool> = counts
             .iter()
-            .map(|n| per.get(n).is_some_and(|c| c.converged == Some(true)))
+            .map(|n| per.get(n).is_some_and(|c| c.settled()))
+            .collect();
+        let load_bound: Vec<bool> = counts
+            .iter()
+            .map(|n| per.get(n).is_some_and(|c| c.load_bound()))
             .collect();
         let b = means[0];
         let scalability: Vec<Option<f64>> = means
@@ -189,6 +218,7 @@ pub fn scale(
             direction: m.direction,
             means,
             converged,
+            load_bound,
             scalability,
             efficiency,
             smp_overhead,
@@ -282,6 +312,9 @@ pub fn tables(r: &ScaleReport) -> Vec<Table> {
                 let mut s = opt(*m, |v| sig(v, 4));
                 if m.is_some() && !row.converged[i] {
                     s.push_str(" (NOT CONVERGED)");
+                }
+                if m.is_some() && row.load_bound[i] {
+                    s.push_str(" (LOAD-BOUND)");
                 }
                 cells.push(Cell::new(s));
             }

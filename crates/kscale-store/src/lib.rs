@@ -205,6 +205,27 @@ impl CaseData {
     pub fn metric(&self, name: &str) -> Option<&MetricRow> {
         self.metrics.iter().find(|m| m.name == name)
     }
+    /// Did the case finish by its run rule: converged, or (median of N)
+    /// measured its N trials? Tables mark the others.
+    pub fn settled(&self) -> bool {
+        match self.rule {
+            RunRule::Converge => self.converged == Some(true),
+            RunRule::MedianOf(n) => self.status == CaseStatus::Done && self.values_len() >= n,
+        }
+    }
+
+    fn values_len(&self) -> usize {
+        self.trials.iter().filter(|t| !t.warmup).count()
+    }
+
+    /// The metric a view asked for (`--metric NAME`), else the primary one.
+    pub fn metric_or_primary(&self, name: Option<&str>) -> Option<&MetricRow> {
+        match name {
+            Some(n) => self.metric(n),
+            None => self.primary(),
+        }
+    }
+
     pub fn primary(&self) -> Option<&MetricRow> {
         self.metrics
             .iter()

@@ -14,6 +14,12 @@ pub static SUITES: &[Suite] = &[
         targets: &["syscall", "ipc", "ctx", "mem", "fs"],
     },
     Suite {
+        name: "macro",
+        help: "The seeds' macro workloads: a server on the measured CPUs driven by load from \
+               the others (or from `kscale peer`s).",
+        targets: &["net"],
+    },
+    Suite {
         name: "quick",
         help: "One representative workload of each micro family, for a first look.",
         targets: &[

@@ -33,7 +33,8 @@ pub fn resolve_targets(
     suite: Option<&str>,
 ) -> Result<Vec<&'static WorkloadDef>> {
     let mut names: Vec<String> = Vec::new();
-    if let Some(s) = suite {
+    // `--suite micro,macro` runs both, in that order.
+    for s in suite.iter().flat_map(|s| s.split(',')).map(str::trim) {
         let s = suites::find(s).ok_or_else(|| {
             let all: Vec<&str> = suites::SUITES.iter().map(|s| s.name).collect();
             user(format!("unknown suite `{s}` (suites: {})", all.join(", ")))
@@ -159,6 +160,10 @@ mod tests {
         assert!(resolve_targets(&[], None).is_err());
         assert!(resolve_targets(&["nope".into()], None).is_err());
         assert!(resolve_targets(&[], Some("nope")).is_err());
+        assert!(resolve_targets(&[], Some("micro,nope")).is_err());
+        let both = resolve_targets(&[], Some("micro,macro")).unwrap();
+        assert_eq!(both[0].family, "syscall");
+        assert!(both.iter().any(|w| w.family == "net"));
         let w = resolve_targets(&["syscall.null".into(), "syscall".into()], None).unwrap();
         assert_eq!(w[0].id(), "syscall.null");
         assert_eq!(w.iter().filter(|w| w.id() == "syscall.null").count(), 1);

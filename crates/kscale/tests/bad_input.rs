@@ -137,6 +137,17 @@ fn bad_databases_and_runs() {
         "invalid value 'xml'",
     );
     refused(&env, &["run", "--resume", "a"], "already complete");
+    // A metric no case records.
+    refused(
+        &env,
+        &["compare", "a", "a", "--metric", "p99"],
+        "no case of these runs has a metric `p99` (metrics: latency)",
+    );
+    refused(
+        &env,
+        &["scale", "a", "--metric", "p99"],
+        "has a metric `p99`",
+    );
 
     // A file that is not a database at all.
     let junk = env.path().join("junk.db");

@@ -3,7 +3,7 @@
 use crate::error::user;
 use crate::output::{out, outln};
 use anyhow::Result;
-use kscale_report::compare::{compare, tables};
+use kscale_report::compare::{compare_metric, tables};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -15,6 +15,10 @@ pub struct Args {
     /// Runs to compare (ids, labels or `latest`); the first is the baseline A.
     #[arg(value_name = "RUN", num_args = 2.., required = true)]
     runs: Vec<String>,
+    /// Compare on this metric (e.g. `p99`, `sd_server`) instead of each
+    /// case's primary one; `kscale list` shows every workload's metrics.
+    #[arg(long, value_name = "NAME")]
+    metric: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value = "terminal")]
     format: super::TableFormat,
@@ -28,7 +32,8 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         data.push(store.load_run(id)?);
     }
     let refs: Vec<&kscale_store::RunData> = data.iter().collect();
-    let cmp = compare(&refs, &super::Registry).map_err(|e| user(e.to_string()))?;
+    let cmp = compare_metric(&refs, &super::Registry, args.metric.as_deref())
+        .map_err(|e| user(e.to_string()))?;
     if matches!(args.format, super::TableFormat::Json) {
         outln!("{}", serde_json::to_string_pretty(&cmp)?)?;
         return Ok(ExitCode::SUCCESS);

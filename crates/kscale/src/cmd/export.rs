@@ -48,6 +48,11 @@ pub fn results(data: &RunData) -> Vec<Value> {
                 "ci_high": finite(s.ci_high),
                 "n": s.n,
                 "converged": c.converged.unwrap_or(false),
+                "rule": match c.rule {
+                    kscale_core::RunRule::Converge => "converge".to_string(),
+                    kscale_core::RunRule::MedianOf(n) => format!("median of {n}"),
+                },
+                "load_bound": c.load_bound(),
                 "status": match c.status { CaseStatus::Done => "done", CaseStatus::Failed => "failed", CaseStatus::Pending => "pending" },
                 "error": c.error,
                 "trials": c.values(&m.name),

@@ -24,7 +24,7 @@ pub struct Args {
     /// Workloads (`syscall.null`) or families (`ctx`) to run.
     #[arg(value_name = "TARGET")]
     pub targets: Vec<String>,
-    /// A named suite (`micro`, `quick`; see `kscale list`).
+    /// Named suites, comma-separated (`micro`, `macro`, `quick`; see `kscale list`).
     #[arg(long, value_name = "NAME")]
     pub suite: Option<String>,
     /// CPU configurations: counts `1,2,4`, `all`, `sweep` (1, 2, 4 … all), or a

@@ -4,7 +4,7 @@
 use crate::error::user;
 use crate::output::{out, outln};
 use anyhow::Result;
-use kscale_report::scale::{scale, tables};
+use kscale_report::scale::{scale_metric, tables};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -22,6 +22,9 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value = "terminal")]
     format: super::TableFormat,
+    /// Scale on this metric (e.g. `p99`) instead of each case's primary one.
+    #[arg(long, value_name = "NAME")]
+    metric: Option<String>,
 }
 
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
@@ -31,7 +34,8 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         Some(u) => Some(store.load_run(store.resolve(u)?)?),
         None => None,
     };
-    let report = scale(&data, up.as_ref(), &super::Registry).map_err(|e| user(e.to_string()))?;
+    let report = scale_metric(&data, up.as_ref(), &super::Registry, args.metric.as_deref())
+        .map_err(|e| user(e.to_string()))?;
     if matches!(args.format, super::TableFormat::Json) {
         outln!("{}", serde_json::to_string_pretty(&report)?)?;
         return Ok(ExitCode::SUCCESS);

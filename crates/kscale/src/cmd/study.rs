@@ -1,6 +1,7 @@
-//! `kscale study`: the seeds' whole method in one command — measure a suite
-//! on one CPU and on all CPUs with interleaved trials, store it, print the
-//! direct results and the scalability, and write the HTML report.
+//! `kscale study`: the seeds' whole method in one command — measure the
+//! micro and macro suites (the seeds' method is both) on one CPU and on all
+//! CPUs with interleaved trials, store it, print the direct results and the
+//! scalability, and write the HTML report.
 
 use crate::output::{out, outln};
 use anyhow::Result;
@@ -12,13 +13,14 @@ use std::process::ExitCode;
 #[derive(clap::Args)]
 #[command(after_help = "Examples:
   kscale study --quick                     a first look in a few minutes
-  kscale study --label 6.8-tuned           the full micro suite under a label")]
+  kscale study --label 6.8-tuned           micro and macro suites under a label
+  kscale study --suite micro --quick       the lmbench-style half only")]
 pub struct Args {
     /// Quick run rules (CI 10@95, at most 5 trials, shorter sweeps).
     #[arg(long)]
     quick: bool,
-    /// The suite to study (see `kscale list`).
-    #[arg(long, value_name = "NAME", default_value = "micro")]
+    /// The suites to study, comma-separated (see `kscale list`).
+    #[arg(long, value_name = "NAME[,NAME…]", default_value = "micro,macro")]
     suite: String,
     /// Label of the system (default: the kernel release).
     #[arg(long)]
