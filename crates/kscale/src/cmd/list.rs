@@ -51,6 +51,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                         "metrics": w.metrics.iter().map(|m| serde_json::json!({
                             "name": m.name, "unit": m.unit, "direction": m.direction,
                         })).collect::<Vec<_>>(),
+                        "runs_as": runs_as(w),
                     })
                 })
                 .collect();
@@ -69,6 +70,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
                         m.unit,
                         m.direction
                     )?;
+                    if let Some(how) = runs_as(w) {
+                        outln!("  {:<22}   runs as: {how}", "")?;
+                    }
                     for extra in &w.metrics[1..] {
                         outln!(
                             "  {:<22}   also: {} {} ({} is better)",
@@ -104,4 +108,31 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// How a workload runs when that is not one worker converging a mean: its
+/// roles (docs/macro.md) and its run rule.
+fn runs_as(w: &kscale_workloads::WorkloadDef) -> Option<String> {
+    use kscale_workloads::roles::Timing;
+    let mut parts = Vec::new();
+    if let Some(r) = w.roles {
+        parts.push(match (r.server.is_some(), r.timing) {
+            (true, Timing::Duration) => "a server on the measured CPUs, load from the others or \
+                                         --peer hosts, for a fixed duration"
+                .to_string(),
+            (true, Timing::Work) => {
+                "a server on the measured CPUs, load from the others or --peer \
+                                     hosts, until a fixed amount of work is done"
+                    .to_string()
+            }
+            (false, _) => "load generators only".to_string(),
+        });
+        if let Some(p) = r.spread {
+            parts.push(format!("`{p}` split among peers"));
+        }
+    }
+    if let kscale_core::RunRule::MedianOf(n) = w.rule {
+        parts.push(format!("median of {n} trials"));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
