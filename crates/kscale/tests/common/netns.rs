@@ -71,7 +71,7 @@ impl Drop for Netns {
 }
 
 /// Two namespaces joined by a veth pair: `a` at 10.R.S.1, `b` at 10.R.S.2,
-/// with R.S taken from the process id so parallel test binaries differ.
+/// with R from the pair's number in this process and S from the process id.
 pub struct Pair {
     pub a: Netns,
     pub b: Netns,
@@ -89,10 +89,13 @@ impl Pair {
         let a = Netns::new(&format!("{tag}a"))?;
         let b = Netns::new(&format!("{tag}b"))?;
         let pid = std::process::id();
-        let net = format!("10.{}.{}", 100 + (pid >> 8) % 100, pid % 256);
+        // Tests of one binary run in parallel threads of one process, so the
+        // pair's number tells them apart in link names and subnets.
+        let n = PAIRS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 100;
+        let net = format!("10.{}.{}", 100 + n, pid % 256);
         let (va, vb) = (
-            format!("kva{}", pid % 100_000),
-            format!("kvb{}", pid % 100_000),
+            format!("kva{}x{n}", pid % 100_000),
+            format!("kvb{}x{n}", pid % 100_000),
         );
         ip(&["link", "add", &va, "type", "veth", "peer", "name", &vb])?;
         let setup = || -> Result<(), String> {
