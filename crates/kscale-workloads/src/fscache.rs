@@ -46,7 +46,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Barrier;
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 const BW: MetricDef = MetricDef::higher("bandwidth", "KB/s");
@@ -397,21 +397,23 @@ struct Job<'a> {
     offsets: Offsets,
     slots: usize,
     bufsize: usize,
-    barrier: &'a Barrier,
+    gate: &'a Gate,
     stop: &'a AtomicBool,
 }
 
 impl Job<'_> {
-    /// Pins, prepares, meets the others at the barrier and reads until told
-    /// to stop. Every path reaches the barrier exactly once, so a failing
-    /// thread cannot leave the others waiting.
+    /// Pins, prepares, waits at the gate and reads until told to stop. A
+    /// failing thread still reaches the gate, and a gate that is shut (a
+    /// thread could not be created) releases the ones already waiting.
     fn run(mut self) -> Result<Span> {
         let pinned = kscale_sys::affinity::pin_one(self.cpu);
         let dst = AlignedBuf::new(self.bufsize);
         if let Source::Memory(buf) = &mut self.source {
             buf.fill();
         }
-        self.barrier.wait();
+        if !self.gate.wait() {
+            bail!("the trial was abandoned before it started");
+        }
         pinned.with_context(|| format!("pinning a reader to CPU {}", self.cpu))?;
         let mut dst = dst?;
         let (slots, bufsize) = (self.slots, self.bufsize);
@@ -456,16 +458,88 @@ impl Job<'_> {
     }
 }
 
-/// Runs `jobs` together for `time` and returns their spans.
+/// Where readers wait to start together. Unlike `std::sync::Barrier` it can
+/// be shut: when the system refuses a thread, the readers already started are
+/// released instead of waiting for one that will never come.
+struct Gate {
+    state: Mutex<Option<bool>>,
+    cv: Condvar,
+}
+
+impl Gate {
+    fn new() -> Gate {
+        Gate {
+            state: Mutex::new(None),
+            cv: Condvar::new(),
+        }
+    }
+
+    /// Blocks until the gate opens (true) or is shut (false).
+    fn wait(&self) -> bool {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(open) = *st {
+                return open;
+            }
+            st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn set(&self, open: bool) {
+        *self.state.lock().unwrap_or_else(|e| e.into_inner()) = Some(open);
+        self.cv.notify_all();
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests make the Nth thread creation fail, as a process at its thread
+    /// limit would.
+    static REFUSE_SPAWN: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+fn spawn_refused(_i: usize) -> bool {
+    #[cfg(test)]
+    if REFUSE_SPAWN.with(|r| r.get()) == Some(_i) {
+        return true;
+    }
+    false
+}
+
+/// Runs `jobs` together for `time` and returns their spans. Waits for all of
+/// them to be ready (each waits at the gate) before the clock starts.
 fn run_jobs(
     jobs: Vec<Job<'_>>,
-    barrier: &Barrier,
+    gate: &Gate,
     stop: &AtomicBool,
     time: Duration,
 ) -> Result<Vec<Span>> {
+    let n = jobs.len();
     std::thread::scope(|s| {
-        let handles: Vec<_> = jobs.into_iter().map(|j| s.spawn(move || j.run())).collect();
-        barrier.wait();
+        let mut handles = Vec::with_capacity(n);
+        for (i, j) in jobs.into_iter().enumerate() {
+            let spawned = if spawn_refused(i) {
+                Err(std::io::Error::from_raw_os_error(libc::EAGAIN))
+            } else {
+                std::thread::Builder::new().spawn_scoped(s, move || j.run())
+            };
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    // Release the readers already started so the scope joins.
+                    gate.set(false);
+                    stop.store(true, Ordering::Relaxed);
+                    for h in handles {
+                        let _ = h.join();
+                    }
+                    return Err(anyhow::anyhow!(
+                        "creating reader thread {} of {n}: {e}",
+                        i + 1
+                    ));
+                }
+            }
+        }
+        gate.set(true);
         std::thread::sleep(time);
         stop.store(true, Ordering::Relaxed);
         handles
@@ -518,7 +592,7 @@ fn read(ctx: &TrialCtx) -> Result<TrialOutput> {
     } else {
         Some(CachedFile::create(&ctx.dir, file_bytes)?)
     };
-    let barrier = Barrier::new(threads + 1);
+    let gate = Gate::new();
     let stop = AtomicBool::new(false);
     let mut jobs = Vec::with_capacity(threads);
     for i in 0..threads {
@@ -540,11 +614,11 @@ fn read(ctx: &TrialCtx) -> Result<TrialOutput> {
             },
             slots,
             bufsize,
-            barrier: &barrier,
+            gate: &gate,
             stop: &stop,
         });
     }
-    let spans = run_jobs(jobs, &barrier, &stop, ctx.trial_time)?;
+    let spans = run_jobs(jobs, &gate, &stop, ctx.trial_time)?;
     let note = match &cached {
         Some(c) => {
             c.ensure_resident("after the timed reads")?;
@@ -674,6 +748,27 @@ mod tests {
             vec![cpus()[0]],
         );
         assert!(read(&ctx).unwrap().values[BW.name] > 0.0);
+    }
+
+    #[test]
+    fn a_refused_thread_fails_the_trial_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ctx_with(dir.path(), &[("threads", "4")], cpus());
+        // The third creation fails: the two readers already waiting at the
+        // gate must be released, not left to the worker's time limit.
+        REFUSE_SPAWN.with(|r| r.set(Some(2)));
+        let t0 = std::time::Instant::now();
+        let err = read(&ctx).unwrap_err();
+        REFUSE_SPAWN.with(|r| r.set(None));
+        assert!(
+            format!("{err:#}").contains("creating reader thread 3 of 4"),
+            "{err:#}"
+        );
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "took {:?}",
+            t0.elapsed()
+        );
     }
 
     #[test]
