@@ -1,4 +1,4 @@
-//! CPU configurations (SPEC §5): the sets of CPUs a case may run on.
+//! CPU configurations (docs/method.md): the sets of CPUs a case may run on.
 //!
 //! `--cpus` takes a comma-separated list of counts (`1,2,4`), `all` and
 //! `sweep`, or — when the value contains a range — one explicit CPU set in

@@ -1,5 +1,5 @@
-//! The vocabulary of kscale (SPEC §1) and the arithmetic behind its run rules
-//! (SPEC §2). Nothing here touches the operating system, so every rule can be
+//! The vocabulary of kscale (docs/method.md) and the arithmetic behind its run rules
+//! (docs/method.md). Nothing here touches the operating system, so every rule can be
 //! unit- and property-tested in isolation.
 
 pub mod cpus;

@@ -208,7 +208,7 @@ impl CaseKey {
     }
 }
 
-/// Where the CPUs of a trial's configuration spent the trial (SPEC §6),
+/// Where the CPUs of a trial's configuration spent the trial (docs/method.md),
 /// from /proc/stat; context switches and interrupts are system-wide counts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CpuAccounting {

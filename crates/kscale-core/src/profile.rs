@@ -1,4 +1,4 @@
-//! Kernel profiles (SPEC §6): the pure part — classifying samples, counting
+//! Kernel profiles (docs/method.md): the pure part — classifying samples, counting
 //! them per routine and per process, shares, the spin-lock share and the
 //! routine-by-routine difference of two profiles. The sampling itself lives
 //! in `kscale-sys` (perf) and only hands over already-resolved samples.

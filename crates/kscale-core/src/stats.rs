@@ -1,4 +1,4 @@
-//! The run rules of SPEC §2: Student-t confidence intervals of the mean and
+//! The run rules of docs/method.md: Student-t confidence intervals of the mean and
 //! the stopping decision built on their *full* width, as in the seed paper.
 
 use serde::{Deserialize, Serialize};
@@ -6,7 +6,7 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// When to stop repeating trials of one case. The rule never looks at other
 /// cases or systems: re-running until a difference looks significant is
-/// forbidden (SPEC §2.6).
+/// forbidden (docs/method.md).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StopRule {
     /// Maximum full CI width as a percentage of the mean.

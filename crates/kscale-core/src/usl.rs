@@ -1,6 +1,6 @@
 //! Gunther's Universal Scalability Law, fitted to throughput measured on a
 //! few CPU counts so that scalability can be planned past the machine at
-//! hand (SPEC §5):
+//! hand (docs/method.md):
 //!
 //! X(N) = λN / (1 + σ(N − 1) + κN(N − 1))
 //!

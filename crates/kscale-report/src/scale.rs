@@ -1,6 +1,6 @@
 //! `kscale scale`: scalability (N CPUs / 1 CPU, inverted where lower is better),
 //! efficiency (scalability / N), SMP overhead (SMP-1 / UP) and, with three or
-//! more CPU counts, a Universal Scalability Law fit (SPEC §5, seed 003's
+//! more CPU counts, a Universal Scalability Law fit (docs/method.md, seed 003's
 //! "SMP overhead" and "Scalability" tables).
 
 use crate::format::{pct, sig};

@@ -1,4 +1,4 @@
-//! kscale's result store (SPEC §7): one SQLite file in write-ahead-log mode.
+//! kscale's result store (docs/store.md): one SQLite file in write-ahead-log mode.
 //! Raw trial values are the source of truth; every statistic is recomputed
 //! from them, so a figure can always be re-derived and a killed run resumed.
 

@@ -60,7 +60,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // v1 → v2: per-trial CPU accounting from /proc/stat (JSON).
     "ALTER TABLE trials ADD COLUMN accounting TEXT;",
     // v2 → v3: kernel profiles of each case's extra, uncounted profiled
-    // trial (SPEC §6), one row per sampled event.
+    // trial (docs/method.md), one row per sampled event.
     "CREATE TABLE profiles (
         case_id INTEGER NOT NULL REFERENCES cases(id) ON DELETE CASCADE,
         event TEXT NOT NULL,

@@ -1,5 +1,5 @@
 //! Kernel symbol table from `/proc/kallsyms`, for turning sampled kernel
-//! instruction pointers into routine names (SPEC §6).
+//! instruction pointers into routine names (docs/method.md).
 
 use anyhow::{bail, Context, Result};
 

@@ -1,4 +1,4 @@
-//! Per-trial CPU accounting from /proc/stat (SPEC §6): where the CPUs of the
+//! Per-trial CPU accounting from /proc/stat (docs/method.md): where the CPUs of the
 //! configuration spent a trial (user, system, idle, irq, softirq, steal),
 //! plus context switches and interrupts, which the kernel counts system-wide.
 

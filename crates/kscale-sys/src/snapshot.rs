@@ -1,4 +1,4 @@
-//! The system snapshot stored with every run (SPEC §7): everything a reader
+//! The system snapshot stored with every run (docs/store.md): everything a reader
 //! of a comparison needs to know about the two systems being compared. Each
 //! field is best-effort; a missing file yields `null`, never an error.
 

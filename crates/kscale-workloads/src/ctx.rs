@@ -1,4 +1,4 @@
-//! `ctx`: context switching latency (SPEC §4.3, seed 003, lmbench `lat_ctx`).
+//! `ctx`: context switching latency (docs/families/ctx.md, seed 003, lmbench `lat_ctx`).
 //!
 //! `procs` processes (the worker and `procs - 1` forked children) form a ring
 //! of pipes and pass a 4-byte token around it; every process sums its own

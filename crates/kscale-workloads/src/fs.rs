@@ -1,4 +1,4 @@
-//! `fs`: small-file creation and removal rates (SPEC §4.5, seed 003
+//! `fs`: small-file creation and removal rates (docs/families/fs.md, seed 003
 //! "Filesystem", lmbench `lat_fs`).
 //!
 //! Each timed batch works on fresh files in a fresh directory tree under
@@ -203,7 +203,7 @@ fn size_param(ctx: &TrialCtx) -> Result<usize> {
     usize::try_from(size).context("size too large")
 }
 
-/// Files per batch: one directory's worth, as SPEC §4.5 (100 files a
+/// Files per batch: one directory's worth, as docs/families/fs.md (100 files a
 /// directory). A trial is a whole number of batches.
 const BATCH: u64 = 100;
 

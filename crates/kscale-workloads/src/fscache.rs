@@ -1,4 +1,4 @@
-//! `fscache`: reads of a file that sits in the page cache (SPEC §4.8, seed
+//! `fscache`: reads of a file that sits in the page cache (docs/families/fscache.md, seed
 //! 002 "FSCache").
 //!
 //! `threads` readers pread `bufsize`-byte blocks of one shared file of `file`
@@ -20,7 +20,7 @@
 //!   with mincore(2) before the timed part and again after it; a trial whose
 //!   file is not fully resident fails rather than timing the disk.
 //! - The run is time-based (like `fio --time_based`): the threads leave a
-//!   barrier together and read until a stop flag set after the trial time,
+//!   start gate together and read until a stop flag set after the trial time,
 //!   and the rate is total bytes over the span from the first start to the
 //!   last stop. The warm-up's count (`ctx.iterations`) is therefore not used
 //!   to fix the work: with several threads a fixed count would let the

@@ -1,4 +1,4 @@
-//! `mem`: memory bandwidth (SPEC §4.4, seed 003 "Memory read rate", lmbench
+//! `mem`: memory bandwidth (docs/families/mem.md, seed 003 "Memory read rate", lmbench
 //! `bw_mem`).
 //!
 //! Each workload makes passes over a buffer of `size` bytes, 512 bytes (128

@@ -1,4 +1,4 @@
-//! `syscall`: latency of simple functions (SPEC §4.1, seed 003, lmbench
+//! `syscall`: latency of simple functions (docs/families/syscall.md, seed 003, lmbench
 //! `lat_syscall`/`lat_sig`/`lat_pipe`/`lat_unix`/`lat_proc`).
 //!
 //! Every loop calls the C library or the kernel directly through `libc`, the

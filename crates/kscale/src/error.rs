@@ -1,4 +1,4 @@
-//! Exit statuses (SPEC §11): bad input → one line and status 2; anything the
+//! Exit statuses (docs/method.md): bad input → one line and status 2; anything the
 //! user cannot fix → status 1; interrupted → 128 + signal.
 
 use std::process::ExitCode;

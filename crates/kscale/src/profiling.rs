@@ -1,11 +1,11 @@
-//! `--profile` (SPEC §6): after a case's counted trials have finished, one
+//! `--profile` (docs/method.md): after a case's counted trials have finished, one
 //! extra trial with the same iteration count runs while the parent samples
 //! every CPU of the case's configuration. The trial is not counted (its
 //! value is kept with the profile, so the disturbance of sampling can be
 //! checked against the counted trials — scripts/validate-profile).
 //!
 //! Running it after the counted trials, not after the warm-up, keeps the
-//! counted trials' interleaving (SPEC §2.5) exactly as without `--profile`.
+//! counted trials' interleaving (docs/method.md) exactly as without `--profile`.
 
 use anyhow::Result;
 use indicatif::ProgressBar;

@@ -1,5 +1,5 @@
 //! Orchestrates a run: for each workload, its cases on every CPU
-//! configuration are measured in interleaved rounds (A B A B …, SPEC §2.5),
+//! configuration are measured in interleaved rounds (A B A B …, docs/method.md),
 //! each trial in a fresh worker process, each trial committed to the store
 //! as it ends. The parent never runs measured code.
 
@@ -34,7 +34,7 @@ pub struct RunOptions {
     pub dir: PathBuf,
     pub cpus: Vec<String>,
     pub plan: Vec<PlanEntry>,
-    /// `--profile`: one extra, uncounted, sampled trial per case (SPEC §6).
+    /// `--profile`: one extra, uncounted, sampled trial per case (docs/method.md).
     #[serde(default)]
     pub profile: bool,
     /// `--peer`: where macro workloads' load runs instead of this host's free

@@ -1,4 +1,4 @@
-//! SPEC §11: every kind of bad input gets one line on stderr and status 2.
+//! docs/method.md: every kind of bad input gets one line on stderr and status 2.
 
 mod common;
 use common::Env;

@@ -1,4 +1,4 @@
-//! Sampling (SPEC §6): the kscale parent samples every CPU of a case's
+//! Sampling (docs/method.md): the kscale parent samples every CPU of a case's
 //! configuration — all processes on them, kernel and user mode, the idle
 //! task included — while the worker of the profiled trial runs. The parent
 //! runs no measured code, so the samples show the workload and whatever the

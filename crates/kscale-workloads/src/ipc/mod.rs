@@ -1,4 +1,4 @@
-//! `ipc`: interprocess communication latency over localhost (SPEC §4.2, seed
+//! `ipc`: interprocess communication latency over localhost (docs/families/ipc.md, seed
 //! 003, lmbench `lat_udp`/`lat_tcp`/`lat_rpc`/`lat_connect`).
 //!
 //! Every workload is a "hot potato" between this worker and a forked server

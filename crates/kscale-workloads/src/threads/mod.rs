@@ -1,4 +1,4 @@
-//! `threads`: the thread library (SPEC §4.6, seed 001 — the NPTL benchmarks).
+//! `threads`: the thread library (docs/families/threads.md, seed 001 — the NPTL benchmarks).
 //!
 //! Four tests, each a loop run for a fixed time (the seed's 5 s alarm) and
 //! counted: `lifecycle`, `context`, `wakeup`, `uncontested`. Each runs

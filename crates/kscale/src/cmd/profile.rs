@@ -1,5 +1,5 @@
 //! `kscale profile diff A B`: which kernel routines grew and which shrank
-//! between two runs' profiles of the same case (SPEC §6).
+//! between two runs' profiles of the same case (docs/method.md).
 
 use crate::error::user;
 use crate::output::{out, outln};
