@@ -268,3 +268,90 @@ fn sigkill_during_udp_crr_and_stream_runs_takes_every_role_with_it() {
         assert_clean(&ns, &env, &mark, false);
     }
 }
+
+// ------------------------------------------------------------ peers
+
+/// A `kscale peer` in namespace `b` of the pair, on `port`.
+struct Peer(std::process::Child);
+
+impl Peer {
+    fn start(p: &common::netns::Pair, port: u16, mark: &str) -> (Peer, String) {
+        let addr = format!("{}:{port}", p.b_ip);
+        let child =
+            p.b.command(&common::bin())
+                .env("KSCALE_TEST_MARK", mark)
+                .args(["peer", "--listen", &addr, "--token", "t0k"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn kscale peer");
+        (Peer(child), addr)
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Two peers split the connections (or flows) of every kind: UDP sockets
+/// by the ports the server announced, connect loops, streams.
+#[test]
+fn two_peers_share_the_load_of_udp_crr_and_stream() {
+    let p = match common::netns::Pair::new("np") {
+        Ok(p) => p,
+        Err(e) => return skip(&format!("network namespaces refused: {e}")),
+    };
+    let mark = format!("npeer-{}", std::process::id());
+    let (_p1, a1) = Peer::start(&p, 12866, &mark);
+    let (_p2, a2) = Peer::start(&p, 12867, &mark);
+    let listening = || {
+        Command::new("ip")
+            .args(["netns", "exec", &p.b.name, "cat", "/proc/net/tcp"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).matches(" 0A ").count() >= 2)
+            .unwrap_or(false)
+    };
+    assert!(wait_for(listening, 10), "the peers never listened");
+    let peers = format!("{a1},{a2}");
+    for (w, spread, metric) in [
+        ("net.udp_rr", "conns=3", "tps"),
+        ("net.tcp_crr", "conns=3", "tps"),
+        ("net.tcp_stream", "streams=3", "mbps"),
+    ] {
+        let env = Env::new();
+        let out =
+            p.a.command(&common::bin())
+                .current_dir(env.path())
+                .env("NO_COLOR", "1")
+                .arg("--db")
+                .arg(env.db())
+                .args(["run", w, "--cpus", "1", "--quick", "--no-progress"])
+                .args(["--param", spread, "--param", "duration=0.3"])
+                .args(["--min-trials", "2", "--max-trials", "2"])
+                .args(["--peer", &peers, "--token", "t0k"])
+                .output()
+                .expect("kscale run");
+        assert!(
+            out.status.success(),
+            "{w}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let j = env.export("latest");
+        values(&j, w, metric, false);
+        let db = rusqlite::Connection::open(env.db()).unwrap();
+        let roles: String = db
+            .query_row(
+                "SELECT roles FROM trials WHERE warmup = 0 LIMIT 1",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(
+            roles.contains(&a1) && roles.contains(&a2),
+            "{w}: load did not run on both peers: {roles}"
+        );
+    }
+}
