@@ -108,7 +108,7 @@ pub static FAMILY: Family = Family {
 };
 
 /// Sets SO_SNDBUF/SO_RCVBUF (when `bytes` > 0) and TCP_NODELAY.
-fn tune(fd: &impl AsRawFd, bytes: u64) -> Result<()> {
+pub(crate) fn tune(fd: &impl AsRawFd, bytes: u64) -> Result<()> {
     use nix::sys::socket::{setsockopt, sockopt};
     // SAFETY: the descriptor is owned by the caller's socket for the call.
     let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd.as_raw_fd()) };
@@ -124,7 +124,7 @@ fn tune(fd: &impl AsRawFd, bytes: u64) -> Result<()> {
 /// A listener on the role's bind address, port chosen by the kernel, with
 /// the socket buffers set before `listen` so accepted sockets inherit them
 /// (as netserver does).
-fn listen(ctx: &RoleCtx, sockbuf: u64) -> Result<TcpListener> {
+pub(crate) fn listen(ctx: &RoleCtx, sockbuf: u64) -> Result<TcpListener> {
     use nix::sys::socket::{
         bind, listen as nix_listen, setsockopt, socket, sockopt, AddressFamily, Backlog, SockFlag,
         SockType, SockaddrStorage,
@@ -266,7 +266,7 @@ fn rr_load(ctx: &RoleCtx) -> Result<RoleOutput> {
         .histogram("latency", &latency))
 }
 
-fn connect(addr: SocketAddr, sockbuf: u64) -> Result<TcpStream> {
+pub(crate) fn connect(addr: SocketAddr, sockbuf: u64) -> Result<TcpStream> {
     use nix::sys::socket::{connect as nix_connect, socket, AddressFamily, SockFlag, SockType};
     let family = if addr.is_ipv6() {
         AddressFamily::Inet6
