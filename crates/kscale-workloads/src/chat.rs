@@ -596,6 +596,7 @@ fn threads_reader(
         cv: Condvar::new(),
         closed: AtomicBool::new(false),
     });
+    let (room, full) = rooms.join(h.room, me.clone())?;
     let mut w = s.try_clone().context("cloning a connection")?;
     let (m, counter) = (me.clone(), relayed.clone());
     spawn(stack, move || {
@@ -610,7 +611,6 @@ fn threads_reader(
             }
         }
     })?;
-    let (room, full) = rooms.join(h.room, me.clone())?;
     if let Some(all) = full {
         let welcome: Arc<[u8]> = Header {
             room: h.room,
@@ -743,6 +743,7 @@ struct Loop<'a> {
     rooms: &'a Rooms<Conn>,
     conns: &'a RwLock<HashMap<u64, Arc<Conn>>>,
     relayed: &'a AtomicU64,
+    errors: &'a AtomicU64,
     size: usize,
 }
 
@@ -772,7 +773,12 @@ impl Loop<'_> {
                     open = c.flush().is_ok();
                 }
                 if open && bits & (libc::EPOLLIN | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0 {
-                    open = self.readable(&c)?;
+                    // A broken connection is closed; the loop goes on.
+                    open = self.readable(&c).unwrap_or_else(|e| {
+                        self.errors.fetch_add(1, Ordering::Relaxed);
+                        eprintln!("chat server: {e:#}");
+                        false
+                    });
                 }
                 if !open {
                     let _ = epoll_ctl(ep, libc::EPOLL_CTL_DEL, c.stream.as_raw_fd(), 0, 0);
@@ -841,7 +847,10 @@ impl Loop<'_> {
             .with_context(|| format!("a message in room {} before it was full", room.id))?;
         for o in members.iter().filter(|o| o.token != c.token) {
             self.relayed.fetch_add(1, Ordering::Relaxed);
-            o.send(f).context("relaying a message")?;
+            // A member that is gone is its owner loop's to close.
+            if o.send(f).is_err() {
+                self.errors.fetch_add(1, Ordering::Relaxed);
+            }
         }
         Ok(())
     }
@@ -884,6 +893,7 @@ fn epoll_server(
         rooms: &rooms,
         conns: &conns,
         relayed: &relayed,
+        errors: &c.errors,
         size: c.size,
     };
     std::thread::scope(|scope| -> Result<()> {
