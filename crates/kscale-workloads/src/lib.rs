@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+pub mod chat;
 pub mod ctx;
 pub mod fs;
 pub mod fscache;
@@ -32,6 +33,7 @@ pub static REGISTRY: &[&Family] = &[
     &threads::FAMILY,
     &fscache::FAMILY,
     &net::FAMILY,
+    &chat::FAMILY,
 ];
 
 pub struct Family {

@@ -228,7 +228,7 @@ pub static FAMILY: Family = Family {
 };
 
 /// Sets SO_SNDBUF/SO_RCVBUF (when `bytes` > 0) and TCP_NODELAY (when asked).
-fn tune(fd: &impl AsRawFd, bytes: u64, nodelay: bool) -> Result<()> {
+pub(crate) fn tune(fd: &impl AsRawFd, bytes: u64, nodelay: bool) -> Result<()> {
     use nix::sys::socket::{setsockopt, sockopt};
     // SAFETY: the descriptor is owned by the caller's socket for the call.
     let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd.as_raw_fd()) };
@@ -284,7 +284,7 @@ fn bound_socket(ctx: &RoleCtx, ty: nix::sys::socket::SockType, sockbuf: u64) -> 
 }
 
 /// A listener on the role's bind address (see [`bound_socket`]).
-fn listen(ctx: &RoleCtx, sockbuf: u64) -> Result<TcpListener> {
+pub(crate) fn listen(ctx: &RoleCtx, sockbuf: u64) -> Result<TcpListener> {
     use nix::sys::socket::{listen as nix_listen, Backlog, SockType};
     let fd = bound_socket(ctx, SockType::Stream, sockbuf)?;
     nix_listen(&fd, Backlog::new(4096).unwrap_or(Backlog::MAXCONN)).context("listen")?;
@@ -293,16 +293,16 @@ fn listen(ctx: &RoleCtx, sockbuf: u64) -> Result<TcpListener> {
 
 /// How a load connection is opened.
 #[derive(Clone, Copy, Debug)]
-struct Dial {
-    sockbuf: u64,
-    nodelay: bool,
+pub(crate) struct Dial {
+    pub(crate) sockbuf: u64,
+    pub(crate) nodelay: bool,
     /// Send and receive timeouts: two more system calls, worth it for a
     /// long-lived connection, not for one per transaction.
-    timeout: Option<Duration>,
+    pub(crate) timeout: Option<Duration>,
 }
 
 impl Dial {
-    fn connect(&self, addr: SocketAddr) -> io::Result<TcpStream> {
+    pub(crate) fn connect(&self, addr: SocketAddr) -> io::Result<TcpStream> {
         use nix::sys::socket::{connect, socket, SockFlag, SockType, SockaddrStorage};
         let fd = socket(
             family_of(&addr.ip()),
