@@ -21,6 +21,7 @@ pub mod suites;
 pub mod syscall;
 pub mod threads;
 pub mod util;
+pub mod web;
 
 /// Every family, in the order of the seed's tables.
 pub static REGISTRY: &[&Family] = &[
@@ -32,6 +33,7 @@ pub static REGISTRY: &[&Family] = &[
     &threads::FAMILY,
     &fscache::FAMILY,
     &net::FAMILY,
+    &web::FAMILY,
 ];
 
 pub struct Family {
