@@ -505,7 +505,11 @@ pub fn conforms(bits: f64, window_s: f64, ops: u64, errors: u64, rate_kbps: u64)
 /// nginx: `$KSCALE_NGINX`, /usr/sbin/nginx, or on PATH.
 fn find_nginx() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("KSCALE_NGINX") {
-        return Ok(PathBuf::from(p));
+        let p = PathBuf::from(p);
+        if !p.is_file() {
+            bail!("nginx not found at KSCALE_NGINX={}", p.display());
+        }
+        return Ok(p);
     }
     let mut cands = vec![PathBuf::from("/usr/sbin/nginx")];
     if let Some(path) = std::env::var_os("PATH") {
