@@ -196,6 +196,16 @@ pub fn file_path(dir: u64, class: usize, k: u64) -> String {
     format!("/dir{dir:05}/class{class}_{k}")
 }
 
+/// [`file_path`] written straight into a request, without a String.
+struct FilePath<'a>(&'a Request);
+
+impl std::fmt::Display for FilePath<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let r = self.0;
+        write!(f, "/dir{:05}/class{}_{}", r.dir, r.class, r.file)
+    }
+}
+
 pub fn file_size(class: usize, k: u64) -> u64 {
     CLASS_BASE[class] * k
 }
@@ -404,7 +414,7 @@ impl Mix {
     /// the server's configuration defines for them (see [`nginx_conf`]).
     pub fn encode(&self, r: &Request, out: &mut Vec<u8>) {
         out.clear();
-        let path = file_path(r.dir, r.class, r.file);
+        let path = FilePath(r);
         let u = self.user;
         let _ = match r.kind {
             Kind::Static => write!(out, "GET {path} HTTP/1.1\r\nHost: kscale\r\n\r\n"),
@@ -1024,20 +1034,38 @@ impl Worker<'_> {
                     if c.need > 0 {
                         c.got += n;
                     } else {
-                        c.buf.extend_from_slice(&chunk[..n]);
-                        match parse_response(&c.buf) {
-                            Ok(Parsed::Partial) if c.buf.len() > 64 << 10 => {
-                                return self.fail(i, "response head over 64 KB".into())
+                        // Most heads arrive whole in one read: parse them
+                        // where they landed and copy only a partial one.
+                        let fresh = c.buf.is_empty();
+                        let parsed = if fresh {
+                            parse_response(&chunk[..n])
+                        } else {
+                            c.buf.extend_from_slice(&chunk[..n]);
+                            parse_response(&c.buf)
+                        };
+                        match parsed {
+                            Ok(Parsed::Partial) => {
+                                if fresh {
+                                    c.buf.extend_from_slice(&chunk[..n]);
+                                }
+                                if c.buf.len() > 64 << 10 {
+                                    return self.fail(i, "response head over 64 KB".into());
+                                }
                             }
-                            Ok(Parsed::Partial) => {}
                             Err(e) => return self.fail(i, format!("{e:#}")),
                             Ok(Parsed::Done { status, len }) => {
                                 c.status = status;
                                 c.need = len;
-                                c.got = c.buf.len();
+                                c.got = if fresh { n } else { c.buf.len() };
                                 c.buf.clear();
                             }
                         }
+                    }
+                    // The response is whole (nothing else is in flight) or
+                    // the socket is drained: a further read would only say
+                    // EAGAIN, one wasted system call per request.
+                    if (c.need > 0 && c.got >= c.need) || n < chunk.len() {
+                        break;
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
