@@ -58,7 +58,7 @@ const IO_TIMEOUT: Duration = Duration::from_secs(5);
 const CONNS: ParamDef = ParamDef {
     name: "conns",
     help: "Simultaneous keep-alive connections (SPECweb99's load; the seed's x-axis: 420 to \
-           820). With peers, split evenly among them.",
+           820). Load from `--peer`s is not supported yet: nginx listens on loopback.",
     kind: ParamKind::Int {
         min: 1,
         max: 100_000,
