@@ -898,11 +898,39 @@ impl Epoll {
             Ok(())
         }
     }
+    /// Waits up to `timeout` with nanosecond precision (epoll_pwait2,
+    /// Linux 5.11): epoll_wait's milliseconds would either spin through the
+    /// last millisecond before every throttled request or send it late.
+    /// Older kernels get epoll_wait with the timeout rounded up.
     fn wait(&self, evs: &mut [libc::epoll_event], timeout: Duration) -> io::Result<usize> {
-        let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
-        // SAFETY: evs is a valid writable array of its length.
-        let n =
-            unsafe { libc::epoll_wait(self.0.as_raw_fd(), evs.as_mut_ptr(), evs.len() as i32, ms) };
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: evs is a valid writable array of its length, ts a live
+        // timespec; no signal mask is passed.
+        let n = unsafe {
+            libc::syscall(
+                libc::SYS_epoll_pwait2,
+                self.0.as_raw_fd(),
+                evs.as_mut_ptr(),
+                evs.len() as libc::c_int,
+                &ts as *const libc::timespec,
+                std::ptr::null::<libc::sigset_t>(),
+                0usize,
+            )
+        };
+        let n = if n < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+            let ms = timeout.as_nanos().div_ceil(1_000_000);
+            let ms = i32::try_from(ms).unwrap_or(i32::MAX);
+            // SAFETY: as above.
+            let r = unsafe {
+                libc::epoll_wait(self.0.as_raw_fd(), evs.as_mut_ptr(), evs.len() as i32, ms)
+            };
+            r as i64
+        } else {
+            n as i64
+        };
         if n < 0 {
             let e = io::Error::last_os_error();
             if e.kind() == io::ErrorKind::Interrupted {
