@@ -38,6 +38,9 @@ const P99: MetricDef = MetricDef::quantile("p99", "ms", "latency", 0.99, 1e-6);
 const ERRORS: MetricDef = MetricDef::lower("errors", "errors");
 const SERVER_CPU: MetricDef = MetricDef::lower("server_cpu", "%");
 const SD_SERVER: MetricDef = MetricDef::lower("sd_server", "µs/op");
+/// The load generator's CPU per request: how cheaply kscale makes load,
+/// compared with wrk's by scripts/validate-web.
+const SD_LOAD: MetricDef = MetricDef::lower("sd_load", "µs/op");
 
 /// SPECweb99's four file classes: file k (1…9) of class c is `BASE[c]·k`
 /// bytes; a directory holds all 36.
@@ -131,11 +134,12 @@ pub static FAMILY: Family = Family {
                `conns` keep-alive HTTP/1.1 connections issuing SPECweb99's request mix to \
                Debian's nginx (package nginx-light) on the measured CPUs, with ops/s, Mbit/s, \
                bit rate per connection, mean and p99 latency from histograms, errors, the \
-               server's CPU utilisation and its CPU µs per operation. Three trials, the \
+               server's CPU utilisation and CPU µs per operation of server and load. Three \
+               trials, the \
                median, as SPECweb99 ruled.",
         params: &[CONNS, RATE, MIX, FILESET, SEED, roles::DURATION],
         metrics: &[
-            CONFORMING, OPS, KBPS, MBPS, LAT_MEAN, P99, ERRORS, SERVER_CPU, SD_SERVER,
+            CONFORMING, OPS, KBPS, MBPS, LAT_MEAN, P99, ERRORS, SERVER_CPU, SD_SERVER, SD_LOAD,
         ],
         charts: &[ChartDef::against("conns").metrics(&[
             "conforming",
@@ -1396,7 +1400,8 @@ fn combine(_: &Params, c: &Combined) -> Result<TrialOutput> {
         .with(&MBPS, mbps)
         .with(&KBPS, mbps * 1000.0 / conns)
         .with(&LAT_MEAN, c.load_sum("lat_ns") / ops / 1e6)
-        .with(&ERRORS, c.load_sum("errors"));
+        .with(&ERRORS, c.load_sum("errors"))
+        .with(&SD_LOAD, c.load_cpu_s() / ops * 1e6);
     if let Some(s) = &c.server {
         let cpu = s.cpu.cpu_s + s.counts.get("nginx_cpu_s").copied().unwrap_or(0.0);
         let cap = s.cpu.window_s * s.cpu.cpus.max(1) as f64;
