@@ -562,7 +562,9 @@ pub fn nginx_conf(dir: &Path, docroot: &Path, port: u16, workers: usize, conns: 
     } else {
         ""
     };
-    let wc = (conns + 1024).max(4096);
+    // Every POST holds two more connections (the internal proxy hop), and
+    // one worker may accept nearly all clients.
+    let wc = (2 * conns + 1024).max(4096);
     format!(
         "{user}daemon off;
 master_process on;
