@@ -22,6 +22,7 @@ pub mod suites;
 pub mod syscall;
 pub mod threads;
 pub mod util;
+pub mod web;
 
 /// Every family, in the order of the seed's tables.
 pub static REGISTRY: &[&Family] = &[
@@ -34,6 +35,7 @@ pub static REGISTRY: &[&Family] = &[
     &fscache::FAMILY,
     &net::FAMILY,
     &chat::FAMILY,
+    &web::FAMILY,
 ];
 
 pub struct Family {

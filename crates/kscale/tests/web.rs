@@ -1,0 +1,176 @@
+//! The `web` family end to end: `kscale run web --quick` drives Debian's
+//! nginx on loopback with kscale's load generator, and every metric of
+//! SPECweb99's method comes back; a missing nginx and bad params are one
+//! clear line each.
+
+mod common;
+use common::{skip, Env};
+
+/// Debian's nginx, or why these tests cannot run here.
+pub fn nginx() -> Option<std::path::PathBuf> {
+    let mut cands = vec![std::path::PathBuf::from("/usr/sbin/nginx")];
+    if let Some(path) = std::env::var_os("PATH") {
+        cands.extend(std::env::split_paths(&path).map(|d| d.join("nginx")));
+    }
+    let found = cands.into_iter().find(|p| p.is_file());
+    if found.is_none() {
+        skip("nginx is not installed (Debian package nginx-light)");
+    }
+    found
+}
+
+fn metric<'a>(results: &'a [serde_json::Value], conns: &str, m: &str) -> &'a serde_json::Value {
+    results
+        .iter()
+        .find(|r| r["metric"] == m && r["params"]["conns"] == conns)
+        .unwrap_or_else(|| panic!("no {m} for conns={conns}"))
+}
+
+#[test]
+fn quick_run_against_nginx_reports_specweb99_metrics() {
+    if nginx().is_none() {
+        return;
+    }
+    let env = Env::new();
+    let out = env
+        .cmd(&[
+            "run",
+            "web",
+            "--quick",
+            "--param",
+            "duration=1",
+            "--no-progress",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = env.export("latest");
+    let results = j["results"].as_array().unwrap();
+    for conns in ["50", "200", "800"] {
+        let c = metric(results, conns, "conforming");
+        assert_eq!(c["status"], "done", "{c}");
+        assert_eq!(c["rule"], "median of 3", "{c}");
+        assert_eq!(c["n"], 3, "{c}");
+        let n: f64 = conns.parse().unwrap();
+        let conforming = c["mean"].as_f64().unwrap();
+        // nginx on loopback keeps up with 400 kbit/s connections: most
+        // conform (a 1 s window leaves a few waiting out a large file).
+        assert!(
+            conforming >= 0.6 * n && conforming <= n,
+            "conns={conns}: {conforming} conforming"
+        );
+        let v = |m: &str| metric(results, conns, m)["mean"].as_f64().unwrap();
+        // The throttle holds each connection near 400 kbit/s, never above.
+        let kbps = v("kbps");
+        assert!(
+            (300.0..=410.0).contains(&kbps),
+            "conns={conns}: {kbps} kbit/s"
+        );
+        let (ops, mbps) = (v("ops"), v("mbps"));
+        assert!(ops > n, "conns={conns}: {ops} ops/s");
+        assert!(
+            (mbps * 1000.0 / n - kbps).abs() < 1.0,
+            "Mbit/s and kbit/s per connection disagree: {mbps} {kbps}"
+        );
+        assert_eq!(v("errors"), 0.0, "conns={conns}");
+        let (mean, p99) = (v("lat_mean"), v("p99"));
+        assert!(mean > 0.0 && p99 >= mean && p99 < 1000.0, "{mean} {p99}");
+        assert!(v("server_cpu") > 0.0 && v("server_cpu") <= 100.0);
+        assert!(v("sd_server") > 0.0);
+    }
+    let show = env.cmd(&["show", "latest"]).output().unwrap();
+    let text = String::from_utf8_lossy(&show.stdout);
+    for needle in [
+        "SPECweb99-style load on nginx",
+        "median of 3",
+        "· kbps",
+        "· p99",
+        "· server_cpu",
+    ] {
+        assert!(text.contains(needle), "show lacks {needle}:\n{text}");
+    }
+    assert!(text.contains("file set capped"), "{text}");
+}
+
+#[test]
+fn unthrottled_single_class_runs_faster_than_the_throttle() {
+    if nginx().is_none() {
+        return;
+    }
+    let env = Env::new();
+    let out = env
+        .cmd(&[
+            "run",
+            "web",
+            "--quick",
+            "--param",
+            "conns=4",
+            "--param",
+            "rate=0",
+            "--param",
+            "mix=class1",
+            "--param",
+            "duration=0.5",
+            "--no-progress",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = env.export("latest");
+    let results = j["results"].as_array().unwrap();
+    let kbps = metric(results, "4", "kbps")["mean"].as_f64().unwrap();
+    assert!(
+        kbps > 4000.0,
+        "unthrottled: only {kbps} kbit/s per connection"
+    );
+    assert_eq!(metric(results, "4", "conforming")["mean"], 4.0);
+}
+
+#[test]
+fn a_missing_nginx_is_one_clear_line() {
+    let env = Env::new();
+    let out = env
+        .cmd(&[
+            "run",
+            "web",
+            "--quick",
+            "--param",
+            "conns=2",
+            "--no-progress",
+        ])
+        .env("KSCALE_NGINX", "/nonexistent/nginx")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("nginx not found at KSCALE_NGINX=/nonexistent/nginx"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn bad_params_exit_2_with_one_line() {
+    let env = Env::new();
+    for (param, needle) in [
+        ("conns=0", "`0` for web.nginx param `conns`"),
+        ("mix=dynamic", "`dynamic` for web.nginx param `mix`"),
+        ("rate=-1", "`-1` for web.nginx param `rate`"),
+        ("fileset=lots", "`lots` for web.nginx param `fileset`"),
+    ] {
+        let out = env.cmd(&["run", "web", "--param", param]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{param}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{param}: {err}");
+        assert!(err.contains(needle), "{param}: {err}");
+    }
+}

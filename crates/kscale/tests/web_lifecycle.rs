@@ -1,0 +1,253 @@
+//! A `web` run owns a real nginx (master and workers) besides its own role
+//! processes. However the run ends — normally, SIGTERM, SIGKILL of the
+//! parent, a crashing server role, a hung load generator killed by the
+//! trial limit — no nginx, no kscale process, no listening socket and no
+//! nginx directory may remain. Each run happens in a network namespace of
+//! its own, so every process and socket in it belongs to the test: nginx
+//! rewrites its environment for its process titles, so the test mark of
+//! macro_lifecycle.rs cannot find it, but its network namespace can.
+
+mod common;
+use common::netns::Netns;
+use common::{skip, wait_for, Env};
+use nix::sys::signal::Signal;
+use std::os::unix::fs::MetadataExt;
+use std::process::{Child, Stdio};
+
+/// Short trials: 20 connections, 0.5 s windows, a small file set.
+const WEB: &[&str] = &[
+    "run",
+    "web",
+    "--quick",
+    "--param",
+    "conns=20",
+    "--param",
+    "duration=0.5",
+    "--param",
+    "fileset=8m",
+    "--no-progress",
+];
+
+fn setup(tag: &str) -> Option<Netns> {
+    if !std::path::Path::new("/usr/sbin/nginx").is_file() {
+        skip("nginx is not installed (Debian package nginx-light)");
+        return None;
+    }
+    match Netns::new(tag) {
+        Ok(n) => Some(n),
+        Err(e) => {
+            skip(&format!("network namespaces refused: {e}"));
+            None
+        }
+    }
+}
+
+fn spawn_in(ns: &Netns, env: &Env, extra: &[(&str, &str)]) -> Child {
+    let mut c = ns.command(&common::bin());
+    c.current_dir(env.path())
+        .env("NO_COLOR", "1")
+        .arg("--db")
+        .arg(env.db())
+        .args(WEB)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (k, v) in extra {
+        c.env(k, v);
+    }
+    c.spawn().expect("spawn kscale")
+}
+
+/// Live (not zombie) processes in the namespace, with their names.
+fn processes_in(ns: &Netns) -> Vec<(i32, String)> {
+    let Ok(want) = std::fs::metadata(format!("/run/netns/{}", ns.name)).map(|m| m.ino()) else {
+        return vec![(-1, "namespace gone".into())];
+    };
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(m) = std::fs::metadata(e.path().join("ns/net")) else {
+            continue;
+        };
+        if m.ino() != want {
+            continue;
+        }
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let state = stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next());
+        if state == Some("Z") || stat.is_empty() {
+            continue;
+        }
+        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+        out.push((pid, comm.trim().to_string()));
+    }
+    out
+}
+
+/// nginx directories (config, logs, pid) left in any scratch directory.
+fn nginx_dirs(env: &Env) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in std::fs::read_dir(env.path()).unwrap().flatten() {
+        if !s.file_name().to_string_lossy().starts_with(".kscale-tmp-") {
+            continue;
+        }
+        for d in std::fs::read_dir(s.path()).into_iter().flatten().flatten() {
+            let n = d.file_name().to_string_lossy().into_owned();
+            if n.starts_with("web-nginx-") {
+                out.push(n);
+            }
+        }
+    }
+    out
+}
+
+fn scratch_dirs(env: &Env) -> Vec<String> {
+    std::fs::read_dir(env.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".kscale-tmp-"))
+        .collect()
+}
+
+fn assert_clean(ns: &Netns, env: &Env, scratch_too: bool) {
+    assert!(
+        wait_for(|| processes_in(ns).is_empty(), 10),
+        "left behind: {:?}",
+        processes_in(ns)
+    );
+    assert!(
+        wait_for(|| ns.listening_sockets() == 0, 5),
+        "{} listening socket(s) left",
+        ns.listening_sockets()
+    );
+    assert!(nginx_dirs(env).is_empty(), "{:?}", nginx_dirs(env));
+    if scratch_too {
+        assert!(scratch_dirs(env).is_empty(), "{:?}", scratch_dirs(env));
+    }
+}
+
+/// Waits until nginx's master and at least one worker run in `ns`.
+fn wait_for_nginx(ns: &Netns) -> bool {
+    wait_for(
+        || {
+            processes_in(ns)
+                .iter()
+                .filter(|(_, c)| c == "nginx")
+                .count()
+                >= 2
+        },
+        60,
+    )
+}
+
+#[test]
+fn a_web_run_that_ends_normally_leaves_nothing() {
+    let Some(ns) = setup("wok") else { return };
+    let env = Env::new();
+    let out = spawn_in(&ns, &env, &[]).wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_clean(&ns, &env, true);
+    assert_eq!(env.export("latest")["results"][0]["status"], "done");
+}
+
+#[test]
+fn sigterm_stops_nginx_and_every_role() {
+    let Some(ns) = setup("wterm") else { return };
+    let env = Env::new();
+    let mut child = spawn_in(&ns, &env, &[]);
+    assert!(wait_for_nginx(&ns), "nginx never started");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    assert_clean(&ns, &env, true);
+    assert_eq!(env.export("latest")["run"]["status"], "interrupted");
+}
+
+#[test]
+fn sigkill_of_the_parent_takes_nginx_with_it() {
+    let Some(ns) = setup("wkill") else { return };
+    let env = Env::new();
+    let mut child = spawn_in(&ns, &env, &[]);
+    assert!(wait_for_nginx(&ns), "nginx never started");
+    assert!(
+        processes_in(&ns).iter().any(|(_, c)| c == "kscale-load"),
+        "no load generator: {:?}",
+        processes_in(&ns)
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // nginx, its directory and every role are gone at once; the run's
+    // scratch directory (the file set) is removed by the next run, as for
+    // every family.
+    assert_clean(&ns, &env, false);
+    env.cmd(&[
+        "run",
+        "syscall.null",
+        "--quick",
+        "--min-trials",
+        "2",
+        "--max-trials",
+        "2",
+        "--no-progress",
+    ])
+    .assert()
+    .success();
+    assert!(scratch_dirs(&env).is_empty(), "{:?}", scratch_dirs(&env));
+}
+
+#[test]
+fn a_crashing_server_role_takes_nginx_with_it() {
+    let Some(ns) = setup("wcrash") else { return };
+    let env = Env::new();
+    let child = spawn_in(&ns, &env, &[("KSCALE_FAULT", "crash:web.nginx:server")]);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_clean(&ns, &env, true);
+    assert_eq!(env.export("latest")["results"][0]["status"], "failed");
+}
+
+#[test]
+fn a_hung_load_generator_is_killed_and_nginx_with_the_server() {
+    let Some(ns) = setup("whang") else { return };
+    let env = Env::new();
+    let child = spawn_in(
+        &ns,
+        &env,
+        &[
+            ("KSCALE_FAULT", "hang:web.nginx:load"),
+            ("KSCALE_TRIAL_TIMEOUT", "5"),
+        ],
+    );
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_clean(&ns, &env, true);
+    let r = &env.export("latest")["results"][0];
+    assert!(
+        r["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("did not answer in time"),
+        "{r}"
+    );
+}
