@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 pub mod ctx;
+pub mod fileserver;
 pub mod fs;
 pub mod fscache;
 pub mod ipc;
@@ -32,6 +33,7 @@ pub static REGISTRY: &[&Family] = &[
     &threads::FAMILY,
     &fscache::FAMILY,
     &net::FAMILY,
+    &fileserver::FAMILY,
 ];
 
 pub struct Family {
