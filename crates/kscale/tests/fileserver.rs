@@ -316,3 +316,110 @@ fn ctrl_c_leaves_no_client_and_no_file() {
     assert_eq!(leftovers(env.path()), Vec::<String>::new());
     assert_eq!(env.export("latest")["run"]["status"], "interrupted");
 }
+
+/// A client killed mid-trial costs its case, with the reason, and the
+/// other clients and every tree go with it.
+#[test]
+fn a_killed_client_fails_the_case_and_leaves_nothing() {
+    let env = Env::new();
+    let mark = format!("fscl-{}", std::process::id());
+    let child = std::process::Command::new(common::bin())
+        .current_dir(env.path())
+        .env("KSCALE_TEST_MARK", &mark)
+        .env("NO_COLOR", "1")
+        .arg("--db")
+        .arg(env.db())
+        .args([
+            "run",
+            "fileserver.mix",
+            "--param",
+            "clients=3",
+            "--param",
+            "duration=30",
+            "--no-progress",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let client = || {
+        marked_processes(&mark)
+            .into_iter()
+            .find(|p| comm(*p) == "kscale-client")
+    };
+    assert!(wait_for(|| client().is_some(), 60), "no client started");
+    let victim = client().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(victim),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let r = &env.export("latest")["results"][0];
+    assert_eq!(r["status"], "failed", "{r}");
+    let err = r["error"].as_str().unwrap_or("");
+    assert!(err.contains("was killed by SIGKILL"), "{err}");
+    assert!(
+        wait_for(|| marked_processes(&mark).is_empty(), 10),
+        "{:?}",
+        marked_processes(&mark)
+    );
+    assert_eq!(leftovers(env.path()), Vec::<String>::new());
+}
+
+/// The note names the file system and mount options of --dir: here a tmpfs
+/// mounted with options of the test's choosing, in a mount namespace of its
+/// own (as a loop mount with data=writeback would be).
+#[test]
+fn the_note_names_the_mount_of_dir() {
+    let env = Env::new();
+    let mnt = env.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let script = r#"mount -t tmpfs -o size=64m,nr_inodes=9999 kscale-fs "$1" || exit 99
+exec "$2" --db "$3" run fileserver.mix --param clients=1 --param duration=0.3 --min-trials 2 --max-trials 2 --no-progress --dir "$1""#;
+    let out = std::process::Command::new("unshare")
+        .args([
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            script,
+            "sh",
+        ])
+        .arg(&mnt)
+        .arg(common::bin())
+        .arg(env.db())
+        .env("NO_COLOR", "1")
+        .output();
+    let out = match out {
+        Ok(o) if o.status.code() != Some(99) && !o.stderr.starts_with(b"unshare:") => o,
+        Ok(o) => {
+            skip(&format!(
+                "cannot mount a tmpfs: {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            ));
+            return;
+        }
+        Err(e) => {
+            skip(&format!("unshare: {e}"));
+            return;
+        }
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let note = text
+        .lines()
+        .find(|l| l.contains("--dir is on "))
+        .unwrap_or_else(|| panic!("no mount note in:\n{text}"));
+    assert!(
+        note.contains("tmpfs (kscale-fs)") && note.contains("nr_inodes=9999"),
+        "{note}"
+    );
+}
