@@ -155,7 +155,7 @@ const CLIENTS: ParamDef = ParamDef {
     name: "clients",
     help: "Client processes, each replaying the mix in its own directory tree (dbench's \
            NPROCS; NetBench's client machines).",
-    kind: ParamKind::Int { min: 1, max: 1024 },
+    kind: ParamKind::Int { min: 1, max: 512 },
     default: &["1", "2", "4", "8", "16"],
     quick: &["1", "4"],
 };
