@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 pub mod chat;
 pub mod ctx;
+pub mod fileserver;
 pub mod fs;
 pub mod fscache;
 pub mod ipc;
@@ -36,6 +37,7 @@ pub static REGISTRY: &[&Family] = &[
     &net::FAMILY,
     &chat::FAMILY,
     &web::FAMILY,
+    &fileserver::FAMILY,
 ];
 
 pub struct Family {

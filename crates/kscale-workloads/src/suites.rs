@@ -17,7 +17,7 @@ pub static SUITES: &[Suite] = &[
         name: "macro",
         help: "The seeds' macro workloads: a server on the measured CPUs driven by load from \
                the others (or from `kscale peer`s).",
-        targets: &["net", "chat", "web"],
+        targets: &["net", "chat", "web", "fileserver"],
     },
     Suite {
         name: "quick",
