@@ -5,6 +5,20 @@ pub struct Suite {
     pub help: &'static str,
     /// Workloads or families.
     pub targets: &'static [&'static str],
+    /// What `--quick` runs instead, where the whole suite would take too
+    /// long for a first look: `study --quick` (micro and macro) must stay
+    /// within minutes on a 2-core machine, and each macro case costs a
+    /// fixed-duration trial per repetition.
+    pub quick: Option<&'static [&'static str]>,
+}
+
+impl Suite {
+    pub fn targets(&self, quick: bool) -> &'static [&'static str] {
+        match self.quick {
+            Some(q) if quick => q,
+            _ => self.targets,
+        }
+    }
 }
 
 pub static SUITES: &[Suite] = &[
@@ -12,12 +26,16 @@ pub static SUITES: &[Suite] = &[
         name: "micro",
         help: "The lmbench-style micro-benchmarks of seed 003: syscall, ipc, ctx, mem, fs.",
         targets: &["syscall", "ipc", "ctx", "mem", "fs"],
+        quick: None,
     },
     Suite {
         name: "macro",
         help: "The seeds' macro workloads: a server on the measured CPUs driven by load from \
                the others (or from `kscale peer`s).",
         targets: &["net", "chat", "web", "fileserver"],
+        // One workload of each family: netperf's request/response (the
+        // seeds' Netperf figure) stands for `net`.
+        quick: Some(&["net.tcp_rr", "chat", "web", "fileserver"]),
     },
     Suite {
         name: "quick",
@@ -31,6 +49,7 @@ pub static SUITES: &[Suite] = &[
             "mem.frd",
             "fs.create",
         ],
+        quick: None,
     },
 ];
 

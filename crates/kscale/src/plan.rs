@@ -27,10 +27,11 @@ fn known_targets() -> String {
 }
 
 /// Workloads named by targets (workload ids or family names) and an optional
-/// suite, in order, each once.
+/// suite (its `--quick` selection when `quick`), in order, each once.
 pub fn resolve_targets(
     targets: &[String],
     suite: Option<&str>,
+    quick: bool,
 ) -> Result<Vec<&'static WorkloadDef>> {
     let mut names: Vec<String> = Vec::new();
     // `--suite micro,macro` runs both, in that order.
@@ -39,7 +40,7 @@ pub fn resolve_targets(
             let all: Vec<&str> = suites::SUITES.iter().map(|s| s.name).collect();
             user(format!("unknown suite `{s}` (suites: {})", all.join(", ")))
         })?;
-        names.extend(s.targets.iter().map(|t| t.to_string()));
+        names.extend(s.targets(quick).iter().map(|t| t.to_string()));
     }
     names.extend(targets.iter().cloned());
     if names.is_empty() {
@@ -157,21 +158,35 @@ mod tests {
 
     #[test]
     fn targets() {
-        assert!(resolve_targets(&[], None).is_err());
-        assert!(resolve_targets(&["nope".into()], None).is_err());
-        assert!(resolve_targets(&[], Some("nope")).is_err());
-        assert!(resolve_targets(&[], Some("micro,nope")).is_err());
-        let both = resolve_targets(&[], Some("micro,macro")).unwrap();
+        assert!(resolve_targets(&[], None, false).is_err());
+        assert!(resolve_targets(&["nope".into()], None, false).is_err());
+        assert!(resolve_targets(&[], Some("nope"), false).is_err());
+        assert!(resolve_targets(&[], Some("micro,nope"), false).is_err());
+        let both = resolve_targets(&[], Some("micro,macro"), false).unwrap();
         assert_eq!(both[0].family, "syscall");
         assert!(both.iter().any(|w| w.family == "net"));
-        let w = resolve_targets(&["syscall.null".into(), "syscall".into()], None).unwrap();
+        // --quick takes one workload of each macro family, the whole micro
+        // suite (its params' quick sweeps keep it short).
+        let quick = resolve_targets(&[], Some("micro,macro"), true).unwrap();
+        let fams = |ws: &[&WorkloadDef]| {
+            let mut f: Vec<&str> = ws.iter().map(|w| w.family).collect();
+            f.dedup();
+            f
+        };
+        assert_eq!(fams(&quick), fams(&both));
+        assert!(quick.len() < both.len());
+        assert_eq!(
+            quick.iter().filter(|w| w.family == "syscall").count(),
+            both.iter().filter(|w| w.family == "syscall").count()
+        );
+        let w = resolve_targets(&["syscall.null".into(), "syscall".into()], None, false).unwrap();
         assert_eq!(w[0].id(), "syscall.null");
         assert_eq!(w.iter().filter(|w| w.id() == "syscall.null").count(), 1);
     }
 
     #[test]
     fn expansion_interleaves_configs_per_case() {
-        let w = resolve_targets(&["syscall.null".into()], None).unwrap();
+        let w = resolve_targets(&["syscall.null".into()], None, false).unwrap();
         let cfgs = vec![
             CpuConfig {
                 name: "1".into(),

@@ -104,6 +104,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
             outln!("suites (--suite NAME)")?;
             for s in SUITES {
                 outln!("  {:<22} {} [{}]", s.name, s.help, s.targets.join(" "))?;
+                if let Some(q) = s.quick {
+                    outln!("  {:<22} --quick: [{}]", "", q.join(" "))?;
+                }
             }
         }
     }

@@ -130,7 +130,7 @@ pub fn options(args: &Args) -> Result<RunOptions> {
             d
         }
     };
-    let workloads = plan::resolve_targets(&args.targets, args.suite.as_deref())?;
+    let workloads = plan::resolve_targets(&args.targets, args.suite.as_deref(), args.quick)?;
     let overrides = args
         .params
         .iter()
