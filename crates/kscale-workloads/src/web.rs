@@ -17,7 +17,7 @@
 //! role's own process group is not used for this, because the parent
 //! SIGKILLs that group, guardian included, before anyone could clean up.
 
-use crate::roles::{self, Combined, Endpoint, Phase, RoleCtx, RoleOutput, Roles, Timing};
+use crate::roles::{self, Combined, Endpoint, Phase, RoleCtx, RoleOutput, Roles, Share, Timing};
 use crate::{ChartDef, Family, TrialOutput, WorkloadDef};
 use anyhow::{bail, Context, Result};
 use kscale_core::{hist, MetricDef, ParamDef, ParamKind, Params, RunRule};
@@ -1282,6 +1282,9 @@ fn load(ctx: &RoleCtx) -> Result<RoleOutput> {
     };
     // Every connection is open before the load says it is ready.
     let mut workers = Vec::with_capacity(threads);
+    // Connection numbers, unique across threads and load processes: each
+    // seeds its own request sequence.
+    let mut id = (ctx.share.index * conns) as u64;
     for t in 0..threads {
         let n = Share {
             index: t,
@@ -1289,10 +1292,10 @@ fn load(ctx: &RoleCtx) -> Result<RoleOutput> {
         }
         .of(conns as u64) as usize;
         let mut cs = Vec::with_capacity(n);
-        for j in 0..n {
+        for _ in 0..n {
             let s =
                 open(addr).with_context(|| format!("cannot connect to the server at {addr}"))?;
-            let id = (ctx.share.index * conns + t * n + j) as u64;
+            id += 1;
             cs.push(Conn {
                 s: Some(s),
                 st: St::Idle,
@@ -1386,8 +1389,6 @@ fn load(ctx: &RoleCtx) -> Result<RoleOutput> {
     }
     Ok(out)
 }
-
-use crate::roles::Share;
 
 fn combine(_: &Params, c: &Combined) -> Result<TrialOutput> {
     let ops = c.load_sum("ops");
