@@ -314,9 +314,8 @@ impl Tally {
 // ------------------------------------------------------- threads and limits
 
 /// Threads of this process as the kernel counts them (`Threads:` of
-/// /proc/self/status), not computed. One small read: listing
-/// /proc/self/task instead cost the 50 ms sampler 5 % of a CPU with 800
-/// threads, and the profile showed it.
+/// /proc/self/status), not computed: one small read, where listing
+/// /proc/self/task grows with the thread count.
 fn count_threads() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
