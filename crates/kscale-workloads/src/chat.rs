@@ -339,8 +339,9 @@ impl ThreadSampler {
     fn start() -> Result<ThreadSampler> {
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
+        // Unnamed: it keeps the role's name, as a profile names a process
+        // after the last name one of its threads took.
         let handle = std::thread::Builder::new()
-            .name("kscale-threads".into())
             .stack_size(64 << 10)
             .spawn(move || {
                 let mut peak = 0;
