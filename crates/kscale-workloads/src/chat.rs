@@ -314,9 +314,8 @@ impl Tally {
 // ------------------------------------------------------- threads and limits
 
 /// Threads of this process as the kernel counts them (`Threads:` of
-/// /proc/self/status), not computed. One small read: listing
-/// /proc/self/task instead cost the 50 ms sampler 5 % of a CPU with 800
-/// threads, and the profile showed it.
+/// /proc/self/status), not computed: one small read, where listing
+/// /proc/self/task grows with the thread count.
 fn count_threads() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -340,8 +339,9 @@ impl ThreadSampler {
     fn start() -> Result<ThreadSampler> {
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
+        // Unnamed: it keeps the role's name, as a profile names a process
+        // after the last name one of its threads took.
         let handle = std::thread::Builder::new()
-            .name("kscale-threads".into())
             .stack_size(64 << 10)
             .spawn(move || {
                 let mut peak = 0;
