@@ -319,12 +319,15 @@ impl Tally {
 fn count_threads() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Threads:"))
-                .and_then(|n| n.trim().parse().ok())
-        })
+        .and_then(|s| threads_in_status(&s))
         .unwrap_or(0)
+}
+
+fn threads_in_status(status: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse().ok())
 }
 
 /// Samples this process's thread count every 100 ms until finished: the
@@ -1427,16 +1430,14 @@ mod tests {
 
     #[test]
     fn threads_are_counted_in_proc() {
-        let before = count_threads();
-        assert!(before >= 1);
-        let (tx, rx) = std::sync::mpsc::channel::<()>();
-        let t = std::thread::spawn(move || {
-            let _ = rx.recv();
-        });
-        assert!(count_threads() > before);
-        drop(tx);
-        t.join().unwrap();
-        assert!(system_threads() >= before);
+        // Other tests of this harness start and end threads meanwhile, so
+        // the live count is only checked for sense; the parsing exactly.
+        let status = "Name:\tkscale\nState:\tS (sleeping)\nThreads:\t806\nSigQ:\t0/1\n";
+        assert_eq!(threads_in_status(status), Some(806));
+        assert_eq!(threads_in_status("Name:\tx\n"), None);
+        let now = count_threads();
+        assert!(now >= 1);
+        assert!(system_threads() >= 1);
     }
 
     #[test]
