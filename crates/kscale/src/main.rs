@@ -88,12 +88,6 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_env("KSCALE_LOG"))
-        .with_writer(std::io::stderr)
-        .without_time()
-        .init();
-
     let db = cli.db;
     let result = match cli.command {
         Command::Worker => return cmd::worker::main(),
