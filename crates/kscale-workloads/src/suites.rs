@@ -30,8 +30,9 @@ pub static SUITES: &[Suite] = &[
     },
     Suite {
         name: "macro",
-        help: "The seeds' macro workloads: a server on the measured CPUs driven by load from \
-               the others (or from `kscale peer`s).",
+        help: "The seeds' macro workloads: servers on the measured CPUs driven by load from \
+               the others or from `kscale peer`s (net, chat, web), and a file-serving mix \
+               (fileserver).",
         targets: &["net", "chat", "web", "fileserver"],
         // One workload of each family: netperf's request/response (the
         // seeds' Netperf figure) stands for `net`.
