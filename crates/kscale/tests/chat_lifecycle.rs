@@ -24,15 +24,8 @@ const CHAT: &[&str] = &[
 ];
 
 fn start(ns: &Netns, env: &Env, mark: &str) -> Child {
-    let mut c = ns.command(&common::bin());
-    c.current_dir(env.path())
-        .env("KSCALE_TEST_MARK", mark)
-        .env("NO_COLOR", "1")
-        .arg("--db")
-        .arg(env.db())
-        .args(CHAT)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+    let mut c = ns.kscale(env, Some(mark));
+    c.args(CHAT).stdout(Stdio::null()).stderr(Stdio::null());
     c.spawn().expect("spawn kscale")
 }
 

@@ -40,15 +40,8 @@ fn netns(tag: &str) -> Option<Netns> {
 }
 
 fn spawn_in(ns: &Netns, env: &Env, mark: &str, args: &[&str], extra: &[(&str, &str)]) -> Child {
-    let mut c = ns.command(&common::bin());
-    c.current_dir(env.path())
-        .env("KSCALE_TEST_MARK", mark)
-        .env("NO_COLOR", "1")
-        .arg("--db")
-        .arg(env.db())
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+    let mut c = ns.kscale(env, Some(mark));
+    c.args(args).stdout(Stdio::null()).stderr(Stdio::piped());
     for (k, v) in extra {
         c.env(k, v);
     }

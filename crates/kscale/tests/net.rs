@@ -178,12 +178,7 @@ fn spawn_in(ns: &Netns, env: &Env, mark: &str, workload: &str) -> Child {
     } else {
         "conns=2"
     };
-    ns.command(&common::bin())
-        .current_dir(env.path())
-        .env("KSCALE_TEST_MARK", mark)
-        .env("NO_COLOR", "1")
-        .arg("--db")
-        .arg(env.db())
+    ns.kscale(env, Some(mark))
         .args(["run", workload, "--cpus", "1", "--quick", "--no-progress"])
         .args(["--param", spread, "--param", "duration=0.3"])
         .args(["--min-trials", "2", "--max-trials", "2"])

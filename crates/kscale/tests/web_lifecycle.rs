@@ -43,14 +43,8 @@ fn setup(tag: &str) -> Option<Netns> {
 }
 
 fn spawn_in(ns: &Netns, env: &Env, extra: &[(&str, &str)]) -> Child {
-    let mut c = ns.command(&common::bin());
-    c.current_dir(env.path())
-        .env("NO_COLOR", "1")
-        .arg("--db")
-        .arg(env.db())
-        .args(WEB)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+    let mut c = ns.kscale(env, None);
+    c.args(WEB).stdout(Stdio::null()).stderr(Stdio::piped());
     for (k, v) in extra {
         c.env(k, v);
     }

@@ -43,6 +43,21 @@ impl Netns {
         c
     }
 
+    /// `kscale --db <the env's database> …` inside the namespace, run from
+    /// the env's directory without colour and, given a mark, marked so that
+    /// the test can find every process of the run afterwards.
+    pub fn kscale(&self, env: &super::Env, mark: Option<&str>) -> Command {
+        let mut c = self.command(&super::bin());
+        c.current_dir(env.path())
+            .env("NO_COLOR", "1")
+            .arg("--db")
+            .arg(env.db());
+        if let Some(m) = mark {
+            c.env("KSCALE_TEST_MARK", m);
+        }
+        c
+    }
+
     /// Listening TCP sockets in the namespace (IPv4 and IPv6): in a fresh
     /// namespace every one of them belongs to the test.
     pub fn listening_sockets(&self) -> usize {
