@@ -32,7 +32,7 @@ const P99: MetricDef = MetricDef::quantile("p99", "µs", "latency", 0.99, 1e-3);
 /// CPU time per delivered message on each side (netperf's service demand).
 const SD_SERVER: MetricDef = MetricDef::lower("sd_server", "µs/msg");
 const SD_LOAD: MetricDef = MetricDef::lower("sd_load", "µs/msg");
-/// Threads of server and load, counted in /proc/self/task when the window
+/// Threads of server and load, counted in /proc/self/status when the window
 /// begins, and their peak; "lower" only because fewer threads doing the same
 /// work is the cheaper design.
 const THREADS: MetricDef = MetricDef::lower("threads", "threads");

@@ -3,7 +3,7 @@
 //! its clients and their trees with it.
 
 mod common;
-use common::{marked_processes, skip, wait_for, Env};
+use common::{assert_no_marked_processes, comm, marked_processes, skip, wait_for, Env};
 use std::path::Path;
 use std::process::Stdio;
 
@@ -49,13 +49,6 @@ fn leftovers(dir: &Path) -> Vec<String> {
         }
     }
     out
-}
-
-fn comm(pid: i32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/comm"))
-        .unwrap_or_default()
-        .trim()
-        .to_string()
 }
 
 #[test]
@@ -254,14 +247,7 @@ fn sigkill_of_the_parent_leaves_no_client_and_no_file() {
     );
     child.kill().unwrap();
     child.wait().unwrap();
-    assert!(
-        wait_for(|| marked_processes(&mark).is_empty(), 10),
-        "left behind: {:?}",
-        marked_processes(&mark)
-            .iter()
-            .map(|p| (*p, comm(*p)))
-            .collect::<Vec<_>>()
-    );
+    assert_no_marked_processes(&mark);
     assert!(
         wait_for(|| leftovers(env.path()).is_empty(), 10),
         "{:?}",

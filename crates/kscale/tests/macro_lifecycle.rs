@@ -6,7 +6,7 @@
 
 mod common;
 use common::netns::Netns;
-use common::{marked_processes, skip, wait_for, Env};
+use common::{assert_no_marked_processes, comm, marked_processes, skip, wait_for, Env};
 use nix::sys::signal::Signal;
 use std::process::{Child, Stdio};
 
@@ -48,13 +48,6 @@ fn spawn_in(ns: &Netns, env: &Env, mark: &str, args: &[&str], extra: &[(&str, &s
     c.spawn().expect("spawn kscale")
 }
 
-fn comm(pid: i32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/comm"))
-        .unwrap_or_default()
-        .trim()
-        .to_string()
-}
-
 fn scratch_dirs(env: &Env) -> Vec<String> {
     std::fs::read_dir(env.path())
         .unwrap()
@@ -66,14 +59,7 @@ fn scratch_dirs(env: &Env) -> Vec<String> {
 
 /// Nothing of the run is left: processes, listening sockets, scratch.
 fn assert_clean(ns: &Netns, env: &Env, mark: &str, scratch_too: bool) {
-    assert!(
-        wait_for(|| marked_processes(mark).is_empty(), 10),
-        "left behind: {:?}",
-        marked_processes(mark)
-            .iter()
-            .map(|p| (*p, comm(*p)))
-            .collect::<Vec<_>>()
-    );
+    assert_no_marked_processes(mark);
     assert!(
         wait_for(|| ns.listening_sockets() == 0, 5),
         "{} listening socket(s) left",

@@ -6,7 +6,7 @@
 
 mod common;
 use common::netns::Netns;
-use common::{marked_processes, skip, wait_for, Env};
+use common::{assert_no_marked_processes, comm, marked_processes, skip, wait_for, Env};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -188,22 +188,8 @@ fn spawn_in(ns: &Netns, env: &Env, mark: &str, workload: &str) -> Child {
         .expect("spawn kscale")
 }
 
-fn comm(pid: i32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/comm"))
-        .unwrap_or_default()
-        .trim()
-        .to_string()
-}
-
 fn assert_clean(ns: &Netns, env: &Env, mark: &str, scratch_too: bool) {
-    assert!(
-        wait_for(|| marked_processes(mark).is_empty(), 10),
-        "left behind: {:?}",
-        marked_processes(mark)
-            .iter()
-            .map(|p| (*p, comm(*p)))
-            .collect::<Vec<_>>()
-    );
+    assert_no_marked_processes(mark);
     assert!(
         wait_for(|| open_sockets(ns) == 0, 10),
         "{} socket(s) left",

@@ -53,6 +53,27 @@ impl Env {
 
 /// Processes whose environment carries `KSCALE_TEST_MARK=<mark>`: every
 /// worker and server started under a test's run inherits it.
+/// A process's name (its `comm`), empty once it is gone.
+pub fn comm(pid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// Waits up to 10 s for every process marked `mark` to be gone, and names
+/// the ones left behind when they are not.
+pub fn assert_no_marked_processes(mark: &str) {
+    assert!(
+        wait_for(|| marked_processes(mark).is_empty(), 10),
+        "left behind: {:?}",
+        marked_processes(mark)
+            .iter()
+            .map(|p| (*p, comm(*p)))
+            .collect::<Vec<_>>()
+    );
+}
+
 pub fn marked_processes(mark: &str) -> Vec<i32> {
     let needle = format!("KSCALE_TEST_MARK={mark}");
     let mut out = Vec::new();
