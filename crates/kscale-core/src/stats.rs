@@ -122,11 +122,7 @@ impl Summary {
         }
         v.sort_by(f64::total_cmp);
         let m = v.len();
-        let median = if !m.is_multiple_of(2) {
-            v[m / 2]
-        } else {
-            (v[m / 2 - 1] + v[m / 2]) / 2.0
-        };
+        let median = median_sorted(&v);
         let of = Summary::of(values, 95.0);
         Summary {
             n,
@@ -151,6 +147,24 @@ impl Summary {
             return f64::INFINITY;
         }
         100.0 * w / self.mean.abs()
+    }
+}
+
+/// The median of a sample (the mean of the middle two for an even count);
+/// NaN for an empty one. Every median kscale reports is this one, so that a
+/// workload's in-trial estimator and a run rule's median agree.
+pub fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    median_sorted(&v)
+}
+
+fn median_sorted(v: &[f64]) -> f64 {
+    let m = v.len();
+    match m {
+        0 => f64::NAN,
+        _ if m % 2 == 1 => v[m / 2],
+        _ => (v[m / 2 - 1] + v[m / 2]) / 2.0,
     }
 }
 
@@ -231,6 +245,13 @@ pub fn geomean(values: &[f64]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn median_takes_the_middle_or_the_mean_of_two() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert!(median(&[]).is_nan());
+    }
     use proptest::prelude::*;
 
     fn close(a: f64, b: f64, tol: f64) -> bool {

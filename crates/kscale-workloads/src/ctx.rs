@@ -11,7 +11,7 @@
 //! process's array. Both sides are the median of short repetitions, as
 //! lat_ctx's benchmp reports.
 
-use crate::mem::{median_of_reps, median_time_per_op, reps};
+use crate::timing::{median_of_reps, median_time_per_op, reps};
 use crate::util::{fork_child, ChildGuard};
 use crate::{timed, ChartDef, Family, TrialCtx, TrialOutput, WorkloadDef};
 use anyhow::{bail, ensure, Context, Result};

@@ -236,8 +236,7 @@ fn rate(
         }
         Ok(start.elapsed())
     })?;
-    per_file.sort_by(f64::total_cmp);
-    let median = per_file.get(per_file.len() / 2).copied().unwrap_or(0.0);
+    let median = kscale_core::stats::median(&per_file);
     ensure!(
         median > 0.0,
         "timer did not advance over {batches} batches of {BATCH} files"
@@ -273,18 +272,9 @@ fn delete(ctx: &TrialCtx) -> Result<TrialOutput> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kscale_core::Params;
 
     fn ctx_in(dir: &Path, size: &str, trial_ms: u64) -> TrialCtx {
-        TrialCtx {
-            params: Params([("size".to_string(), size.to_string())].into()),
-            trial_time: Duration::from_millis(trial_ms),
-            iterations: None,
-            dir: dir.to_path_buf(),
-            cpus: vec![0],
-            quick: true,
-            warmup: false,
-        }
+        crate::test_ctx(&[("size", size)], trial_ms).in_dir(dir)
     }
 
     fn is_empty(dir: &Path) -> bool {

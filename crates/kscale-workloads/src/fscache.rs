@@ -36,10 +36,11 @@
 //!   autogroup, whereas fio's jobs call setsid() and each get a share of
 //!   their own. KB per CPU-second takes the share out.
 
+use crate::timing::thread_cpu_time;
+use crate::util::{page_size, AlignedBuf, Mapping};
 use crate::{ChartDef, Family, TrialCtx, TrialOutput, WorkloadDef};
 use anyhow::{bail, ensure, Context, Result};
 use kscale_core::{MetricDef, ParamDef, ParamKind};
-use std::alloc::Layout;
 use std::fs::File;
 use std::hint::black_box;
 use std::os::fd::AsRawFd;
@@ -134,118 +135,42 @@ pub static FAMILY: Family = Family {
     }],
 };
 
-fn page_size() -> usize {
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    usize::try_from(p).ok().filter(|&p| p > 0).unwrap_or(4096)
-}
+/// A file's pages as a mapping, to ask mincore(2) which are resident.
+struct Residency(Mapping);
 
-/// A page-aligned heap buffer, as fio's and the kernel's copies would use
-/// (an odd alignment would slow memcpy and copy_to_user differently).
-struct AlignedBuf {
-    ptr: *mut u8,
-    layout: Layout,
-}
-
-// SAFETY: the buffer is plain owned memory; only its owner touches it.
-unsafe impl Send for AlignedBuf {}
-
-impl AlignedBuf {
-    fn new(bytes: usize) -> Result<AlignedBuf> {
-        let layout = Layout::from_size_align(bytes.max(1), page_size()).context("buffer layout")?;
-        // SAFETY: the layout has a non-zero size.
-        let ptr = unsafe { std::alloc::alloc(layout) };
-        ensure!(!ptr.is_null(), "cannot allocate {bytes} bytes");
-        Ok(AlignedBuf { ptr, layout })
-    }
-
-    /// Writes every byte (non-zero, so no page stays the shared zero page).
-    fn fill(&mut self) {
-        for (i, b) in self.as_mut_slice().iter_mut().enumerate() {
-            *b = (i % 251) as u8 + 1;
-        }
-    }
-
-    fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: ptr is valid for layout.size() bytes and uniquely borrowed.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.layout.size()) }
-    }
-}
-
-impl Drop for AlignedBuf {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout.
-        unsafe { std::alloc::dealloc(self.ptr, self.layout) };
-    }
-}
-
-/// A memory mapping, unmapped on drop; used to ask mincore(2) which pages
-/// are resident.
-struct Mapping {
-    addr: *mut libc::c_void,
-    len: usize,
-}
-
-impl Mapping {
+impl Residency {
     /// Maps `len` bytes of `file` read-only. Mapping does not fault pages in,
     /// so residency reflects the page cache, not this check.
-    fn of_file(file: &File, len: usize) -> Result<Mapping> {
+    fn of_file(file: &File, len: usize) -> Result<Residency> {
         ensure!(len > 0, "cannot map an empty file");
-        // SAFETY: a fresh shared read-only mapping of a valid fd; checked below.
-        let addr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        if addr == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error()).context("mmap of the cached file");
-        }
-        Ok(Mapping { addr, len })
+        Mapping::new(file.as_raw_fd(), len, libc::PROT_READ, libc::MAP_SHARED)
+            .context("mapping the cached file")
+            .map(Residency)
     }
 
     /// Private anonymous memory (for testing the residency check: untouched
     /// anonymous pages are not resident).
     #[cfg(test)]
-    fn anonymous(len: usize) -> Result<Mapping> {
-        // SAFETY: a fresh anonymous mapping; checked below.
-        let addr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if addr == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error()).context("anonymous mmap");
-        }
-        Ok(Mapping { addr, len })
+    fn anonymous(len: usize) -> Result<Residency> {
+        Mapping::new(
+            -1,
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+        )
+        .map(Residency)
     }
 
     /// (resident pages, pages) from mincore's per-page residency bit.
     fn residency(&self) -> Result<(usize, usize)> {
-        let pages = self.len.div_ceil(page_size());
+        let pages = self.0.len().div_ceil(page_size());
         let mut vec = vec![0u8; pages];
         // SAFETY: addr/len is our live mapping; vec holds one byte per page.
-        let rc = unsafe { libc::mincore(self.addr, self.len, vec.as_mut_ptr()) };
+        let rc = unsafe { libc::mincore(self.0.addr(), self.0.len(), vec.as_mut_ptr()) };
         if rc != 0 {
             return Err(std::io::Error::last_os_error()).context("mincore");
         }
         Ok((vec.iter().filter(|&&b| b & 1 != 0).count(), pages))
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: addr/len is a mapping we created and nobody else unmaps.
-        unsafe { libc::munmap(self.addr, self.len) };
     }
 }
 
@@ -310,7 +235,7 @@ impl CachedFile {
     }
 
     fn ensure_resident(&self, when: &str) -> Result<()> {
-        let (resident, pages) = Mapping::of_file(&self.file, self.len)?.residency()?;
+        let (resident, pages) = Residency::of_file(&self.file, self.len)?.residency()?;
         if resident != pages {
             bail!(
                 "{} is not fully in the page cache {when}: {resident} of {pages} pages \
@@ -375,22 +300,6 @@ struct Span {
     cpu: Duration,
 }
 
-/// CPU time of the calling thread.
-fn thread_cpu_time() -> Result<Duration> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid out-pointer for clock_gettime.
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
-        return Err(std::io::Error::last_os_error()).context("CLOCK_THREAD_CPUTIME_ID");
-    }
-    Ok(Duration::new(
-        u64::try_from(ts.tv_sec).unwrap_or(0),
-        u32::try_from(ts.tv_nsec).unwrap_or(0),
-    ))
-}
-
 struct Job<'a> {
     cpu: usize,
     source: Source,
@@ -426,7 +335,8 @@ impl Job<'_> {
                 while !self.stop.load(Ordering::Relaxed) {
                     let off = self.offsets.next(slots, bufsize);
                     // SAFETY: dst holds at least bufsize writable bytes.
-                    let n = unsafe { libc::pread(fd, dst.ptr.cast(), bufsize, off as libc::off_t) };
+                    let n =
+                        unsafe { libc::pread(fd, dst.ptr().cast(), bufsize, off as libc::off_t) };
                     if n != bufsize as isize {
                         let e = std::io::Error::last_os_error();
                         bail!("pread of {bufsize} bytes at {off} returned {n} ({e})");
@@ -439,9 +349,11 @@ impl Job<'_> {
                     let off = self.offsets.next(slots, bufsize);
                     // SAFETY: off + bufsize <= file size = src's size, and
                     // dst holds bufsize bytes; the buffers do not overlap.
-                    unsafe { std::ptr::copy_nonoverlapping(src.ptr.add(off), dst.ptr, bufsize) };
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(src.ptr().add(off), dst.ptr(), bufsize)
+                    };
                     // The copy's destination escapes, so it cannot be elided.
-                    black_box(dst.ptr);
+                    black_box(dst.ptr());
                     ops += 1;
                 }
             }
@@ -661,31 +573,24 @@ fn read(ctx: &TrialCtx) -> Result<TrialOutput> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kscale_core::Params;
 
     fn ctx_with(dir: &Path, params: &[(&str, &str)], cpus: Vec<usize>) -> TrialCtx {
-        let mut p: std::collections::BTreeMap<String, String> = [
-            ("file", "128k"),
-            ("bufsize", "4096"),
-            ("pattern", "random"),
-            ("threads", "ncpus"),
-            ("source", "read"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+        let mut ctx = crate::test_ctx(
+            &[
+                ("file", "128k"),
+                ("bufsize", "4096"),
+                ("pattern", "random"),
+                ("threads", "ncpus"),
+                ("source", "read"),
+            ],
+            20,
+        )
+        .in_dir(dir);
         for (k, v) in params {
-            p.insert(k.to_string(), v.to_string());
+            ctx.params.0.insert(k.to_string(), v.to_string());
         }
-        TrialCtx {
-            params: Params(p),
-            trial_time: Duration::from_millis(20),
-            iterations: None,
-            dir: dir.to_path_buf(),
-            cpus,
-            quick: true,
-            warmup: false,
-        }
+        ctx.cpus = cpus;
+        ctx
     }
 
     fn cpus() -> Vec<usize> {
@@ -782,7 +687,7 @@ mod tests {
     fn residency_of_a_cached_file_is_complete() {
         let dir = tempfile::tempdir().unwrap();
         let c = CachedFile::create(dir.path(), 128 * 1024).unwrap();
-        let (resident, pages) = Mapping::of_file(&c.file, c.len)
+        let (resident, pages) = Residency::of_file(&c.file, c.len)
             .unwrap()
             .residency()
             .unwrap();
@@ -797,11 +702,11 @@ mod tests {
     #[test]
     fn residency_counts_only_touched_anonymous_pages() {
         let page = page_size();
-        let m = Mapping::anonymous(8 * page).unwrap();
+        let m = Residency::anonymous(8 * page).unwrap();
         assert_eq!(m.residency().unwrap(), (0, 8));
         for i in (0..8).step_by(2) {
             // SAFETY: inside the 8-page read-write mapping.
-            unsafe { m.addr.cast::<u8>().add(i * page).write_volatile(1) };
+            unsafe { m.0.addr().cast::<u8>().add(i * page).write_volatile(1) };
         }
         assert_eq!(m.residency().unwrap(), (4, 8));
     }

@@ -22,6 +22,7 @@ pub mod roles;
 pub mod suites;
 pub mod syscall;
 pub mod threads;
+pub mod timing;
 pub mod util;
 pub mod web;
 
@@ -221,8 +222,6 @@ pub struct TrialRequest {
     /// amount of work; `None` lets the workload calibrate.
     pub iterations: Option<u64>,
     pub dir: PathBuf,
-    pub quick: bool,
-    pub warmup: bool,
     /// Set for one role process of a macro workload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<roles::RoleRequest>,
@@ -237,8 +236,6 @@ pub struct TrialCtx {
     pub dir: PathBuf,
     /// The CPU configuration; the worker is already confined to it.
     pub cpus: Vec<usize>,
-    pub quick: bool,
-    pub warmup: bool,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -285,8 +282,6 @@ impl TrialCtx {
             iterations: r.iterations,
             dir: r.dir.clone(),
             cpus: r.cpus.clone(),
-            quick: r.quick,
-            warmup: r.warmup,
         }
     }
 
@@ -335,8 +330,15 @@ pub(crate) fn test_ctx(params: &[(&str, &str)], trial_ms: u64) -> TrialCtx {
         iterations: None,
         dir: std::env::temp_dir(),
         cpus: vec![0],
-        quick: true,
-        warmup: false,
+    }
+}
+
+#[cfg(test)]
+impl TrialCtx {
+    /// [`test_ctx`] with its scratch directory elsewhere.
+    pub(crate) fn in_dir(mut self, dir: &std::path::Path) -> Self {
+        self.dir = dir.to_path_buf();
+        self
     }
 }
 
@@ -491,15 +493,7 @@ mod tests {
 
     #[test]
     fn calibration_reaches_trial_time() {
-        let ctx = TrialCtx {
-            params: Params::default(),
-            trial_time: Duration::from_millis(50),
-            iterations: None,
-            dir: std::env::temp_dir(),
-            cpus: vec![0],
-            quick: true,
-            warmup: false,
-        };
+        let ctx = test_ctx(&[], 50);
         let (per_op, n) = ctx
             .time_per_op(|n| {
                 timed(|| {

@@ -10,13 +10,13 @@
 //! bw_mem's on the same machine. `bzero` and `bcopy` call the C library's
 //! `memset`/`memcpy`, as bw_mem does.
 
+use crate::timing::median_time_per_op;
+use crate::util::AlignedBuf;
 use crate::{timed, ChartDef, Family, TrialCtx, TrialOutput, WorkloadDef};
 use anyhow::{ensure, Context, Result};
 use kscale_core::{MetricDef, ParamDef, ParamKind};
-use std::alloc::Layout;
 use std::hint::black_box;
 use std::ptr::{read_volatile, write_volatile};
-use std::time::Duration;
 
 const BW: MetricDef = MetricDef::higher("bandwidth", "MB/s");
 const BW_METRICS: &[MetricDef] = &[BW];
@@ -117,10 +117,7 @@ pub static FAMILY: Family = Family {
 
 /// A page-aligned, fully touched buffer of 4-byte words (bw_mem uses valloc
 /// and zeroes it, so no page fault lands in the timed passes).
-struct Buffer {
-    ptr: *mut i32,
-    layout: Layout,
-}
+struct Buffer(AlignedBuf);
 
 impl Buffer {
     fn new(bytes: usize) -> Result<Buffer> {
@@ -128,96 +125,23 @@ impl Buffer {
             bytes >= BLOCK_BYTES,
             "size must be at least {BLOCK_BYTES} bytes (one 512-byte block), got {bytes}"
         );
-        let layout = Layout::from_size_align(bytes, 4096).context("buffer layout")?;
-        // SAFETY: the layout has a non-zero size (checked above).
-        let ptr = unsafe { std::alloc::alloc(layout) }.cast::<i32>();
-        ensure!(!ptr.is_null(), "cannot allocate {bytes} bytes");
-        // SAFETY: ptr is valid for `bytes` bytes; black_box keeps the fill from
-        // being dropped as a store to memory nobody reads yet.
-        unsafe { std::ptr::write_bytes(black_box(ptr).cast::<u8>(), 0, bytes) };
-        Ok(Buffer { ptr, layout })
+        let mut b = AlignedBuf::new(bytes)?;
+        b.zero();
+        Ok(Buffer(b))
     }
 
     fn bytes(&self) -> usize {
-        self.layout.size()
+        self.0.len()
     }
 
     /// Start and start of the last whole block, as bw_mem's `buf`/`lastone`.
     /// Passed through black_box so every pass re-reads and re-writes memory.
     fn span(&self) -> (*mut i32, *mut i32) {
         let blocks = self.bytes() / BLOCK_BYTES;
-        let start = black_box(self.ptr);
+        let start = black_box(self.0.ptr().cast::<i32>());
         // SAFETY: blocks >= 1, so the last block starts inside the allocation.
         (start, unsafe { start.add((blocks - 1) * BLOCK) })
     }
-}
-
-impl Drop for Buffer {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout.
-        unsafe { std::alloc::dealloc(self.ptr.cast(), self.layout) };
-    }
-}
-
-/// The fewest timed repetitions one trial is split into: lmbench's `TRIES`.
-const MIN_REPS: u64 = 11;
-/// Target length of one repetition: lmbench's shortest `ENOUGH` interval,
-/// which it picks on any machine with a fine-grained clock.
-const REP_TIME: Duration = Duration::from_millis(5);
-
-/// How many repetitions a trial of `ctx.trial_time` is split into, so that
-/// each lasts about [`REP_TIME`]. Depends only on the trial time, so trials
-/// with the warm-up's fixed iteration count split the same way.
-pub(crate) fn reps(ctx: &TrialCtx) -> u64 {
-    let r = (ctx.trial_time.as_secs_f64() / REP_TIME.as_secs_f64()).round() as u64;
-    r.max(MIN_REPS)
-}
-
-/// Runs `n` operations as up to `reps` calls of `f(share)` and returns the
-/// total time and the median time per operation. lmbench's `benchmp` reports
-/// the median of repetitions of about 5 ms each: short enough that most run
-/// without another process taking the CPU in between, so one busy neighbour
-/// does not move the figure. Doing the same inside a trial keeps kscale's
-/// trials as steady as the reference's on a shared machine.
-pub(crate) fn median_of_reps(
-    n: u64,
-    reps: u64,
-    mut f: impl FnMut(u64) -> Result<Duration>,
-) -> Result<(Duration, f64)> {
-    let reps = n.clamp(1, reps.max(1));
-    let (base, extra) = (n / reps, n % reps);
-    let mut total = Duration::ZERO;
-    let mut per_op = Vec::with_capacity(reps as usize);
-    for i in 0..reps {
-        let share = (base + u64::from(i < extra)).max(1);
-        let t = f(share)?;
-        total += t;
-        per_op.push(t.as_secs_f64() / share as f64);
-    }
-    per_op.sort_by(f64::total_cmp);
-    let mid = per_op.len() / 2;
-    let median = if per_op.len() % 2 == 1 {
-        per_op[mid]
-    } else {
-        (per_op[mid - 1] + per_op[mid]) / 2.0
-    };
-    Ok((total, median))
-}
-
-/// [`TrialCtx::time_per_op`] whose runs are split as [`median_of_reps`]
-/// does; returns (median seconds per op, n).
-pub(crate) fn median_time_per_op(
-    ctx: &TrialCtx,
-    mut f: impl FnMut(u64) -> Result<Duration>,
-) -> Result<(f64, u64)> {
-    let reps = reps(ctx);
-    let mut median = 0.0;
-    let (_, n) = ctx.time_per_op(|n| {
-        let (total, m) = median_of_reps(n, reps, &mut f)?;
-        median = m;
-        Ok(total)
-    })?;
-    Ok((median, n))
 }
 
 /// Times `pass` (one sweep over the buffer) and turns it into MB/s, counting
@@ -353,7 +277,7 @@ fn bzero(ctx: &TrialCtx) -> Result<TrialOutput> {
     bandwidth(ctx, bytes, || {
         // SAFETY: the buffer holds `bytes` bytes; black_box makes each memset
         // a fresh store the compiler cannot merge with the previous pass.
-        unsafe { std::ptr::write_bytes(black_box(buf.ptr).cast::<u8>(), 0, bytes) };
+        unsafe { std::ptr::write_bytes(black_box(buf.0.ptr()).cast::<u8>(), 0, bytes) };
     })
 }
 
@@ -365,8 +289,8 @@ fn bcopy(ctx: &TrialCtx) -> Result<TrialOutput> {
         // SAFETY: two distinct allocations of `size` bytes each.
         unsafe {
             std::ptr::copy_nonoverlapping(
-                black_box(src.ptr).cast::<u8>(),
-                black_box(dst.ptr).cast::<u8>(),
+                black_box(src.0.ptr()).cast::<u8>(),
+                black_box(dst.0.ptr()).cast::<u8>(),
                 size,
             )
         };
@@ -398,30 +322,6 @@ mod tests {
         let mut ctx = ctx_with(&[("size", "4k")], 20);
         ctx.iterations = Some(7);
         assert_eq!(frd(&ctx).unwrap().iterations, 7);
-    }
-
-    #[test]
-    fn median_of_reps_splits_and_takes_the_middle() {
-        let mut calls = Vec::new();
-        let (total, median) = median_of_reps(25, MIN_REPS, |k| {
-            calls.push(k);
-            // The third call is a slow outlier the median must ignore.
-            let us = if calls.len() == 3 { 1000 } else { 10 };
-            Ok(Duration::from_micros(us * k))
-        })
-        .unwrap();
-        assert_eq!(calls.len() as u64, MIN_REPS);
-        assert_eq!(calls.iter().sum::<u64>(), 25);
-        assert!((median - 10e-6).abs() < 1e-9, "{median}");
-        assert!(total > Duration::from_micros(250));
-        let (_, m) = median_of_reps(3, 100, |k| Ok(Duration::from_micros(k))).unwrap();
-        assert!((m - 1e-6).abs() < 1e-12);
-    }
-
-    #[test]
-    fn reps_last_about_5_ms() {
-        assert_eq!(reps(&ctx_with(&[], 500)), 100);
-        assert_eq!(reps(&ctx_with(&[], 20)), MIN_REPS);
     }
 
     #[test]

@@ -6,9 +6,10 @@
 //! lmbench's on the same machine: std's wrappers add flags (`O_CLOEXEC`) and
 //! checks that lmbench does not pay for.
 
-use crate::util::{fork_child, read_exact, write_exact, ChildGuard};
+use crate::util::{fork_child, read_exact, write_exact, ChildGuard, Mapping};
 use crate::{timed, Family, TrialCtx, TrialOutput, WorkloadDef};
 use anyhow::{ensure, Context, Result};
+use kscale_core::stats::median;
 use kscale_core::MetricDef;
 use std::ffi::{CStr, CString};
 use std::fs::File;
@@ -416,21 +417,8 @@ impl Interleaved {
     }
 
     /// Catching a signal less sending it, per op, in seconds.
-    fn signal_overhead(&mut self) -> f64 {
-        median(&mut self.catch) - median(&mut self.send)
-    }
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let mid = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[mid]
-    } else {
-        (v[mid - 1] + v[mid]) / 2.0
+    fn signal_overhead(&self) -> f64 {
+        median(&self.catch) - median(&self.send)
     }
 }
 
@@ -457,8 +445,8 @@ fn sig_catch(ctx: &TrialCtx) -> Result<TrialOutput> {
     let per_op = iv.signal_overhead().max(0.0);
     Ok(latency(per_op, n).note(format!(
         "median per chunk: kill(self, SIGUSR1) {:.4} µs, kill(self, 0) {:.4} µs",
-        median(&mut iv.catch) * 1e6,
-        median(&mut iv.send) * 1e6
+        median(&iv.catch) * 1e6,
+        median(&iv.send) * 1e6
     )))
 }
 
@@ -498,30 +486,14 @@ extern "C" fn prot_handler(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut
 
 /// A shared read-only mapping of a file page, unmapped when dropped (which
 /// also tells the handler it no longer has a page).
-struct ProtPage {
-    addr: *mut libc::c_void,
-    len: usize,
-}
+struct ProtPage(Mapping);
 
 impl ProtPage {
     fn map(fd: RawFd, len: usize) -> Result<Self> {
-        // SAFETY: a fresh mapping chosen by the kernel; it aliases nothing.
-        let addr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                fd,
-                0,
-            )
-        };
-        if addr == libc::MAP_FAILED {
-            return Err(os_err("mmap"));
-        }
+        let m = Mapping::new(fd, len, libc::PROT_READ, libc::MAP_SHARED)?;
         PROT_LEN.store(len, Ordering::SeqCst);
-        PROT_PAGE.store(addr as usize, Ordering::SeqCst);
-        Ok(ProtPage { addr, len })
+        PROT_PAGE.store(m.addr() as usize, Ordering::SeqCst);
+        Ok(ProtPage(m))
     }
 
     /// One write that faults `n` times, each fault caught by the handler,
@@ -533,12 +505,12 @@ impl ProtPage {
         let t = timed(|| {
             // SAFETY: the page is mapped for self's lifetime; the write faults
             // until the handler makes it writable.
-            unsafe { std::ptr::write_volatile(self.addr.cast::<u8>(), 1) };
+            unsafe { std::ptr::write_volatile(self.0.addr().cast::<u8>(), 1) };
             Ok(())
         })?;
         compiler_fence(Ordering::SeqCst);
         // SAFETY: our own mapping, back to read-only for the next call.
-        if unsafe { libc::mprotect(self.addr, self.len, libc::PROT_READ) } != 0 {
+        if unsafe { libc::mprotect(self.0.addr(), self.0.len(), libc::PROT_READ) } != 0 {
             return Err(os_err("mprotect read-only"));
         }
         let faults = PROT_FAULTS.load(Ordering::SeqCst);
@@ -552,9 +524,8 @@ impl ProtPage {
 
 impl Drop for ProtPage {
     fn drop(&mut self) {
+        // The mapping itself goes with the field, after this.
         PROT_PAGE.store(0, Ordering::SeqCst);
-        // SAFETY: unmaps the mapping created in `map`, once.
-        unsafe { libc::munmap(self.addr, self.len) };
     }
 }
 
@@ -597,7 +568,7 @@ fn prot_fault(ctx: &TrialCtx) -> Result<TrialOutput> {
     drop(page);
     // As lmbench: each fault also delivers a signal, so the signal handler
     // overhead measured alongside is taken off; never below zero.
-    let fault = median(&mut iv.fault);
+    let fault = median(&iv.fault);
     let sig = iv.signal_overhead();
     let per_op = (fault - sig).max(0.0);
     Ok(latency(per_op, n).note(format!(
@@ -843,19 +814,12 @@ fn fork_sh(ctx: &TrialCtx) -> Result<TrialOutput> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kscale_core::Params;
     use nix::sys::wait::{waitpid, WaitStatus};
 
     fn ctx(dir: &Path, trial: Duration) -> TrialCtx {
-        TrialCtx {
-            params: Params::default(),
-            trial_time: trial,
-            iterations: None,
-            dir: dir.to_path_buf(),
-            cpus: vec![0],
-            quick: true,
-            warmup: false,
-        }
+        let mut c = crate::test_ctx(&[], 0).in_dir(dir);
+        c.trial_time = trial;
+        c
     }
 
     /// Runs one workload the way production does: in a single-threaded

@@ -285,8 +285,6 @@ fn run_group(
                 trial_time_s: opts.trial_time_s,
                 iterations: u.warmup_iterations,
                 dir: scratch.to_path_buf(),
-                quick: opts.quick,
-                warmup,
                 role: None,
             };
             let timeout = trial_timeout(u.workload, &u.entry.params, opts.trial_time_s);
@@ -358,10 +356,6 @@ fn run_group(
                                     "{} [cpus {}] profiled trial",
                                     u.entry.workload, u.entry.cpus_name
                                 ));
-                                let req = TrialRequest {
-                                    warmup: false,
-                                    ..req
-                                };
                                 let w = u.workload;
                                 let peers = peers.as_deref_mut();
                                 profiler.profile_case(

@@ -11,14 +11,14 @@
 
 pub mod rpc;
 
-use crate::util::{fork_child, ChildGuard};
+use crate::util::{fork_child, poll_many, wait_readable, ChildGuard};
 use crate::{timed, Family, TrialCtx, TrialOutput, WorkloadDef};
 use anyhow::{bail, ensure, Context, Result};
 use kscale_core::MetricDef;
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd};
 use std::time::{Duration, Instant};
 
 const LAT: MetricDef = MetricDef::lower("latency", "µs");
@@ -139,43 +139,6 @@ fn finish_server(guard: ChildGuard) -> Result<()> {
                 bail!("ipc server killed by {sig:?}");
             }
             _ => {}
-        }
-    }
-}
-
-/// Blocks until `fd` is readable or `timeout` passes (false).
-fn wait_readable(fd: RawFd, timeout: Duration) -> io::Result<bool> {
-    let mut p = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
-    loop {
-        // SAFETY: one valid pollfd that lives for the duration of the call.
-        let r = unsafe { libc::poll(&mut p, 1, ms) };
-        if r >= 0 {
-            return Ok(r > 0);
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-}
-
-/// poll(2) over several fds; false on timeout.
-fn poll_many(fds: &mut [libc::pollfd], timeout: Duration) -> io::Result<bool> {
-    let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
-    loop {
-        // SAFETY: `fds` is a valid, exclusively borrowed array of pollfd.
-        let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
-        if r >= 0 {
-            return Ok(r > 0);
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
         }
     }
 }
@@ -813,18 +776,9 @@ fn rpc_udp_server(sock: UdpSocket) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kscale_core::Params;
 
     fn quick_ctx() -> TrialCtx {
-        TrialCtx {
-            params: Params::default(),
-            trial_time: Duration::from_millis(20),
-            iterations: None,
-            dir: std::env::temp_dir(),
-            cpus: vec![0],
-            quick: true,
-            warmup: false,
-        }
+        crate::test_ctx(&[], 20)
     }
 
     fn check(name: &str) -> f64 {

@@ -19,6 +19,7 @@
 mod futex;
 mod prims;
 
+use crate::timing::process_cpu_time;
 use crate::{Family, TrialCtx, TrialOutput, VariantsDef, WorkloadDef};
 use anyhow::{bail, ensure, Context, Result};
 use kscale_core::{MetricDef, ParamDef, ParamKind};
@@ -232,21 +233,6 @@ struct Measured {
     secs: f64,
     cycles: f64,
     note: String,
-}
-
-fn process_cpu_time() -> Result<Duration> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec to write into.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    ensure!(
-        rc == 0,
-        "clock_gettime(CLOCK_PROCESS_CPUTIME_ID): {}",
-        std::io::Error::last_os_error()
-    );
-    Ok(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
 }
 
 /// The time-stamp counter; on other architectures the monotonic clock in ns,
