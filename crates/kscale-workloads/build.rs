@@ -55,4 +55,15 @@ fn main() {
         },
     };
     println!("cargo:rustc-env=KSCALE_HELLO_LINKAGE={linkage}");
+
+    // The same program linked dynamically, as lmbench's lat_proc execs
+    // /tmp/hello: `helper=dynamic` adds the dynamic loader's work to the
+    // figure the way the reference does.
+    let dyn_out = out_dir.join("hello-dyn");
+    if let Err(e) = compile(&cc, &[], &src, &dyn_out) {
+        println!(
+            "cargo:warning=cannot build the dynamically linked fork_exec helper with {cc} ({e}); helper=dynamic will fail at run time"
+        );
+        std::fs::write(&dyn_out, b"").expect("write placeholder helper into OUT_DIR");
+    }
 }

@@ -10,7 +10,7 @@ use crate::util::{fork_child, read_exact, write_exact, ChildGuard, Mapping};
 use crate::{timed, Family, TrialCtx, TrialOutput, WorkloadDef};
 use anyhow::{ensure, Context, Result};
 use kscale_core::stats::median;
-use kscale_core::MetricDef;
+use kscale_core::{MetricDef, ParamDef, ParamKind};
 use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::io;
@@ -66,24 +66,33 @@ pub static FAMILY: Family = Family {
             "write() of 1 byte to /dev/null (lmbench lat_syscall write).",
             write,
         ),
-        workload(
-            "stat",
-            "Simple stat",
-            "stat() of a small file in the run's scratch directory (lmbench lat_syscall stat).",
-            stat,
-        ),
+        WorkloadDef {
+            params: FILE_PARAMS,
+            ..workload(
+                "stat",
+                "Simple stat",
+                "stat() of a small file in the run's scratch directory (lmbench lat_syscall stat). The \
+                 path walk is part of the cost, so `file=PATH` stats a given file instead, e.g. \
+                 the one lat_syscall is given.",
+                stat,
+            )
+        },
         workload(
             "fstat",
             "Simple fstat",
             "fstat() of an open small file (lmbench lat_syscall fstat).",
             fstat,
         ),
-        workload(
-            "open_close",
-            "Simple open/close",
-            "open() + close() of a small file in the scratch directory (lmbench lat_syscall open).",
-            open_close,
-        ),
+        WorkloadDef {
+            params: FILE_PARAMS,
+            ..workload(
+                "open_close",
+                "Simple open/close",
+                "open() + close() of a small file in the scratch directory (lmbench lat_syscall open); \
+                 `file=PATH` opens a given file read-only instead.",
+                open_close,
+            )
+        },
         workload(
             "sig_install",
             "Signal handler installation",
@@ -125,20 +134,50 @@ pub static FAMILY: Family = Family {
              perf bench syscall fork).",
             fork_exit,
         ),
-        workload(
-            "fork_exec",
-            "Process fork+execve",
-            "fork() + execve() of a tiny static program, then wait (lmbench lat_proc exec).",
-            fork_exec,
-        ),
-        workload(
-            "fork_sh",
-            "Process fork+/bin/sh -c",
-            "fork() + /bin/sh -c running the tiny program, then wait (lmbench lat_proc shell).",
-            fork_sh,
-        ),
+        WorkloadDef {
+            params: HELPER_PARAMS,
+            ..workload(
+                "fork_exec",
+                "Process fork+execve",
+                "fork() + execve() of a tiny program, then wait (lmbench lat_proc exec). \
+                 The program is statically linked by default, so the figure is the kernel's \
+                 fork and exec; lat_proc execs a dynamically linked /tmp/hello, whose \
+                 loader work (mapping libc, relocations) `helper=dynamic` adds.",
+                fork_exec,
+            )
+        },
+        WorkloadDef {
+            params: HELPER_PARAMS,
+            ..workload(
+                "fork_sh",
+                "Process fork+/bin/sh -c",
+                "fork() + /bin/sh -c running the tiny program, then wait (lmbench lat_proc \
+                 shell; `helper=dynamic` as lat_proc).",
+                fork_sh,
+            )
+        },
     ],
 };
+
+/// Which build of the tiny program fork_exec and fork_sh run (docs/families/syscall.md).
+const HELPER_PARAMS: &[ParamDef] = &[ParamDef {
+    name: "helper",
+    help: "static: the program linked statically (kernel work only); dynamic: linked \
+           against the C library as lmbench's /tmp/hello, adding the dynamic loader.",
+    kind: ParamKind::Choice(&["static", "dynamic"]),
+    default: &["static"],
+    quick: &[],
+}];
+
+/// The file stat and open_close work on (docs/families/syscall.md).
+const FILE_PARAMS: &[ParamDef] = &[ParamDef {
+    name: "file",
+    help: "scratch: a 1 KiB file made in the run's scratch directory; or the absolute path \
+           of an existing file, only read (as lat_syscall's file argument).",
+    kind: ParamKind::Str,
+    default: &["scratch"],
+    quick: &[],
+}];
 
 /// The result of a loop whose `per_op` is in seconds.
 fn latency(per_op: f64, n: u64) -> TrialOutput {
@@ -235,9 +274,31 @@ impl Drop for ScratchFile {
 /// lmbench stats a header file; any small regular file does the same work.
 const SMALL_FILE: usize = 1024;
 
+/// The file the `file` param names: a scratch file made now (removed when
+/// the first part drops), or a user's file, which must exist.
+fn param_file(ctx: &TrialCtx, tag: &str) -> Result<(Option<ScratchFile>, PathBuf, CString)> {
+    match ctx.params.get("file").unwrap_or("scratch") {
+        "scratch" => {
+            let f = ScratchFile::with_bytes(&ctx.dir, tag, &[0u8; SMALL_FILE])?;
+            let (p, c) = (f.path.clone(), f.c_path.clone());
+            Ok((Some(f), p, c))
+        }
+        given => {
+            let p = PathBuf::from(given);
+            ensure!(
+                p.is_absolute() && p.is_file(),
+                "file={given}: not an existing regular file by absolute path (accepted: scratch \
+                 or an absolute path)"
+            );
+            let c = CString::new(given).context("file param contains a NUL byte")?;
+            Ok((None, p, c))
+        }
+    }
+}
+
 fn stat(ctx: &TrialCtx) -> Result<TrialOutput> {
-    let file = ScratchFile::with_bytes(&ctx.dir, "stat", &[0u8; SMALL_FILE])?;
-    let path = file.c_path.as_ptr();
+    let (_scratch, file, c_path) = param_file(ctx, "stat")?;
+    let path = c_path.as_ptr();
     // SAFETY: an all-zero `struct stat` is a valid value to be overwritten.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     let (per_op, n) = ctx.time_per_op(|n| {
@@ -245,7 +306,7 @@ fn stat(ctx: &TrialCtx) -> Result<TrialOutput> {
             for _ in 0..n {
                 // SAFETY: path is a NUL-terminated string alive for the loop; st is writable.
                 if unsafe { libc::stat(path, &mut st) } != 0 {
-                    return Err(os_err(format!("stat {}", file.path.display())));
+                    return Err(os_err(format!("stat {}", file.display())));
                 }
             }
             Ok(())
@@ -275,8 +336,8 @@ fn fstat(ctx: &TrialCtx) -> Result<TrialOutput> {
 }
 
 fn open_close(ctx: &TrialCtx) -> Result<TrialOutput> {
-    let file = ScratchFile::with_bytes(&ctx.dir, "open", &[0u8; SMALL_FILE])?;
-    let path = file.c_path.as_ptr();
+    let (_scratch, file, c_path) = param_file(ctx, "open")?;
+    let path = c_path.as_ptr();
     let (per_op, n) = ctx.time_per_op(|n| {
         timed(|| {
             for _ in 0..n {
@@ -284,7 +345,7 @@ fn open_close(ctx: &TrialCtx) -> Result<TrialOutput> {
                 // O_RDONLY as lmbench does; the fd is closed right away.
                 let fd = unsafe { libc::open(path, libc::O_RDONLY) };
                 if fd < 0 {
-                    return Err(os_err(format!("open {}", file.path.display())));
+                    return Err(os_err(format!("open {}", file.display())));
                 }
                 // SAFETY: fd was just opened here and is closed once.
                 unsafe { libc::close(fd) };
@@ -697,15 +758,36 @@ fn fork_exit(ctx: &TrialCtx) -> Result<TrialOutput> {
 /// The helper program built by build.rs (static unless the build warned).
 static HELLO: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hello"));
 const HELLO_LINKAGE: &str = env!("KSCALE_HELLO_LINKAGE");
+/// The same program linked dynamically (empty if the build could not).
+static HELLO_DYN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hello-dyn"));
+
+/// The helper the `helper` param names, and a note when it is not what the
+/// param asked for.
+fn helper_program(ctx: &TrialCtx) -> Result<(&'static [u8], Option<&'static str>)> {
+    match ctx.params.get("helper").unwrap_or("static") {
+        "dynamic" => {
+            ensure!(
+                !HELLO_DYN.is_empty(),
+                "the dynamically linked helper program was not built (see the build warnings)"
+            );
+            Ok((HELLO_DYN, None))
+        }
+        _ if HELLO_LINKAGE != "static" => Ok((
+            HELLO,
+            Some("helper program is dynamically linked (no static libc)"),
+        )),
+        _ => Ok((HELLO, None)),
+    }
+}
 
 /// Writes the helper program into the scratch directory, executable. The file
 /// is written by a short-lived child process: a descriptor open for writing
 /// on an executable makes execve fail with ETXTBSY, and any process forked
 /// while this process held one (a test running in another thread) would
 /// keep it open; the writer child is the only process that ever holds one.
-fn install_hello(dir: &Path) -> Result<ScratchFile> {
+fn install_hello(dir: &Path, program: &'static [u8]) -> Result<ScratchFile> {
     ensure!(
-        !HELLO.is_empty(),
+        !program.is_empty(),
         "the fork_exec helper program was not built (see the build warnings)"
     );
     let file = ScratchFile::name(dir, "hello")?;
@@ -719,7 +801,7 @@ fn install_hello(dir: &Path) -> Result<ScratchFile> {
             if fd < 0 {
                 return 1;
             }
-            let mut rest = HELLO;
+            let mut rest = program;
             while !rest.is_empty() {
                 let w = libc::write(fd, rest.as_ptr().cast(), rest.len());
                 if w <= 0 {
@@ -791,24 +873,30 @@ fn time_exec(
 }
 
 fn fork_exec(ctx: &TrialCtx) -> Result<TrialOutput> {
-    let hello = install_hello(&ctx.dir)?;
+    let (program, note) = helper_program(ctx)?;
+    let hello = install_hello(&ctx.dir, program)?;
     // An empty environment, as lmbench passes.
     let (per_op, n) = time_exec(ctx, &hello.c_path, &[hello.c_path.as_c_str()], Some(&[]))?;
-    let mut out = latency(per_op, n);
-    if HELLO_LINKAGE != "static" {
-        out = out.note("helper program is dynamically linked");
-    }
-    Ok(out)
+    let out = latency(per_op, n);
+    Ok(match note {
+        Some(n) => out.note(n),
+        None => out,
+    })
 }
 
 fn fork_sh(ctx: &TrialCtx) -> Result<TrialOutput> {
-    let hello = install_hello(&ctx.dir)?;
+    let (program, note) = helper_program(ctx)?;
+    let hello = install_hello(&ctx.dir, program)?;
     // Quoted for the shell; the scratch directory may contain spaces.
     let quoted = format!("'{}'", hello.path.to_string_lossy().replace('\'', r"'\''"));
     let cmd = CString::new(quoted).context("helper path contains a NUL byte")?;
     // execv keeps the environment, as lmbench's execlp does.
     let (per_op, n) = time_exec(ctx, c"/bin/sh", &[c"sh", c"-c", cmd.as_c_str()], None)?;
-    Ok(latency(per_op, n))
+    let out = latency(per_op, n);
+    Ok(match note {
+        Some(n) => out.note(n),
+        None => out,
+    })
 }
 
 #[cfg(test)]
@@ -816,8 +904,8 @@ mod tests {
     use super::*;
     use nix::sys::wait::{waitpid, WaitStatus};
 
-    fn ctx(dir: &Path, trial: Duration) -> TrialCtx {
-        let mut c = crate::test_ctx(&[], 0).in_dir(dir);
+    fn ctx(dir: &Path, trial: Duration, params: &[(&str, &str)]) -> TrialCtx {
+        let mut c = crate::test_ctx(params, 0).in_dir(dir);
         c.trial_time = trial;
         c
     }
@@ -827,7 +915,7 @@ mod tests {
     /// to the process may be handled by another one (or arrive after the
     /// handler is gone), which would measure and break the wrong thing.
     /// Returns (latency, iterations, notes).
-    fn run_in_child(name: &str, trial: Duration) -> (f64, u64, String) {
+    fn run_in_child(name: &str, trial: Duration, params: &[(&str, &str)]) -> (f64, u64, String) {
         let w = FAMILY
             .workloads
             .iter()
@@ -837,7 +925,7 @@ mod tests {
         let work = root.path().join("work");
         std::fs::create_dir(&work).unwrap();
         let result = root.path().join("result");
-        let pid = fork_child(|| match (w.run)(&ctx(&work, trial)) {
+        let pid = fork_child(|| match (w.run)(&ctx(&work, trial, params)) {
             Ok(out) => {
                 let line = format!(
                     "{} {} {}",
@@ -869,7 +957,7 @@ mod tests {
     }
 
     fn run_one(name: &str) {
-        let (v, n, _) = run_in_child(name, Duration::from_millis(20));
+        let (v, n, _) = run_in_child(name, Duration::from_millis(20), &[]);
         assert!(v.is_finite() && v > 0.0, "{name}: {v}");
         assert!(n > 0);
     }
@@ -930,9 +1018,75 @@ mod tests {
     fn sig_catch() {
         run_one("sig_catch");
     }
+    /// helper=dynamic runs a program with an ELF interpreter (the dynamic
+    /// loader), helper=static one without, and both run.
+    #[test]
+    fn fork_exec_helpers_differ_in_linkage() {
+        // An ELF64 program header of type PT_INTERP (3) names a loader.
+        let interp = |b: &[u8]| {
+            let u = |at: usize, len: usize| {
+                b[at..at + len]
+                    .iter()
+                    .rev()
+                    .fold(0usize, |a, &x| a << 8 | usize::from(x))
+            };
+            let (off, size, num) = (u(32, 8), u(54, 2), u(56, 2));
+            (0..num).any(|i| u(off + i * size, 4) == 3)
+        };
+        assert!(interp(HELLO_DYN), "the dynamic helper names no loader");
+        if HELLO_LINKAGE == "static" {
+            assert!(!interp(HELLO), "the static helper names a loader");
+        }
+        for helper in ["static", "dynamic"] {
+            let (v, n, _) = run_in_child(
+                "fork_exec",
+                Duration::from_millis(20),
+                &[("helper", helper)],
+            );
+            assert!(v.is_finite() && v > 0.0 && n > 0, "{helper}: {v}");
+        }
+    }
+
+    #[test]
+    fn stat_and_open_take_a_given_file_and_refuse_a_missing_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let given = dir.path().join("given");
+        std::fs::write(&given, b"x").unwrap();
+        let given = given.to_str().unwrap();
+        for name in ["stat", "open_close"] {
+            let (v, _, _) = run_in_child(name, Duration::from_millis(20), &[("file", given)]);
+            assert!(v > 0.0, "{name}: {v}");
+            let w = FAMILY.workloads.iter().find(|w| w.name == name).unwrap();
+            let missing = dir.path().join("missing");
+            let c = ctx(
+                dir.path(),
+                Duration::from_millis(5),
+                &[("file", missing.to_str().unwrap())],
+            );
+            let e = (w.run)(&c).unwrap_err().to_string();
+            assert!(e.contains("not an existing regular file"), "{e}");
+        }
+        assert!(
+            std::path::Path::new(given).exists(),
+            "a given file is only read"
+        );
+    }
+
     #[test]
     fn prot_fault() {
-        run_one("prot_fault");
+        // The figure is the fault's median less the signal overhead's; on a
+        // loaded machine the difference can reach the floor at 0, so the
+        // test checks the measured fault itself and that the figure is the
+        // difference, not only that it is positive.
+        let (v, n, notes) = run_in_child("prot_fault", Duration::from_millis(100), &[]);
+        let num = |label: &str| -> f64 {
+            let rest =
+                &notes[notes.find(label).unwrap_or_else(|| panic!("{notes}")) + label.len()..];
+            rest.split_whitespace().next().unwrap().parse().unwrap()
+        };
+        let (fault, sig) = (num("fault + SIGSEGV "), num("overhead "));
+        assert!(fault > 0.0 && sig.is_finite() && n > 0, "{notes}");
+        assert!((v - (fault - sig).max(0.0)).abs() < 1e-3, "{v} vs {notes}");
     }
     #[test]
     fn pipe() {
@@ -958,7 +1112,7 @@ mod tests {
     #[test]
     fn fixed_iterations_are_honoured() {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = ctx(dir.path(), Duration::from_millis(20));
+        let mut c = ctx(dir.path(), Duration::from_millis(20), &[]);
         c.iterations = Some(7);
         let out = super::fork_exit(&c).unwrap();
         assert_eq!(out.iterations, 7);
@@ -978,7 +1132,7 @@ mod tests {
             {
                 continue;
             }
-            let (v, n, notes) = run_in_child(w.name, Duration::from_millis(500));
+            let (v, n, notes) = run_in_child(w.name, Duration::from_millis(500), &[]);
             println!("{:<12} {:>12.4} µs  n={:<10} {}", w.name, v, n, notes);
         }
     }
