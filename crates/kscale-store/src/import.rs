@@ -7,7 +7,8 @@
 //! Import is built from the public writing methods a run uses, so the
 //! imported rows are exactly what a local run would have written; the few
 //! statements below only restore what those methods stamp with "now" (times,
-//! status) and the run's own UUID. They use `$n` placeholders and portable
+//! status) and the run's own UUID. They use `$n` placeholders, numbered in
+//! order of first appearance (SQLite binds them in that order), and portable
 //! SQL so every backend can run them.
 
 use crate::{CaseData, NewRun, NewTrial, RunData, Store, StoreError, SCHEMA_VERSION};
@@ -65,7 +66,9 @@ pub enum ImportError {
     NotExport(String),
     #[error("written by a newer kscale (store schema {found}; this kscale knows up to {known}): upgrade kscale")]
     TooNew { found: i64, known: i64 },
-    #[error("run {uuid} is already stored as run {id} with different contents; refusing to replace it")]
+    #[error(
+        "run {uuid} is already stored as run {id} with different contents; refusing to replace it"
+    )]
     Clash { uuid: String, id: i64 },
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -183,8 +186,8 @@ impl Store {
         }
         // `uuid IS NULL` makes a concurrent first reader's UUID win.
         self.conn.execute(
-            "UPDATE runs SET uuid = $2 WHERE id = $1 AND uuid IS NULL",
-            params![run_id, new_uuid()],
+            "UPDATE runs SET uuid = $1 WHERE id = $2 AND uuid IS NULL",
+            params![new_uuid(), run_id],
         )?;
         get()?.ok_or_else(|| StoreError::NoSuchRun(run_id.to_string()))
     }
@@ -258,7 +261,8 @@ impl Store {
                 match e {
                     // Another importer stored the same UUID meanwhile.
                     ImportError::Store(StoreError::Sql(ref s))
-                        if s.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) =>
+                        if s.sqlite_error_code()
+                            == Some(rusqlite::ErrorCode::ConstraintViolation) =>
                     {
                         match self.run_by_uuid(&uuid)? {
                             Some(other) if same(other)? => Ok(ImportOutcome::AlreadyThere(other)),
@@ -296,8 +300,8 @@ impl Store {
                     },
                 )?;
                 self.conn.execute(
-                    "UPDATE trials SET started_at = $3 WHERE case_id = $1 AND idx = $2",
-                    params![case_id, t.idx, t.started_at],
+                    "UPDATE trials SET started_at = $1 WHERE case_id = $2 AND idx = $3",
+                    params![t.started_at, case_id, t.idx],
                 )?;
             }
             self.finish_case(
@@ -314,8 +318,8 @@ impl Store {
         }
         // Last, so the run only becomes findable by its UUID when complete.
         self.conn.execute(
-            "UPDATE runs SET uuid = $2, started_at = $3, ended_at = $4, status = $5 WHERE id = $1",
-            params![id, uuid, run.started_at, run.ended_at, run.status],
+            "UPDATE runs SET uuid = $1, started_at = $2, ended_at = $3, status = $4 WHERE id = $5",
+            params![uuid, run.started_at, run.ended_at, run.status, id],
         )?;
         Ok(())
     }

@@ -20,13 +20,15 @@ use std::process::ExitCode;
 pub const UNMEASURED: u8 = 125;
 
 #[derive(clap::Args)]
-#[command(after_help = "Exit status: 0 no case is significantly worse than the baseline by more \
+#[command(
+    after_help = "Exit status: 0 no case is significantly worse than the baseline by more \
 than the threshold; 1 at least one is (one line each); 125 the measurement could not be made; \
 2 bad input.
 
 Examples:
   kscale check --baseline v6.8 syscall --cpus 1 --quick
-  git bisect run kscale check --baseline good --threshold 10% syscall.null --cpus 1")]
+  git bisect run kscale check --baseline good --threshold 10% syscall.null --cpus 1"
+)]
 // The flattened run options are a group named `Args` already.
 #[group(skip)]
 pub struct Args {
@@ -104,7 +106,16 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let have: BTreeMap<_, _> = base
         .cases
         .iter()
-        .map(|c| ((c.key.workload.clone(), c.key.params.clone(), c.key.cpus.clone()), c))
+        .map(|c| {
+            (
+                (
+                    c.key.workload.clone(),
+                    c.key.params.clone(),
+                    c.key.cpus.clone(),
+                ),
+                c,
+            )
+        })
         .collect();
     let common = opts
         .plan
@@ -183,7 +194,9 @@ fn report(base: &RunData, now: &RunData, threshold: f64, format: Format) -> Resu
     let failed: Vec<String> = now
         .cases
         .iter()
-        .filter(|c| c.status != CaseStatus::Done && in_base(&c.key.workload, &c.key.params, &c.key.cpus))
+        .filter(|c| {
+            c.status != CaseStatus::Done && in_base(&c.key.workload, &c.key.params, &c.key.cpus)
+        })
         .map(|c| {
             format!(
                 "{} [cpus {}]: {}",

@@ -52,7 +52,8 @@ pub fn check_label(label: &str) -> Result<()> {
 /// Imports one export file; the message says what happened.
 pub fn import_file(store: &Store, path: &Path, label: Option<&str>) -> Result<String> {
     let name = path.display();
-    let text = std::fs::read_to_string(path).map_err(|e| user(format!("cannot read {name}: {e}")))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| user(format!("cannot read {name}: {e}")))?;
     let v: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| user(format!("{name} is not a kscale export (not JSON: {e})")))?;
     let outcome = import_value(store, &v, label).map_err(|e| match e {
