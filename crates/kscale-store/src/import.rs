@@ -173,13 +173,12 @@ impl Store {
     /// The run's UUID; a run stored before UUIDs existed gets one now.
     pub fn run_uuid(&self, run_id: i64) -> crate::Result<String> {
         let get = || -> crate::Result<Option<String>> {
-            Ok(self
-                .conn
+            self.conn
                 .query_row("SELECT uuid FROM runs WHERE id = $1", [run_id], |r| {
                     r.get::<_, Option<String>>(0)
                 })
                 .optional()?
-                .ok_or_else(|| StoreError::NoSuchRun(run_id.to_string()))?)
+                .ok_or_else(|| StoreError::NoSuchRun(run_id.to_string()))
         };
         if let Some(u) = get()? {
             return Ok(u);

@@ -17,7 +17,7 @@ const TARGET: &[&str] = &[
 ];
 
 fn check(env: &Env, extra: &[&str], fault: Option<&str>) -> std::process::Output {
-    let mut c = env.cmd(&["check", "--baseline", "base", "--threshold", "25%"]);
+    let mut c = env.cmd(&["check", "--baseline", "base", "--threshold", "50%"]);
     c.args(TARGET).args(extra);
     if let Some(f) = fault {
         c.env("KSCALE_FAULT", f);
@@ -33,7 +33,7 @@ fn exit_status_tells_good_regressed_and_unmeasured() {
         .assert()
         .success();
 
-    // The same code again: no case is 25 % worse.
+    // The same code again: no case is 50 % worse (a busy machine stays well inside that).
     let out = check(&env, &[], None);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
@@ -72,7 +72,7 @@ fn exit_status_tells_good_regressed_and_unmeasured() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["status"], "regressed");
     assert_eq!(v["cases"][0]["regressed"], true);
-    assert!(v["cases"][0]["worse_pct"].as_f64().unwrap() > 25.0, "{v}");
+    assert!(v["cases"][0]["worse_pct"].as_f64().unwrap() > 50.0, "{v}");
 
     // Every trial crashes: git bisect's "skip".
     let out = check(&env, &[], Some("crash:syscall.null"));
