@@ -373,6 +373,166 @@ mod tests {
         assert!(matches!(s.run_uuid(99), Err(StoreError::NoSuchRun(_))));
     }
 
+    /// What `kscale export` writes, minus the computed `results`.
+    fn render(s: &Store, id: i64) -> Result<Value, ImportError> {
+        let d = s.load_run(id)?;
+        let r = &d.run;
+        Ok(json!({
+            "schema": SCHEMA_VERSION,
+            "system": r.snapshot,
+            "results": [],
+            "run": {
+                "id": r.id, "uuid": s.run_uuid(id)?, "label": r.label,
+                "started_at": r.started_at, "ended_at": r.ended_at, "status": r.status,
+                "kscale_version": r.kscale_version, "git_rev": r.git_rev,
+                "args": r.args, "options": r.options,
+            },
+            "cases": raw_cases(&d)?,
+        }))
+    }
+
+    /// Everything a macro run stores survives the trip: percentile metric
+    /// sources, median-of-N rules, histograms, role CPU times, accounting,
+    /// profiles, a failed case's error and notes, times and status.
+    #[test]
+    fn rich_run_round_trips() {
+        use crate::{CaseStatus, MetricRow, QuantileOf};
+        use kscale_core::model::CpuAccounting;
+        use kscale_core::profile::Profile;
+        use kscale_core::{CaseKey, Direction, RoleCpu, RunRule};
+        let dir = tempfile::tempdir().unwrap();
+        let a = Store::open(&dir.path().join("a.db")).unwrap();
+        let id = a
+            .create_run(&NewRun {
+                label: "lab".into(),
+                kscale_version: "0.1.0".into(),
+                git_rev: "abc".into(),
+                args: vec!["kscale".into(), "run".into()],
+                options: json!({"quick": true, "x": [1.5, 1e-300]}),
+                snapshot: json!({"hostname": "h", "kernel": {"release": "6.1"}}),
+            })
+            .unwrap();
+        let metrics = vec![
+            MetricRow {
+                name: "rps".into(),
+                unit: "req/s".into(),
+                direction: Direction::Higher,
+                primary: true,
+                quantile: None,
+            },
+            MetricRow {
+                name: "p99".into(),
+                unit: "ms".into(),
+                direction: Direction::Lower,
+                primary: false,
+                quantile: Some(QuantileOf {
+                    hist: "lat".into(),
+                    q: 0.99,
+                    per_ns: 1e-6,
+                }),
+            },
+        ];
+        let key = |cpus: &str| CaseKey {
+            workload: "web.static".into(),
+            params: [("conns".to_string(), "8".to_string())].into(),
+            cpus: cpus.into(),
+        };
+        let c1 = a
+            .ensure_case(id, 0, &key("1"), &[0], &metrics, RunRule::MedianOf(3))
+            .unwrap();
+        let hists = [(
+            "lat".to_string(),
+            "HISTFAAAABx4nJNpmSzMwMDAxAABzFAaxGe0X8D4HwA1BwPh".to_string(),
+        )]
+        .into();
+        let roles = vec![RoleCpu {
+            role: "load".into(),
+            host: "local".into(),
+            cpu_s: 0.7,
+            window_s: 1.0,
+            cpus: 1,
+        }];
+        for idx in 0..4 {
+            let values = [
+                ("rps".to_string(), 1000.0 / 3.0 + idx as f64),
+                ("p99".to_string(), 0.1),
+            ]
+            .into();
+            let acct = CpuAccounting {
+                user_pct: 100.0 / 3.0,
+                ctxt: 12345,
+                seconds: 0.1 + 0.2,
+                ..Default::default()
+            };
+            a.add_trial(
+                c1,
+                &NewTrial {
+                    idx,
+                    warmup: idx == 0,
+                    wall_s: 1.0 / 7.0,
+                    iterations: Some(99),
+                    values: &values,
+                    accounting: Some(&acct),
+                    histograms: &hists,
+                    roles: &roles,
+                },
+            )
+            .unwrap();
+        }
+        a.finish_case(
+            c1,
+            CaseStatus::Done,
+            None,
+            None,
+            Some(99),
+            &["a note".into()],
+        )
+        .unwrap();
+        a.add_profile(
+            c1,
+            &Profile {
+                event: "cpu-clock".into(),
+                sample_on: "997 Hz".into(),
+                total: 10,
+                kernel: 6,
+                user: 3,
+                idle: 1,
+                by_symbol: vec![("do_syscall_64".into(), 4)],
+                by_comm: vec![("kscale-load".into(), 3)],
+                ops: Some(5),
+                value: Some(0.25),
+                wall_s: Some(1.0),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let c2 = a
+            .ensure_case(id, 1, &key("all"), &[0, 1], &metrics, RunRule::MedianOf(3))
+            .unwrap();
+        a.finish_case(c2, CaseStatus::Failed, None, Some("server died"), None, &[])
+            .unwrap();
+        a.set_run_status(id, "complete").unwrap();
+
+        let file = render(&a, id).unwrap();
+        let b = Store::open(&dir.path().join("b.db")).unwrap();
+        let got = b.import_run(&file, None, &render).unwrap();
+        assert_eq!(got, ImportOutcome::Imported(1));
+        assert_eq!(render(&b, 1).unwrap(), file);
+        // Through text, as a file travels.
+        let text: Value = serde_json::from_str(&serde_json::to_string(&file).unwrap()).unwrap();
+        assert_eq!(
+            b.import_run(&text, Some("other"), &render).unwrap(),
+            ImportOutcome::AlreadyThere(1)
+        );
+        let mut changed = text.clone();
+        changed["cases"][0]["profiles"][0]["total"] = json!(11);
+        assert!(matches!(
+            b.import_run(&changed, None, &render),
+            Err(ImportError::Clash { id: 1, .. })
+        ));
+        assert_eq!(b.runs().unwrap().len(), 1);
+    }
+
     #[test]
     fn foreign_files_are_named() {
         let e = check_export(&json!([1])).unwrap_err();

@@ -157,7 +157,9 @@ impl Lab {
         c
     }
 
-    /// Processes of remote runs: their command lines name the scratch dir.
+    /// Processes of remote runs: their command lines name the scratch dir
+    /// (the run, its workers, the shell around it) or they work in it (the
+    /// watchdog on ssh's input).
     fn remote_processes(&self) -> Vec<i32> {
         let needle = self.remote.to_string_lossy().into_owned();
         let mut out = Vec::new();
@@ -166,7 +168,9 @@ impl Lab {
                 continue;
             };
             let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-            if String::from_utf8_lossy(&cmdline).contains(&needle) {
+            let cwd = std::fs::read_link(e.path().join("cwd")).unwrap_or_default();
+            if String::from_utf8_lossy(&cmdline).contains(&needle) || cwd.starts_with(&self.remote)
+            {
                 out.push(pid);
             }
         }
@@ -357,4 +361,83 @@ fn bad_hosts_are_one_line_and_status_2() {
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.contains(why), "{args:?}: {err}");
     }
+}
+
+/// On a terminal the remote runs' progress arrives as one line per host:
+/// the remote bar's message (the case and trial) appears under the host's
+/// name.
+#[test]
+fn progress_streams_into_one_display() {
+    if !Path::new("/usr/bin/script").exists() {
+        skip("no /usr/bin/script (bsdutils) to give the fleet a terminal");
+        return;
+    }
+    let Some(lab) = lab("fp") else { return };
+    let host = format!("root@{}", lab.pair.b_ip);
+    let fleet = lab.fleet(&host, &["syscall.null", "--cpus", "1", "--quick"]);
+    // `script` runs the same command line on a pseudo-terminal.
+    let line: Vec<String> = std::iter::once(fleet.get_program())
+        .chain(fleet.get_args())
+        .map(|a| format!("'{}'", a.to_string_lossy().replace('\'', r"'\''")))
+        .collect();
+    let out = Command::new("/usr/bin/script")
+        .args(["-qefc", &line.join(" "), "/dev/null"])
+        .current_dir(lab.env.path())
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let progress: Vec<&str> = text
+        .split(['\r', '\n'])
+        .filter(|l| l.contains(&host) && l.contains("trials") && l.contains("syscall.null"))
+        .collect();
+    assert!(
+        progress.iter().any(|l| l.contains("[cpus 1]")),
+        "no streamed progress in {text:?}"
+    );
+}
+
+/// A host without room for kscale is refused before anything is copied,
+/// and it costs that host, not a bad-input exit.
+#[test]
+fn a_host_without_space_is_refused() {
+    // Mounted before the hosts' sshd start, so their mount namespaces
+    // (made by `ip netns exec`) have it too.
+    let small = tempfile::tempdir().unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "kscale-test"])
+        .arg(small.path())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        skip("cannot mount a small tmpfs");
+        return;
+    }
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(small.path().to_path_buf());
+    let Some(mut lab) = lab("fs") else { return };
+    lab.remote = small.path().to_path_buf();
+    let host = format!("root@{}", lab.pair.b_ip);
+    let out = lab
+        .fleet(&host, &["syscall.null", "--quick"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains(&format!("{host}  FAILED: lacks space")),
+        "{stdout}"
+    );
+    assert!(
+        lab.remote_entries().is_empty(),
+        "{:?}",
+        lab.remote_entries()
+    );
 }
