@@ -1,7 +1,8 @@
 //! `kscale check`: 0 when nothing got worse, 1 with one line per regressed
-//! case under a synthetic regression (`KSCALE_FAULT=slow:…`, a test-only
-//! CPU hog in the worker), 125 when nothing could be measured, 2 when the
-//! baseline has nothing in common with the targets.
+//! case under a synthetic regression (`KSCALE_TEST_DELAY_NS`, a test-only
+//! busy wait added to each `syscall.null` operation), 125 when nothing
+//! could be measured, 2 when the baseline has nothing in common with the
+//! targets.
 
 mod common;
 use common::Env;
@@ -16,14 +17,19 @@ const TARGET: &[&str] = &[
     "--no-progress",
 ];
 
-fn check(env: &Env, extra: &[&str], fault: Option<&str>) -> std::process::Output {
+/// `kscale check` with one environment variable set.
+fn check(env: &Env, extra: &[&str], var: Option<(&str, &str)>) -> std::process::Output {
     let mut c = env.cmd(&["check", "--baseline", "base", "--threshold", "50%"]);
     c.args(TARGET).args(extra);
-    if let Some(f) = fault {
-        c.env("KSCALE_FAULT", f);
+    if let Some((k, v)) = var {
+        c.env(k, v);
     }
     c.output().unwrap()
 }
+
+/// 20 µs more per operation: tens of times the null syscall's latency, so
+/// that even a busy machine's noise cannot hide it.
+const SLOW: Option<(&str, &str)> = Some(("KSCALE_TEST_DELAY_NS", "20000"));
 
 #[test]
 fn exit_status_tells_good_regressed_and_unmeasured() {
@@ -47,8 +53,8 @@ fn exit_status_tells_good_regressed_and_unmeasured() {
         "{text}"
     );
 
-    // Three CPU hogs share the measured CPU: several times slower.
-    let out = check(&env, &[], Some("slow:syscall.null"));
+    // Each operation busy-waits 20 µs more: many times slower.
+    let out = check(&env, &[], SLOW);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -67,7 +73,7 @@ fn exit_status_tells_good_regressed_and_unmeasured() {
     );
 
     // The same as JSON, for CI.
-    let out = check(&env, &["--format", "json"], Some("slow:syscall.null"));
+    let out = check(&env, &["--format", "json"], SLOW);
     assert_eq!(out.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["status"], "regressed");
@@ -75,7 +81,7 @@ fn exit_status_tells_good_regressed_and_unmeasured() {
     assert!(v["cases"][0]["worse_pct"].as_f64().unwrap() > 50.0, "{v}");
 
     // Every trial crashes: git bisect's "skip".
-    let out = check(&env, &[], Some("crash:syscall.null"));
+    let out = check(&env, &[], Some(("KSCALE_FAULT", "crash:syscall.null")));
     assert_eq!(
         out.status.code(),
         Some(125),

@@ -258,14 +258,13 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
                     Ok(id) => bars[i].finish_with_message(format!("done: run {id}")),
                     Err(e) => bars[i].abandon_with_message(format!("FAILED: {e}")),
                 }
-                if !draw {
-                    match &r {
-                        Ok(id) => eprintln!(
-                            "kscale: fleet: {}: done, imported as run {id}",
-                            hosts[i].name
-                        ),
-                        Err(e) => eprintln!("kscale: fleet: {}: FAILED: {e}", hosts[i].name),
-                    }
+                // Failures are named once, in the summary (or the one-line
+                // error when no host could be reached).
+                if let (false, Ok(id)) = (draw, &r) {
+                    eprintln!(
+                        "kscale: fleet: {}: done, imported as run {id}",
+                        hosts[i].name
+                    );
                 }
                 outcome[i] = Some(r);
             }

@@ -30,11 +30,7 @@ pub fn main() -> ExitCode {
         eprintln!("worker: {e:#}");
         return ExitCode::from(1);
     }
-    inject_fault(
-        &req.workload,
-        req.role.as_ref().map(|r| r.role.as_str()),
-        req.cpus.len(),
-    );
+    inject_fault(&req.workload, req.role.as_ref().map(|r| r.role.as_str()));
     if let Some(role) = &req.role {
         kscale_sys::process::set_name(&format!("kscale-{}", role.role.as_str()));
         return match kscale_workloads::roles::run_role(&req, role, input)
@@ -77,11 +73,8 @@ pub fn main() -> ExitCode {
 /// `KSCALE_FAULT=crash:WORKLOAD` or `hang:WORKLOAD`, optionally narrowed to
 /// one role of a macro workload (`crash:net.tcp_rr:server`). A crashing role
 /// dies a moment after it started, in the middle of the trial; a hanging one
-/// never answers. `slow:WORKLOAD` is a synthetic regression for `kscale
-/// check`'s tests: three spinning threads per CPU of the trial compete with
-/// the measured loop for the whole trial, so it gets about a quarter of the
-/// CPU time.
-fn inject_fault(workload: &str, role: Option<&str>, cpus: usize) {
+/// never answers.
+fn inject_fault(workload: &str, role: Option<&str>) {
     let Ok(spec) = std::env::var("KSCALE_FAULT") else {
         return;
     };
@@ -100,13 +93,6 @@ fn inject_fault(workload: &str, role: Option<&str>, cpus: usize) {
                 std::thread::sleep(std::time::Duration::from_millis(300));
                 std::process::abort()
             });
-        }
-        ("slow", None) => {
-            for _ in 0..3 * cpus.max(1) {
-                std::thread::spawn(|| loop {
-                    std::hint::spin_loop();
-                });
-            }
         }
         ("hang", _) => loop {
             std::thread::sleep(std::time::Duration::from_secs(3600));
