@@ -126,16 +126,22 @@ struct ExportedRun {
     options: Value,
 }
 
-/// What must be equal for two exports to be the same run: everything but
-/// the store-local run id and the label, which an import may change
-/// (`kscale fleet` labels runs by host).
+/// What must be equal for two exports to be the same run: the run's
+/// description, snapshot and raw cases. Not the store-local run id, not the
+/// label (an import may change it: `kscale fleet` labels runs by host), and
+/// not what is derived (`results`, `schema`), which another kscale version
+/// may render differently from the same data.
 fn identity(export: &Value) -> Value {
-    let mut v = export.clone();
-    if let Some(run) = v.get_mut("run").and_then(Value::as_object_mut) {
-        run.remove("id");
-        run.remove("label");
+    let mut run = export.get("run").cloned().unwrap_or(Value::Null);
+    if let Some(r) = run.as_object_mut() {
+        r.remove("id");
+        r.remove("label");
     }
-    v
+    json!({
+        "run": run,
+        "system": export.get("system"),
+        "cases": export.get("cases"),
+    })
 }
 
 /// Checks the outer shape of an export and returns its run's UUID.

@@ -381,7 +381,7 @@ impl Drop for Scratch<'_> {
              [ -n \"$p\" ] && kill -KILL \"$p\" 2>/dev/null; \
              rm -rf {d}"
         );
-        let _ = self.job.ssh.output(self.host, &script);
+        let _ = self.job.ssh.cleanup(self.host, &script);
     }
 }
 
@@ -501,7 +501,7 @@ fn one_host(
             job.ssh.output_with_input(
                 host,
                 &format!("cat > {d}/kscale && chmod 755 {d}/kscale"),
-                Some(&job.local_exe),
+                &job.local_exe,
             )?;
             format!("{d}/kscale")
         }

@@ -145,15 +145,32 @@ impl Ssh {
 
     /// Runs a short remote command and returns its standard output, or the
     /// reason it failed (ssh's own last line when the host was not reached).
+    /// Ctrl-C kills it.
     pub fn output(&self, host: &Host, remote: &str) -> Result<String, Failure> {
-        self.output_with_input(host, remote, None)
+        self.call(host, remote, None, true)
     }
 
+    /// [`Ssh::output`] with a file as the remote command's standard input.
     pub fn output_with_input(
         &self,
         host: &Host,
         remote: &str,
+        input: &Path,
+    ) -> Result<String, Failure> {
+        self.call(host, remote, Some(input), true)
+    }
+
+    /// [`Ssh::output`] that a Ctrl-C does not stop: the clean-up after one.
+    pub fn cleanup(&self, host: &Host, remote: &str) -> Result<String, Failure> {
+        self.call(host, remote, None, false)
+    }
+
+    fn call(
+        &self,
+        host: &Host,
+        remote: &str,
         input: Option<&Path>,
+        killable: bool,
     ) -> Result<String, Failure> {
         let mut c = self.command(host, remote);
         if let Some(f) = input {
@@ -161,11 +178,15 @@ impl Ssh {
                 .map_err(|e| Failure::Failed(format!("cannot read {}: {e}", f.display())))?;
             c.stdin(file);
         }
-        let out = c
+        let child = c
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .output()
+            .spawn()
             .map_err(|e| Failure::Failed(format!("cannot start ssh: {e}")))?;
+        let _registered = killable.then(|| crate::signals::Registered::new(child.id() as i32));
+        let out = child
+            .wait_with_output()
+            .map_err(|e| Failure::Failed(format!("ssh: {e}")))?;
         let err = last_line(&String::from_utf8_lossy(&out.stderr));
         match out.status.code() {
             Some(0) => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
