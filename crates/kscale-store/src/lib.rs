@@ -2,6 +2,7 @@
 //! Raw trial values are the source of truth; every statistic is recomputed
 //! from them, so a figure can always be re-derived and a killed run resumed.
 
+pub mod import;
 mod schema;
 mod time;
 
@@ -14,6 +15,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
+pub use import::{new_uuid, ImportOutcome};
 pub use schema::SCHEMA_VERSION;
 pub use time::now_rfc3339;
 
@@ -388,8 +390,8 @@ impl Store {
 
     pub fn create_run(&self, r: &NewRun) -> Result<i64> {
         self.conn.execute(
-            "INSERT INTO runs (label, started_at, status, kscale_version, git_rev, args, options, snapshot)
-             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO runs (label, started_at, status, kscale_version, git_rev, args, options, snapshot, uuid)
+             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8)",
             params![
                 r.label,
                 now_rfc3339(),
@@ -397,7 +399,8 @@ impl Store {
                 r.git_rev,
                 serde_json::to_string(&r.args)?,
                 serde_json::to_string(&r.options)?,
-                serde_json::to_string(&r.snapshot)?
+                serde_json::to_string(&r.snapshot)?,
+                new_uuid()
             ],
         )?;
         Ok(self.conn.last_insert_rowid())

@@ -89,6 +89,12 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     ALTER TABLE trials ADD COLUMN roles TEXT;
     ALTER TABLE cases ADD COLUMN estimator TEXT NOT NULL DEFAULT 'mean';
     ALTER TABLE cases ADD COLUMN rule_n INTEGER;",
+    // v4 → v5 (fleet: run identity and import, docs/fleet.md): every run's
+    // UUID, so an exported run is recognised when imported again. Runs made
+    // before this migration get theirs when first asked for it
+    // (`Store::run_uuid`): random UUIDs are not portable SQL.
+    "ALTER TABLE runs ADD COLUMN uuid TEXT;
+    CREATE UNIQUE INDEX runs_uuid ON runs(uuid);",
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -189,7 +189,32 @@ fn os_err(what: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(io::Error::last_os_error()).context(what.into())
 }
 
+/// Test-only: `KSCALE_TEST_DELAY_NS=N` makes every `syscall.null`
+/// operation N ns slower, the synthetic regression `kscale check`'s tests
+/// look for (docs/fleet.md). Read once, outside the measured loop; unset,
+/// the loop below is the one measured.
+fn test_delay() -> Option<Duration> {
+    let ns: u64 = std::env::var("KSCALE_TEST_DELAY_NS").ok()?.parse().ok()?;
+    (ns > 0).then(|| Duration::from_nanos(ns))
+}
+
 fn null(ctx: &TrialCtx) -> Result<TrialOutput> {
+    if let Some(delay) = test_delay() {
+        let (per_op, n) = ctx.time_per_op(|n| {
+            timed(|| {
+                for _ in 0..n {
+                    let start = std::time::Instant::now();
+                    // SAFETY: as below.
+                    std::hint::black_box(unsafe { libc::syscall(libc::SYS_getppid) });
+                    while start.elapsed() < delay {
+                        std::hint::spin_loop();
+                    }
+                }
+                Ok(())
+            })
+        })?;
+        return Ok(TrialOutput::new(n).with(&LAT, per_op * 1e6));
+    }
     let (per_op, n) = ctx.time_per_op(|n| {
         timed(|| {
             for _ in 0..n {

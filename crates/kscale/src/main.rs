@@ -58,6 +58,12 @@ enum Command {
     Profile(cmd::profile::Args),
     /// Export a run's results as JSON or CSV.
     Export(cmd::export::Args),
+    /// Merge runs exported (`export --format json`) on other machines into this store.
+    Import(cmd::import::Args),
+    /// Regression gate: measure targets now, exit 1 if a case is worse than a baseline run.
+    Check(cmd::check::Args),
+    /// Run kscale on several hosts over ssh and import their results here.
+    Fleet(cmd::fleet::Args),
     /// Generate load for another host's `kscale run … --peer` (netserver's role, reversed).
     Peer(cmd::peer::Args),
     /// Internal: run one trial in a worker process (started by `kscale run`).
@@ -102,6 +108,9 @@ fn main() -> ExitCode {
         Command::Report(a) => cmd::report::run(a, db),
         Command::Profile(a) => cmd::profile::run(a, db),
         Command::Peer(a) => cmd::peer::run(a),
+        Command::Import(a) => cmd::import::run(a, db),
+        Command::Check(a) => cmd::check::run(a, db),
+        Command::Fleet(a) => cmd::fleet::run(a, db),
     };
     match result {
         Ok(code) => code,

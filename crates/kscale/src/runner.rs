@@ -186,6 +186,9 @@ fn remove_stale_scratch(dir: &std::path::Path) {
 }
 
 fn progress_bar(show: bool, len: u64) -> ProgressBar {
+    if let Some(bar) = crate::cmd::fleet::progress::line_bar(len) {
+        return bar;
+    }
     let bar = ProgressBar::with_draw_target(
         Some(len),
         if show {

@@ -70,12 +70,17 @@ pub fn results(data: &RunData) -> Vec<Value> {
     out
 }
 
-pub fn to_json(data: &RunData) -> Value {
+/// The whole run: `results` for other tools, and (for `kscale import`,
+/// docs/fleet.md) the run's UUID, the store schema it was written under and
+/// its raw `cases` with every trial.
+pub fn to_json(data: &RunData, uuid: &str) -> Result<Value> {
     let r = &data.run;
-    json!({
+    Ok(json!({
+        "schema": kscale_store::SCHEMA_VERSION,
         "system": r.snapshot,
         "run": {
             "id": r.id,
+            "uuid": uuid,
             "label": r.label,
             "started_at": r.started_at,
             "ended_at": r.ended_at,
@@ -86,7 +91,14 @@ pub fn to_json(data: &RunData) -> Value {
             "options": r.options,
         },
         "results": results(data),
-    })
+        "cases": kscale_store::import::raw_cases(data)?,
+    }))
+}
+
+/// A stored run as `kscale export --format json` writes it.
+pub fn run_json(store: &kscale_store::Store, id: i64) -> Result<Value> {
+    let uuid = store.run_uuid(id)?;
+    to_json(&store.load_run(id)?, &uuid)
 }
 
 pub fn to_csv(data: &RunData) -> String {
@@ -135,10 +147,9 @@ pub fn to_csv(data: &RunData) -> String {
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let store = super::open_existing(db)?;
     let id = store.resolve(&args.run)?;
-    let data = store.load_run(id)?;
     let text = match args.format {
-        Format::Json => serde_json::to_string_pretty(&to_json(&data))? + "\n",
-        Format::Csv => to_csv(&data),
+        Format::Json => serde_json::to_string_pretty(&run_json(&store, id)?)? + "\n",
+        Format::Csv => to_csv(&store.load_run(id)?),
     };
     match &args.output {
         Some(p) => std::fs::write(p, text)

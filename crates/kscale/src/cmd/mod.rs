@@ -1,8 +1,11 @@
 //! One file per sub-command, plus what they share: opening the store and
 //! describing the registry to the report crate.
 
+pub mod check;
 pub mod compare;
 pub mod export;
+pub mod fleet;
+pub mod import;
 pub mod list;
 pub mod peer;
 pub mod profile;

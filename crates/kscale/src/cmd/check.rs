@@ -1,0 +1,293 @@
+//! `kscale check --baseline RUN TARGETS…`: a regression gate. It measures
+//! the targets now, exactly as `kscale run` would, and compares each case
+//! with the same case of the baseline run by Welch's test (docs/fleet.md).
+//! Its exit status is what CI and `git bisect run` read: 0 good, 1 a case
+//! regressed, 125 nothing could be measured ("skip this commit").
+
+use crate::error::{user, Interrupted, UserError};
+use crate::output::outln;
+use anyhow::Result;
+use kscale_core::Direction;
+use kscale_report::compare::{compare_metric, ALPHA};
+use kscale_store::{CaseStatus, RunData, Store};
+use serde::Serialize;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// `git bisect run` reads 125 as "this commit cannot be tested".
+pub const UNMEASURED: u8 = 125;
+
+#[derive(clap::Args)]
+#[command(
+    after_help = "Exit status: 0 no case is significantly worse than the baseline by more \
+than the threshold; 1 at least one is (one line each); 125 the measurement could not be made; \
+2 bad input.
+
+Examples:
+  kscale check --baseline v6.8 syscall --cpus 1 --quick
+  git bisect run kscale check --baseline good --threshold 10% syscall.null --cpus 1"
+)]
+// The flattened run options are a group named `Args` already.
+#[group(skip)]
+pub struct Args {
+    /// The run to compare with: an id, a label (its latest run), a UUID or `latest`.
+    #[arg(long, value_name = "RUN|LABEL")]
+    baseline: String,
+    /// Smallest change that counts as a regression, in % (`5%` or `5`).
+    #[arg(long, value_name = "PCT", default_value = "5%")]
+    threshold: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "terminal")]
+    format: Format,
+    #[command(flatten)]
+    run: super::run::Args,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    Terminal,
+    Json,
+}
+
+/// `5%`, `5` or `0.5%`: a fraction in (0, 10].
+fn parse_threshold(s: &str) -> Result<f64> {
+    let t = s.trim().trim_end_matches('%').trim();
+    match t.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 1000.0 => Ok(v / 100.0),
+        _ => Err(user(format!(
+            "bad --threshold `{s}`: expected a percentage above 0 and at most 1000, e.g. 5%"
+        ))),
+    }
+}
+
+/// The baseline by id, label, `latest` or UUID.
+fn resolve_baseline(store: &Store, spec: &str) -> Result<i64> {
+    if kscale_store::import::is_uuid(spec.trim()) {
+        if let Some(id) = store.run_by_uuid(spec.trim())? {
+            return Ok(id);
+        }
+    }
+    Ok(store.resolve(spec)?)
+}
+
+/// One compared case.
+#[derive(Serialize)]
+struct CaseCheck {
+    workload: String,
+    case: String,
+    cpus: String,
+    metric: String,
+    unit: String,
+    direction: Direction,
+    baseline: f64,
+    now: f64,
+    /// How much worse (positive) or better (negative) now is, in %.
+    worse_pct: f64,
+    p: Option<f64>,
+    significant: bool,
+    regressed: bool,
+}
+
+pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
+    let threshold = parse_threshold(&args.threshold)?;
+    if args.run.resume.is_some() {
+        return Err(user("check measures afresh; --resume is not accepted here"));
+    }
+    let base = {
+        let store = super::open_existing(db.clone())?;
+        let id = resolve_baseline(&store, &args.baseline)?;
+        store.load_run(id)?
+    };
+    // Validated and matched before anything is measured: a typo costs one
+    // line and status 2, not a run.
+    let opts = super::run::options(&args.run)?;
+    let have: BTreeMap<_, _> = base
+        .cases
+        .iter()
+        .map(|c| {
+            (
+                (
+                    c.key.workload.clone(),
+                    c.key.params.clone(),
+                    c.key.cpus.clone(),
+                ),
+                c,
+            )
+        })
+        .collect();
+    let common = opts
+        .plan
+        .iter()
+        .filter(|e| have.contains_key(&(e.workload.clone(), e.params.clone(), e.cpus_name.clone())))
+        .count();
+    if common == 0 {
+        let mut names: Vec<String> = base.cases.iter().map(|c| c.key.workload.clone()).collect();
+        names.dedup();
+        return Err(user(format!(
+            "baseline run {} ({}) has no case in common with the targets (it measured {} on cpus {})",
+            base.run.id,
+            base.run.label,
+            names.join(", "),
+            base.cases.first().map(|c| c.key.cpus.as_str()).unwrap_or("-")
+        )));
+    }
+
+    let now = match super::run::measure(&args.run, db) {
+        Ok((store, id)) => store.load_run(id)?,
+        Err(e) if e.downcast_ref::<Interrupted>().is_some() => return Err(e),
+        Err(e) if e.downcast_ref::<UserError>().is_some() => return Err(e),
+        Err(e) => {
+            if args.format == Format::Json {
+                outln!(
+                    "{}",
+                    serde_json::to_string_pretty(&json!({
+                        "status": "unmeasured",
+                        "error": format!("{e:#}"),
+                    }))?
+                )?;
+            }
+            eprintln!("kscale: check: could not measure: {e:#}");
+            return Ok(ExitCode::from(UNMEASURED));
+        }
+    };
+    report(&base, &now, threshold, args.format)
+}
+
+fn report(base: &RunData, now: &RunData, threshold: f64, format: Format) -> Result<ExitCode> {
+    let cmp = compare_metric(&[base, now], &super::Registry, None)
+        .map_err(|e| anyhow::anyhow!("cannot compare with the baseline: {e}"))?;
+    let mut cases = Vec::new();
+    for row in cmp.families.iter().flat_map(|f| f.rows.iter()) {
+        if row.summary || row.cpus.is_empty() {
+            continue;
+        }
+        let Some(r) = row.ratios.iter().find(|r| r.num == 1 && r.den == 0) else {
+            continue;
+        };
+        let worse = match row.direction {
+            Direction::Lower => r.ratio - 1.0,
+            Direction::Higher => 1.0 - r.ratio,
+        };
+        cases.push(CaseCheck {
+            workload: row.workload.clone(),
+            case: row.label.clone(),
+            cpus: row.cpus.clone(),
+            metric: row.metric.clone(),
+            unit: row.unit.clone(),
+            direction: row.direction,
+            baseline: row.means[0],
+            now: row.means[1],
+            worse_pct: worse * 100.0,
+            p: r.p,
+            significant: r.significant,
+            regressed: r.significant && r.better == Some(false) && worse > threshold,
+        });
+    }
+    // Cases of the baseline that were targeted but not measured now.
+    let in_base = |w: &str, p: &BTreeMap<String, String>, c: &str| {
+        base.cases
+            .iter()
+            .any(|b| b.key.workload == w && &b.key.params == p && b.key.cpus == c)
+    };
+    let failed: Vec<String> = now
+        .cases
+        .iter()
+        .filter(|c| {
+            c.status != CaseStatus::Done && in_base(&c.key.workload, &c.key.params, &c.key.cpus)
+        })
+        .map(|c| {
+            format!(
+                "{} [cpus {}]: {}",
+                c.key.workload,
+                c.key.cpus,
+                c.error.as_deref().unwrap_or("not measured")
+            )
+        })
+        .collect();
+    let regressed = cases.iter().filter(|c| c.regressed).count();
+    let (status, code) = if regressed > 0 {
+        ("regressed", 1)
+    } else if !failed.is_empty() || cases.is_empty() {
+        ("unmeasured", UNMEASURED)
+    } else {
+        ("ok", 0)
+    };
+    match format {
+        Format::Json => outln!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "status": status,
+                "baseline": {"id": base.run.id, "label": base.run.label},
+                "run": {"id": now.run.id, "label": now.run.label},
+                "threshold_pct": threshold * 100.0,
+                "alpha": ALPHA,
+                "cases": cases,
+                "failed": failed,
+            }))?
+        )?,
+        Format::Terminal => {
+            let color = super::use_color();
+            let paint = |s: &str| {
+                if color {
+                    format!("\x1b[1;31m{s}\x1b[0m")
+                } else {
+                    s.to_string()
+                }
+            };
+            for c in cases.iter().filter(|c| c.regressed) {
+                outln!(
+                    "{} {} ({}): {} {} → {} {} ({:+.1}% worse, p = {})",
+                    paint("REGRESSED"),
+                    c.workload,
+                    c.case,
+                    c.metric,
+                    sig(c.baseline),
+                    sig(c.now),
+                    c.unit,
+                    c.worse_pct,
+                    c.p.map(p_value).unwrap_or_else(|| "-".into()),
+                )?;
+            }
+            for f in &failed {
+                outln!("{} {f}", paint("FAILED"))?;
+            }
+            outln!(
+                "kscale check: {} case(s) of run {} compared with baseline run {} ({}): {} regressed by more than {}% (p < {ALPHA}), {} not measured",
+                cases.len(),
+                now.run.id,
+                base.run.id,
+                base.run.label,
+                regressed,
+                threshold * 100.0,
+                failed.len()
+            )?;
+        }
+    }
+    Ok(ExitCode::from(code))
+}
+
+fn p_value(p: f64) -> String {
+    if p >= 0.001 {
+        format!("{p:.3}")
+    } else {
+        format!("{p:.1e}")
+    }
+}
+
+fn sig(x: f64) -> String {
+    kscale_report::format::sig(x, 4)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn thresholds() {
+        assert_eq!(super::parse_threshold("5%").unwrap(), 0.05);
+        assert_eq!(super::parse_threshold(" 10 ").unwrap(), 0.1);
+        for bad in ["", "0%", "-3%", "x", "nan%"] {
+            assert!(super::parse_threshold(bad).is_err(), "{bad}");
+        }
+    }
+}
