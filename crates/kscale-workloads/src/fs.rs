@@ -277,6 +277,7 @@ mod tests {
 
     fn ctx_in(dir: &Path, size: &str, trial_ms: u64) -> TrialCtx {
         TrialCtx {
+            workload: String::new(),
             params: Params([("size".to_string(), size.to_string())].into()),
             trial_time: Duration::from_millis(trial_ms),
             iterations: None,

@@ -678,6 +678,7 @@ mod tests {
             p.insert(k.to_string(), v.to_string());
         }
         TrialCtx {
+            workload: String::new(),
             params: Params(p),
             trial_time: Duration::from_millis(20),
             iterations: None,

@@ -848,6 +848,7 @@ mod tests {
 
     fn ctx(dir: &Path, trial: Duration) -> TrialCtx {
         TrialCtx {
+            workload: String::new(),
             params: Params::default(),
             trial_time: trial,
             iterations: None,

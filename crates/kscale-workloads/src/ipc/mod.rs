@@ -817,6 +817,7 @@ mod tests {
 
     fn quick_ctx() -> TrialCtx {
         TrialCtx {
+            workload: String::new(),
             params: Params::default(),
             trial_time: Duration::from_millis(20),
             iterations: None,
