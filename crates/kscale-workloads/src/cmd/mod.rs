@@ -88,7 +88,7 @@ fn package(program: &str) -> &'static str {
         ("mail", "bsd-mailx"),
         ("make", "make"),
         ("cc", "gcc"),
-        ("more", "bsdextrautils"),
+        ("more", "util-linux"),
         ("nroff", "groff-base"),
         ("groff", "groff-base"),
         ("ps", "procps"),
