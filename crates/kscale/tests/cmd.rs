@@ -224,9 +224,9 @@ fn a_failing_command_fails_its_case_with_its_stderr() {
     assert_eq!(row(&rows, "cmd.cat.large")["status"], "done");
 }
 
-/// `run cmd` without --quick names every row; --quick a handful.
+/// `list` names every row of the table, from the first to the last.
 #[test]
-fn quick_is_a_subset_of_the_family() {
+fn list_names_every_row() {
     let out = common::kscale()
         .args(["list", "--family", "cmd", "--format", "json"])
         .output()
