@@ -178,13 +178,18 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
             };
             gm_rows[gi] += 1;
             for (ci, (cfg, _)) in g.configs.iter().enumerate() {
+                // A row not run in this configuration keeps the column
+                // incomplete; only a skipped one is left out of its mean.
+                if per_cfg
+                    .get(cfg)
+                    .is_none_or(|c| c.status != CaseStatus::Skipped)
+                {
+                    family_rows[ci] += 1;
+                }
                 let Some(case) = per_cfg.get(cfg) else {
                     cells.extend([Cell::new(""), Cell::new(""), Cell::new("")]);
                     continue;
                 };
-                if case.status != CaseStatus::Skipped {
-                    family_rows[ci] += 1;
-                }
                 match (case.status, &primary) {
                     (CaseStatus::Skipped, _) => {
                         cells.extend([
