@@ -140,10 +140,10 @@ fn unavailable(w: &WorkloadDef) -> Option<String> {
     // sendmail; another mailx might hand the message to the MTA.
     if line.argv[0] == "mail" {
         let real = which("mail").and_then(|p| std::fs::canonicalize(p).ok());
-        if !real
+        if real
             .as_ref()
             .and_then(|p| p.file_name())
-            .is_some_and(|n| n == "bsd-mailx")
+            .is_none_or(|n| n != "bsd-mailx")
         {
             return Some(format!(
                 "mail: {} is not bsd-mailx, which kscale knows writes to a local file without \
