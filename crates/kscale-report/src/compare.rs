@@ -208,6 +208,24 @@ pub fn compare_metric(
                 .filter(|(_, c)| usable(c))
                 .map(|(i, _)| names[i].clone())
                 .collect();
+            // Say why a case is missing where the machine could not run it.
+            let why: Vec<String> = cases
+                .iter()
+                .enumerate()
+                .filter_map(|(i, c)| {
+                    let c = c.filter(|c| c.status == CaseStatus::Skipped)?;
+                    Some(format!(
+                        "skipped in {}: {}",
+                        names[i],
+                        c.error.as_deref().unwrap_or("not runnable there")
+                    ))
+                })
+                .collect();
+            let label = if why.is_empty() {
+                label
+            } else {
+                format!("{label} ({})", why.join("; "))
+            };
             only_in.push((have, label));
             continue;
         }
@@ -508,7 +526,7 @@ pub fn tables(c: &Comparison) -> Vec<Table> {
                 vec![
                     Cell::new(label.clone()),
                     Cell::new(if have.is_empty() {
-                        "none (failed)".to_string()
+                        "none (failed or skipped)".to_string()
                     } else {
                         have.join(", ")
                     }),

@@ -129,6 +129,10 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
         headers,
     );
     let mut failures = Vec::new();
+    let mut skipped = Vec::new();
+    // Per config: data rows not skipped there, which the family's geometric
+    // mean must cover to be shown (a skipped row is left out of it).
+    let mut family_rows: Vec<usize> = vec![0; g.configs.len()];
     let mut not_converged = 0;
     let (mut medians, mut load_bound) = (None, 0);
     let mut units = std::collections::BTreeSet::new();
@@ -174,11 +178,34 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
             };
             gm_rows[gi] += 1;
             for (ci, (cfg, _)) in g.configs.iter().enumerate() {
+                // A row not run in this configuration keeps the column
+                // incomplete; only a skipped one is left out of its mean.
+                if per_cfg
+                    .get(cfg)
+                    .is_none_or(|c| c.status != CaseStatus::Skipped)
+                {
+                    family_rows[ci] += 1;
+                }
                 let Some(case) = per_cfg.get(cfg) else {
                     cells.extend([Cell::new(""), Cell::new(""), Cell::new("")]);
                     continue;
                 };
                 match (case.status, &primary) {
+                    (CaseStatus::Skipped, _) => {
+                        cells.extend([
+                            Cell::tone("skipped", Tone::Dim),
+                            Cell::new(""),
+                            Cell::new(""),
+                        ]);
+                        let s = format!(
+                            "skipped: {}: {}",
+                            case_label(&info, key),
+                            case.error.as_deref().unwrap_or("not runnable here")
+                        );
+                        if !skipped.contains(&s) {
+                            skipped.push(s);
+                        }
+                    }
                     (CaseStatus::Failed, _) => {
                         cells.extend([
                             Cell::tone("failed", Tone::Bad),
@@ -257,8 +284,8 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
             .map(|(_, u)| u.clone())
             .unwrap_or_default();
         let mut cells = vec![Cell::new("Geometric mean"), Cell::tone(unit, Tone::Dim)];
-        for vals in &family_means {
-            cells.push(Cell::new(complete_geomean(vals, g.rows.len())));
+        for (vals, rows) in family_means.iter().zip(&family_rows) {
+            cells.push(Cell::new(complete_geomean(vals, *rows)));
             cells.push(Cell::new(""));
             cells.push(Cell::new(""));
         }
@@ -293,6 +320,13 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
         }
     }
     table.notes.extend(notes);
+    if !skipped.is_empty() {
+        table.notes.push(format!(
+            "{} case(s) skipped (not runnable on this machine; left out of the geometric mean):",
+            skipped.len()
+        ));
+    }
+    table.notes.extend(skipped);
     table.notes.extend(failures);
     table
 }

@@ -154,6 +154,11 @@ fn table(
                     cells.extend((0..per_config).map(|_| Cell::new("")));
                     continue;
                 };
+                if case.status == CaseStatus::Skipped {
+                    cells.push(Cell::tone("skipped", Tone::Dim));
+                    cells.extend((1..per_config).map(|_| Cell::new("")));
+                    continue;
+                }
                 if case.status == CaseStatus::Failed {
                     cells.push(Cell::tone("failed", Tone::Bad));
                     cells.extend((1..per_config).map(|_| Cell::new("")));
@@ -177,7 +182,7 @@ fn table(
                     bp.iter()
                         .find(|(c, _)| c == cfg)
                         .map(|(_, c)| *c)
-                        .filter(|c| c.status != CaseStatus::Failed)
+                        .filter(|c| !matches!(c.status, CaseStatus::Failed | CaseStatus::Skipped))
                 });
                 cells.push(if variant == baseline {
                     Cell::tone("–", Tone::Dim)

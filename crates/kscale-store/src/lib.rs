@@ -157,20 +157,26 @@ pub enum CaseStatus {
     Pending,
     Done,
     Failed,
+    /// Not measured because the machine cannot run it (a program is not
+    /// installed); `error` holds the reason. Views show it and leave it out
+    /// of ratios and geometric means.
+    Skipped,
 }
 
 impl CaseStatus {
-    fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             CaseStatus::Pending => "pending",
             CaseStatus::Done => "done",
             CaseStatus::Failed => "failed",
+            CaseStatus::Skipped => "skipped",
         }
     }
     fn parse(s: &str) -> CaseStatus {
         match s {
             "done" => CaseStatus::Done,
             "failed" => CaseStatus::Failed,
+            "skipped" => CaseStatus::Skipped,
             _ => CaseStatus::Pending,
         }
     }

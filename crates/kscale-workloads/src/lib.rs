@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 pub mod chat;
+pub mod cmd;
 pub mod ctx;
 pub mod fileserver;
 pub mod fs;
@@ -39,6 +40,7 @@ pub static REGISTRY: &[&Family] = &[
     &chat::FAMILY,
     &web::FAMILY,
     &fileserver::FAMILY,
+    &cmd::FAMILY,
 ];
 
 pub struct Family {
@@ -76,6 +78,20 @@ pub struct WorkloadDef {
     pub roles: Option<&'static roles::Roles>,
     /// How trials become the result: converge (the default) or median of N.
     pub rule: RunRule,
+    /// Whether naming the family with `--quick` runs this workload. A family
+    /// of many similar cases (cmd's command lines) keeps its quick run short
+    /// with a representative few; naming the workload itself always runs it.
+    pub quick: bool,
+    /// Why this workload cannot run on this machine (a program it needs is
+    /// not installed), or `None`. The runner asks before any trial and
+    /// records the case as skipped with this reason: a missing program is a
+    /// fact about the machine, not a failure of the kernel being measured.
+    pub unavailable: fn(&WorkloadDef) -> Option<String>,
+}
+
+/// [`WorkloadDef::unavailable`] for workloads that need nothing beyond kscale.
+fn always_available(_: &WorkloadDef) -> Option<String> {
+    None
 }
 
 /// One chart of a workload's metrics against a param, e.g. transactions/s
@@ -168,6 +184,8 @@ impl WorkloadDef {
         run: no_run,
         roles: None,
         rule: RunRule::Converge,
+        quick: true,
+        unavailable: always_available,
     };
 
     /// How long one trial of these params may take before its worker is
@@ -229,6 +247,9 @@ pub struct TrialRequest {
 
 /// Everything a workload's `run` may look at.
 pub struct TrialCtx {
+    /// The workload's name within its family, so that one `run` function can
+    /// serve a family declared as a table (cmd's command lines).
+    pub workload: String,
     pub params: Params,
     pub trial_time: Duration,
     pub iterations: Option<u64>,
@@ -277,6 +298,11 @@ impl TrialOutput {
 impl TrialCtx {
     pub fn from_request(r: &TrialRequest) -> Self {
         TrialCtx {
+            workload: r
+                .workload
+                .split_once('.')
+                .map_or(r.workload.as_str(), |(_, n)| n)
+                .to_string(),
             params: Params(r.params.clone()),
             trial_time: Duration::from_secs_f64(r.trial_time_s.max(0.001)),
             iterations: r.iterations,
@@ -320,6 +346,7 @@ impl TrialCtx {
 #[cfg(test)]
 pub(crate) fn test_ctx(params: &[(&str, &str)], trial_ms: u64) -> TrialCtx {
     TrialCtx {
+        workload: String::new(),
         params: Params(
             params
                 .iter()

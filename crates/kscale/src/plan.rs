@@ -53,7 +53,8 @@ pub fn resolve_targets(
         let found: Vec<&'static WorkloadDef> = if let Some(w) = kscale_workloads::find(name) {
             vec![w]
         } else if let Some(f) = kscale_workloads::family(name) {
-            f.workloads.iter().collect()
+            // A family's `--quick` run is its quick set (all, for most).
+            f.workloads.iter().filter(|w| !quick || w.quick).collect()
         } else {
             return Err(user(format!(
                 "unknown workload or family `{name}` ({})",

@@ -126,6 +126,12 @@ pub fn execute(
                 .and_then(|t| t.iterations);
             unit.counted = old.values(workload.primary().name);
         }
+        if !unit.finished {
+            if let Some(reason) = (workload.unavailable)(workload) {
+                skip(store, &unit, &reason)?;
+                unit.finished = true;
+            }
+        }
         units.push(unit);
     }
 
@@ -160,6 +166,24 @@ pub fn execute(
     }
     bar.finish_and_clear();
     drop(scratch);
+    Ok(())
+}
+
+/// Records a case the machine cannot run (its workload's `unavailable`
+/// reason) and says so on stderr, as a failure is said.
+fn skip(store: &Store, u: &Unit, reason: &str) -> Result<()> {
+    eprintln!(
+        "  {} [cpus {}] skipped: {reason}",
+        u.entry.workload, u.entry.cpus_name
+    );
+    store.finish_case(
+        u.case_id,
+        CaseStatus::Skipped,
+        None,
+        Some(reason),
+        None,
+        &[],
+    )?;
     Ok(())
 }
 

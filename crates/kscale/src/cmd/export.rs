@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 use kscale_report::results::RuleInfo;
-use kscale_store::{CaseStatus, RunData};
+use kscale_store::RunData;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -53,7 +53,7 @@ pub fn results(data: &RunData) -> Vec<Value> {
                     kscale_core::RunRule::MedianOf(n) => format!("median of {n}"),
                 },
                 "load_bound": c.load_bound(),
-                "status": match c.status { CaseStatus::Done => "done", CaseStatus::Failed => "failed", CaseStatus::Pending => "pending" },
+                "status": c.status.as_str(),
                 "error": c.error,
                 "trials": c.values(&m.name),
                 "warmup": c.trials.iter().find(|t| t.warmup).and_then(|t| t.values.get(&m.name)),

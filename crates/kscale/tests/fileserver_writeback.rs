@@ -1,0 +1,89 @@
+//! fileserver.mix unchanged on an ext4 loop mount with `data=writeback`, the
+//! journalling mode of seed 004's study: the run completes and its result
+//! names the file system and the mount option. The mount lives in a mount
+//! namespace of the test's own and is unmounted by the script's trap; the
+//! loop device is detached with it (mount -o loop sets autoclear), which the
+//! test checks.
+
+mod common;
+use common::{skip, Env};
+
+#[test]
+fn runs_unchanged_on_an_ext4_loop_mount_with_data_writeback() {
+    let env = Env::new();
+    let img = env.path().join("fs.img");
+    let mnt = env.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    // A sparse 512 MiB image: room for the quick sweep's trees.
+    let f = std::fs::File::create(&img).unwrap();
+    f.set_len(512 << 20).unwrap();
+    drop(f);
+    let script = r#"img=$1 mnt=$2 kscale=$3 db=$4
+mkfs.ext4 -q -F "$img" >&2 || exit 98
+mount -o loop,data=writeback "$img" "$mnt" || exit 99
+trap 'umount "$mnt"' EXIT
+findmnt -n -o FSTYPE,OPTIONS "$mnt" >&2
+"$kscale" --db "$db" run fileserver.mix --quick --param duration=1 --min-trials 2 \
+    --max-trials 2 --no-progress --dir "$mnt""#;
+    let out = std::process::Command::new("unshare")
+        .args([
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            script,
+            "sh",
+        ])
+        .arg(&img)
+        .arg(&mnt)
+        .arg(common::bin())
+        .arg(env.db())
+        .env("NO_COLOR", "1")
+        .output();
+    let out = match out {
+        Ok(o)
+            if !matches!(o.status.code(), Some(98) | Some(99))
+                && !o.stderr.starts_with(b"unshare:") =>
+        {
+            o
+        }
+        Ok(o) => {
+            skip(&format!(
+                "cannot make an ext4 loop mount (needs root and loop devices): {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            ));
+            return;
+        }
+        Err(e) => {
+            skip(&format!("unshare: {e}"));
+            return;
+        }
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Whatever the run did, the image is no longer attached to a loop device.
+    let attached = std::process::Command::new("losetup")
+        .arg("-j")
+        .arg(&img)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    assert_eq!(attached, "", "loop device left attached");
+    assert!(out.status.success(), "{text}\n{err}");
+    assert!(err.contains("data=writeback"), "mount options: {err}");
+    assert!(text.contains("File serving"), "{text}");
+    // The result's note names the file system and its options.
+    let note = text
+        .lines()
+        .find(|l| l.contains("note: fileserver.mix") && l.contains("ext4"))
+        .unwrap_or_else(|| panic!("no file-system note in\n{text}"));
+    assert!(note.contains("data=writeback"), "{note}");
+    let j = env.export("latest");
+    let results = j["results"].as_array().unwrap();
+    assert!(!results.is_empty());
+    for r in results.iter().filter(|r| r["primary"] == true) {
+        assert_eq!(r["status"], "done", "{r}");
+        assert!(r["mean"].as_f64().is_some_and(|m| m > 0.0), "{r}");
+    }
+}
