@@ -421,7 +421,9 @@ impl Store {
     }
 
     fn prepare_sqlite(&self) -> Result<()> {
-        let Db::Sqlite(conn) = &self.db else {
+        #[allow(irrefutable_let_patterns)] // without the `postgres` feature
+        let Db::Sqlite(conn) = &self.db
+        else {
             return Ok(());
         };
         // First, as other processes may be migrating the same file.

@@ -305,6 +305,7 @@ fn migrates_from_empty_and_is_idempotent(env: &Env) {
         (schema::APPLICATION_ID, SCHEMA_VERSION)
     );
     assert_eq!(s.backend(), env.backend());
+    #[allow(irrefutable_let_patterns)] // without the `postgres` feature
     if let Db::Sqlite(conn) = &s.db {
         let mode: String = conn
             .query_row("PRAGMA journal_mode", [], |r| r.get(0))

@@ -230,6 +230,20 @@ fn postgres_password_is_masked_in_output_and_stored_args() {
         "{:?}",
         run.args
     );
+    // A password from $PGPASSWORD keeps it off the command line altogether.
+    let bare = url.replace(&format!(":{}@", PgCluster::PW), "@");
+    assert!(!bare.contains(PgCluster::PW));
+    let out = kscale()
+        .env("PGPASSWORD", PgCluster::PW)
+        .args(["--db", &bare, "results"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("masked2"));
 }
 
 /// One line on stderr, exit status 2, the password never echoed.
