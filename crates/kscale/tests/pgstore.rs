@@ -300,3 +300,99 @@ fn bad_postgres_urls_and_refused_connections_exit_2() {
     c.args(["results", "--db", &pg.url("nosuchdb")]);
     refused(c, secret, "database \"nosuchdb\" does not exist");
 }
+
+/// Every trial in the store, 0 if it cannot be read yet.
+fn stored_trials(url: &str) -> (usize, usize) {
+    let Ok(s) = Store::open_url(url) else {
+        return (0, 0);
+    };
+    let mut n = (0, 0);
+    for r in s.runs().unwrap_or_default() {
+        if let Ok(d) = s.load_run(r.id) {
+            for c in &d.cases {
+                n.0 += c.trials.len();
+                n.1 += c.trials.iter().filter(|t| t.warmup).count();
+            }
+        }
+    }
+    n
+}
+
+/// "Each trial committed as it ends" on PostgreSQL through the binary: a
+/// SIGKILLed run keeps its trials and `--resume` finishes it without
+/// redoing them; Ctrl-C marks a run interrupted.
+#[test]
+fn postgres_run_killed_then_resumed_and_interrupted() {
+    let Some(pg) = cluster_or_skip("postgres_run_killed_then_resumed_and_interrupted") else {
+        return;
+    };
+    let url = pg.create_db("lab").unwrap();
+    let slow = |label: &str| {
+        Command::new(common::bin())
+            .env("NO_COLOR", "1")
+            .args([
+                "--db",
+                &url,
+                "run",
+                "syscall.null",
+                "syscall.read",
+                "syscall.write",
+            ])
+            .args([
+                "--cpus",
+                "1,all",
+                "--quick",
+                "--trial-time",
+                "0.05",
+                "--no-progress",
+            ])
+            .args(["--label", label])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn kscale")
+    };
+    let wait_trials = |n: usize| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while stored_trials(&url).0 < n {
+            assert!(Instant::now() < deadline, "fewer than {n} trials stored");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let mut child = slow("killed");
+    wait_trials(4);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let store = Store::open_url(&url).unwrap();
+    let id = store.resolve("killed").unwrap();
+    assert_eq!(store.run(id).unwrap().status, "running");
+    let before = stored_trials(&url).0;
+    assert!(before >= 4);
+
+    let out = kscale()
+        .args(["--db", &url, "run", "--resume", "killed", "--no-progress"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let data = store.load_run(id).unwrap();
+    assert_eq!(data.run.status, "complete");
+    assert_eq!(data.cases.len(), 6, "3 workloads × 2 configurations");
+    let (after, warmups) = stored_trials(&url);
+    assert!(after > before, "resume added trials");
+    assert_eq!(warmups, 6, "exactly one warm-up per case: none redone");
+
+    let mut child = slow("stopped");
+    wait_trials(after + 2);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let id = store.resolve("stopped").unwrap();
+    assert_eq!(store.run(id).unwrap().status, "interrupted");
+}
