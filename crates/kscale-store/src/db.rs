@@ -23,6 +23,19 @@
 //! - Several statements that must land together go in
 //!   [`Db::transaction`].
 //!
+//! Porting a method written on `self.conn` (rusqlite) is mechanical:
+//!
+//! | rusqlite | here |
+//! |---|---|
+//! | `self.conn.execute(sql, params![a, b])` | `self.db.execute(sql, &[&a, &b])` |
+//! | `self.conn.query_row(sql, params![…], \|r\| r.get(0))` | `self.db.query_one(sql, &[…], \|r\| r.get(0))` |
+//! | `… .optional()?` | `self.db.query_opt(…)?` |
+//! | `prepare` + `query_map` + `collect` | `self.db.query_rows(sql, &[…], \|r\| Ok(…))` |
+//! | `INSERT …` + `last_insert_rowid()` | `self.db.insert_returning_id("INSERT … RETURNING id", …)` |
+//! | `r.get::<_, T>(i)` | `r.get::<T>(i)` |
+//! | `unchecked_transaction()` … `commit()` | `self.db.transaction(\|db\| { …; Ok(x) })` |
+//! | closures returning `rusqlite::Result` | [`crate::Result`] (`?` takes JSON errors too) |
+//!
 //! Every store test runs against both backends (tests.rs), so a non-portable
 //! statement fails a test rather than a user.
 
