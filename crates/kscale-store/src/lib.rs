@@ -4,7 +4,7 @@
 //! recomputed from them, so a figure can always be re-derived and a killed
 //! run resumed.
 //!
-//! Both backends sit behind [`db::Db`]: a store method is written once, with
+//! Both backends sit behind `db::Db`: a store method is written once, with
 //! `$1, $2 …` placeholders and portable SQL, and runs on both (db.rs says
 //! how); a migration is appended once to `schema::MIGRATIONS` in SQLite's
 //! dialect and translated for PostgreSQL (schema.rs says how). Every test in
