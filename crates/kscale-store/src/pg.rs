@@ -26,6 +26,15 @@ pub(crate) fn connect(url: &str) -> Result<postgres::Client> {
             why: "no database name: add it as the path (postgres://user@host/kscale)".into(),
         });
     }
+    // As libpq does: the login name when the URL names no user.
+    if cfg.get_user().is_none() {
+        if let Some(u) = ["USER", "LOGNAME"]
+            .iter()
+            .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()))
+        {
+            cfg.user(&u);
+        }
+    }
     if cfg.get_password().is_none() {
         if let Some(p) = std::env::var_os("PGPASSWORD").filter(|p| !p.is_empty()) {
             cfg.password(p.as_encoded_bytes());

@@ -244,6 +244,18 @@ fn postgres_password_is_masked_in_output_and_stored_args() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("masked2"));
+    // No user in the URL: the login name, as libpq does.
+    let no_user = pg.url("lab").replace("postgres@", "");
+    let out = kscale()
+        .env("USER", "postgres")
+        .args(["--db", &no_user, "results"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// One line on stderr, exit status 2, the password never echoed.
