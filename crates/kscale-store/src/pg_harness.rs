@@ -297,3 +297,56 @@ fn server_cmd(bin: &Path, user: Option<(u32, u32)>) -> Command {
     }
     cmd
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn children_of(pid: u32) -> Vec<u32> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            let status = std::fs::read_to_string(format!("/proc/{p}/status")).unwrap_or_default();
+            let ppid = status
+                .lines()
+                .find_map(|l| l.strip_prefix("PPid:"))
+                .and_then(|v| v.trim().parse::<u32>().ok());
+            if ppid == Some(pid) {
+                out.push(p);
+            }
+        }
+        out
+    }
+
+    fn alive(pid: u32) -> bool {
+        // A zombie is gone for our purposes: it holds no socket or file.
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| !s.contains(") Z "))
+            .unwrap_or(false)
+    }
+
+    /// Dropping the cluster leaves no server process and no directory, even
+    /// with a client still connected.
+    #[test]
+    fn drop_stops_the_server_and_removes_its_dir() {
+        let Some(c) = cluster_or_skip("drop_stops_the_server_and_removes_its_dir") else {
+            return;
+        };
+        let _client = c.client("postgres").unwrap();
+        let pid = c.pid();
+        let dir = c.dir().to_path_buf();
+        let kids = children_of(pid);
+        assert!(!kids.is_empty(), "a postmaster has background processes");
+        assert!(dir.join(".s.PGSQL.5432").exists(), "socket in the temp dir");
+        drop(c);
+        assert!(!alive(pid), "postmaster {pid} still running");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while kids.iter().any(|k| alive(*k)) {
+            assert!(Instant::now() < deadline, "left behind: {kids:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(!dir.exists(), "{} not removed", dir.display());
+    }
+}
