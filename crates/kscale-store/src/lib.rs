@@ -420,18 +420,53 @@ impl Store {
         self.db.backend()
     }
 
+    /// Checks and migrates a SQLite file. Processes opening a new file at
+    /// the same moment can get "database is locked" at once rather than
+    /// after the busy timeout — SQLite refuses to wait where waiting could
+    /// deadlock (switching to WAL, upgrading a read lock) — so the whole
+    /// sequence is retried for as long as the busy timeout.
     fn prepare_sqlite(&self) -> Result<()> {
+        const BUSY: std::time::Duration = std::time::Duration::from_secs(10);
+        let start = std::time::Instant::now();
+        let mut pause = 5;
+        loop {
+            match self.prepare_sqlite_once(BUSY) {
+                Err(e) if is_busy(&e) && start.elapsed() < BUSY => {
+                    std::thread::sleep(std::time::Duration::from_millis(pause));
+                    pause = (pause * 2).min(100);
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn prepare_sqlite_once(&self, busy: std::time::Duration) -> Result<()> {
         #[allow(irrefutable_let_patterns)] // without the `postgres` feature
         let Db::Sqlite(conn) = &self.db
         else {
             return Ok(());
         };
         // First, as other processes may be migrating the same file.
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
-        // Any read fails on a file that is not SQLite at all.
-        let first = schema::marker(&self.db).map_err(|e| StoreError::Foreign {
-            path: self.path.clone(),
-            why: e.to_string(),
+        conn.busy_timeout(busy)?;
+        // Any read fails on a file that is not SQLite at all. One read
+        // transaction, so the marker and the table count come from the same
+        // snapshot even while another process is migrating the file.
+        let first = self
+            .db
+            .batch("BEGIN")
+            .and_then(|()| schema::marker(&self.db));
+        let _ = self
+            .db
+            .batch(if first.is_ok() { "COMMIT" } else { "ROLLBACK" });
+        let first = first.map_err(|e| {
+            if is_busy(&e) {
+                e
+            } else {
+                StoreError::Foreign {
+                    path: self.path.clone(),
+                    why: e.to_string(),
+                }
+            }
         })?;
         schema::check(&first, &self.location())?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
@@ -781,6 +816,15 @@ impl Store {
             },
         )
     }
+}
+
+/// SQLite's "database is locked" (another connection holds the lock).
+fn is_busy(e: &StoreError) -> bool {
+    matches!(
+        e,
+        StoreError::Sql(rusqlite::Error::SqliteFailure(f, _))
+            if f.code == rusqlite::ErrorCode::DatabaseBusy
+    )
 }
 
 const RUN_SELECT: &str = "SELECT r.id, r.label, r.started_at, r.ended_at, r.status, r.kscale_version, r.git_rev,

@@ -579,9 +579,16 @@ fn concurrent_writers_lose_nothing(env: &Env) {
                 })
             })
             .collect();
-        let runs: Vec<i64> = writers.into_iter().map(|h| h.join().unwrap()).collect();
+        // Every writer joined and the reader stopped before any panic is
+        // passed on, so a failing writer fails the test instead of hanging it.
+        let joined: Vec<_> = writers.into_iter().map(|h| h.join()).collect();
         done.store(true, Ordering::SeqCst);
-        (runs, reader.join().unwrap())
+        let reads = reader.join();
+        let runs: Vec<i64> = joined
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect();
+        (runs, reads.unwrap_or_else(|e| std::panic::resume_unwind(e)))
     });
     assert!(reads > 0);
     let s = env.open();
