@@ -12,7 +12,6 @@
 //! SQL so every backend can run them.
 
 use crate::{CaseData, NewRun, NewTrial, RunData, Store, StoreError, SCHEMA_VERSION};
-use rusqlite::{params, OptionalExtension};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -179,34 +178,30 @@ impl Store {
     /// The run's UUID; a run stored before UUIDs existed gets one now.
     pub fn run_uuid(&self, run_id: i64) -> crate::Result<String> {
         let get = || -> crate::Result<Option<String>> {
-            self.conn
-                .query_row("SELECT uuid FROM runs WHERE id = $1", [run_id], |r| {
-                    r.get::<_, Option<String>>(0)
-                })
-                .optional()?
+            self.db
+                .query_opt("SELECT uuid FROM runs WHERE id = $1", &[&run_id], |r| {
+                    r.get::<Option<String>>(0)
+                })?
                 .ok_or_else(|| StoreError::NoSuchRun(run_id.to_string()))
         };
         if let Some(u) = get()? {
             return Ok(u);
         }
         // `uuid IS NULL` makes a concurrent first reader's UUID win.
-        self.conn.execute(
+        self.db.execute(
             "UPDATE runs SET uuid = $1 WHERE id = $2 AND uuid IS NULL",
-            params![new_uuid(), run_id],
+            &[&new_uuid(), &run_id],
         )?;
         get()?.ok_or_else(|| StoreError::NoSuchRun(run_id.to_string()))
     }
 
     /// The run with this UUID, if stored.
     pub fn run_by_uuid(&self, uuid: &str) -> crate::Result<Option<i64>> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT id FROM runs WHERE uuid = $1",
-                [uuid.to_ascii_lowercase()],
-                |r| r.get(0),
-            )
-            .optional()?)
+        self.db.query_opt(
+            "SELECT id FROM runs WHERE uuid = $1",
+            &[&uuid.to_ascii_lowercase()],
+            |r| r.get::<i64>(0),
+        )
     }
 
     /// Merges one exported run (the JSON `kscale export` writes, built by
@@ -262,13 +257,10 @@ impl Store {
             Err(e) => {
                 // A half-imported run must not look like a result. Cases,
                 // trials and profiles go with it (ON DELETE CASCADE).
-                let _ = self.conn.execute("DELETE FROM runs WHERE id = $1", [id]);
+                let _ = self.db.execute("DELETE FROM runs WHERE id = $1", &[&id]);
                 match e {
                     // Another importer stored the same UUID meanwhile.
-                    ImportError::Store(StoreError::Sql(ref s))
-                        if s.sqlite_error_code()
-                            == Some(rusqlite::ErrorCode::ConstraintViolation) =>
-                    {
+                    ImportError::Store(ref s) if s.is_constraint_violation() => {
                         match self.run_by_uuid(&uuid)? {
                             Some(other) if same(other)? => Ok(ImportOutcome::AlreadyThere(other)),
                             Some(other) => Err(ImportError::Clash { uuid, id: other }),
@@ -304,9 +296,9 @@ impl Store {
                         roles: &t.roles,
                     },
                 )?;
-                self.conn.execute(
+                self.db.execute(
                     "UPDATE trials SET started_at = $1 WHERE case_id = $2 AND idx = $3",
-                    params![t.started_at, case_id, t.idx],
+                    &[&t.started_at, &case_id, &t.idx],
                 )?;
             }
             self.finish_case(
@@ -322,9 +314,9 @@ impl Store {
             }
         }
         // Last, so the run only becomes findable by its UUID when complete.
-        self.conn.execute(
+        self.db.execute(
             "UPDATE runs SET uuid = $1, started_at = $2, ended_at = $3, status = $4 WHERE id = $5",
-            params![uuid, run.started_at, run.ended_at, run.status, id],
+            &[&uuid, &run.started_at, &run.ended_at, &run.status, &id],
         )?;
         Ok(())
     }
@@ -369,8 +361,7 @@ mod tests {
         let u = s.run_uuid(id).unwrap();
         assert_eq!(s.run_by_uuid(&u).unwrap(), Some(id));
         // A run from before the migration has none until asked.
-        s.conn
-            .execute("UPDATE runs SET uuid = NULL WHERE id = $1", [id])
+        s.db.execute("UPDATE runs SET uuid = NULL WHERE id = $1", &[&id])
             .unwrap();
         let v = s.run_uuid(id).unwrap();
         assert!(is_uuid(&v));

@@ -1,21 +1,38 @@
-//! kscale's result store (docs/store.md): one SQLite file in write-ahead-log mode.
-//! Raw trial values are the source of truth; every statistic is recomputed
-//! from them, so a figure can always be re-derived and a killed run resumed.
+//! kscale's result store (docs/store.md): one SQLite file in write-ahead-log
+//! mode, or a shared PostgreSQL database (`postgres://…`, feature
+//! `postgres`). Raw trial values are the source of truth; every statistic is
+//! recomputed from them, so a figure can always be re-derived and a killed
+//! run resumed.
+//!
+//! Both backends sit behind `db::Db`: a store method is written once, with
+//! `$1, $2 …` placeholders and portable SQL, and runs on both (db.rs says
+//! how); a migration is appended once to `schema::MIGRATIONS` in SQLite's
+//! dialect and translated for PostgreSQL (schema.rs says how). Every test in
+//! tests.rs runs against both.
 
+mod db;
 pub mod import;
+mod location;
+#[cfg(feature = "postgres")]
+mod pg;
+#[cfg(all(feature = "postgres", any(test, feature = "test-harness")))]
+pub mod pg_harness;
 mod schema;
 mod time;
 
+use db::{Db, Row};
 use kscale_core::model::CpuAccounting;
 use kscale_core::profile::Profile;
 use kscale_core::{CaseKey, Direction, RoleCpu, RunRule, Summary, TrialValues};
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
+pub use db::Backend;
 pub use import::{new_uuid, ImportOutcome};
+pub use location::{is_postgres_url, is_url, mask_arg, mask_url};
 pub use schema::SCHEMA_VERSION;
 pub use time::now_rfc3339;
 
@@ -34,18 +51,43 @@ pub enum StoreError {
         found: i64,
         known: i64,
     },
+    #[error("bad database URL {url}: {why}")]
+    BadUrl { url: String, why: String },
+    #[error("cannot connect to {url}: {why}")]
+    Connect { url: String, why: String },
     #[error("no run `{0}` in the database (give a run id, a label, or `latest`; `kscale results` lists them)")]
     NoSuchRun(String),
     #[error("database error: {0}")]
     Sql(#[from] rusqlite::Error),
+    #[cfg(feature = "postgres")]
+    #[error("database error: {}", pg::chain(.0))]
+    Pg(#[from] postgres::Error),
+    #[error("unexpected value in the database: {0}")]
+    Type(String),
     #[error("corrupt JSON in the database: {0}")]
     Json(#[from] serde_json::Error),
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
+impl StoreError {
+    /// A UNIQUE (or other) constraint refused the statement, on either
+    /// backend: e.g. another process stored the same run UUID first.
+    pub fn is_constraint_violation(&self) -> bool {
+        match self {
+            StoreError::Sql(e) => {
+                e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation)
+            }
+            #[cfg(feature = "postgres")]
+            StoreError::Pg(e) => e.code().is_some_and(|c| c.code().starts_with("23")),
+            _ => false,
+        }
+    }
+}
+
 pub struct Store {
-    conn: Connection,
+    db: Db,
+    /// The file, or the URL with its password masked.
     path: PathBuf,
 }
 
@@ -332,9 +374,13 @@ pub struct RunData {
 }
 
 impl Store {
-    /// Opens (creating if needed) and migrates a database. Refuses files that
-    /// are not kscale databases or that a newer kscale wrote.
+    /// Opens (creating if needed) and migrates a database: a file path, or
+    /// a `postgres://` URL (see [`Store::open_url`]). Refuses databases that
+    /// are not kscale's or that a newer kscale wrote.
     pub fn open(path: &Path) -> Result<Store> {
+        if let Some(url) = path.to_str().filter(|s| is_url(s)) {
+            return Store::open_url(url);
+        }
         if let Some(dir) = path.parent() {
             if !dir.as_os_str().is_empty() {
                 let _ = std::fs::create_dir_all(dir);
@@ -344,72 +390,129 @@ impl Store {
             path: path.into(),
             source: e,
         })?;
-        let mut store = Store {
-            conn,
+        let store = Store {
+            db: Db::Sqlite(conn),
             path: path.to_path_buf(),
         };
-        store.prepare()?;
+        store.prepare_sqlite()?;
         Ok(store)
     }
 
+    /// Opens a PostgreSQL store: `postgres://user[:password]@host[:port]/db`,
+    /// or a Unix socket directory as the host, percent-encoded
+    /// (`postgres://user@%2Frun%2Fpostgresql/db`) or as `?host=/dir`. The
+    /// database must exist; its tables are created. The password is never
+    /// shown: errors and [`Store::path`] carry the masked URL.
+    pub fn open_url(url: &str) -> Result<Store> {
+        if !is_postgres_url(url) {
+            return Err(StoreError::BadUrl {
+                url: mask_url(url),
+                why: "unsupported scheme; give postgres://… or postgresql://…, or a file path for SQLite".into(),
+            });
+        }
+        #[cfg(feature = "postgres")]
+        {
+            let client = pg::connect(url)?;
+            let store = Store {
+                db: Db::Pg(std::cell::RefCell::new(client)),
+                path: PathBuf::from(mask_url(url)),
+            };
+            schema::migrate(&store.db, &store.location())?;
+            Ok(store)
+        }
+        #[cfg(not(feature = "postgres"))]
+        Err(StoreError::BadUrl {
+            url: mask_url(url),
+            why: "this kscale was built without PostgreSQL support (cargo feature `postgres`)"
+                .into(),
+        })
+    }
+
+    /// Where the store lives, for messages: the file, or the URL with its
+    /// password masked.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    fn prepare(&mut self) -> Result<()> {
-        let foreign = |why: String| StoreError::Foreign {
-            path: self.path.clone(),
-            why,
+    /// [`Store::path`] as text.
+    pub fn location(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.db.backend()
+    }
+
+    /// Checks and migrates a SQLite file. Processes opening a new file at
+    /// the same moment can get "database is locked" at once rather than
+    /// after the busy timeout — SQLite refuses to wait where waiting could
+    /// deadlock (switching to WAL, upgrading a read lock) — so the whole
+    /// sequence is retried for as long as the busy timeout.
+    fn prepare_sqlite(&self) -> Result<()> {
+        const BUSY: std::time::Duration = std::time::Duration::from_secs(10);
+        let start = std::time::Instant::now();
+        let mut pause = 5;
+        loop {
+            match self.prepare_sqlite_once(BUSY) {
+                Err(e) if is_busy(&e) && start.elapsed() < BUSY => {
+                    std::thread::sleep(std::time::Duration::from_millis(pause));
+                    pause = (pause * 2).min(100);
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn prepare_sqlite_once(&self, busy: std::time::Duration) -> Result<()> {
+        #[allow(irrefutable_let_patterns)] // without the `postgres` feature
+        let Db::Sqlite(conn) = &self.db
+        else {
+            return Ok(());
         };
-        // Any read fails on a file that is not SQLite at all.
-        let app_id: i64 = self
-            .conn
-            .query_row("PRAGMA application_id", [], |r| r.get(0))
-            .map_err(|e| foreign(e.to_string()))?;
-        let version: i64 = self
-            .conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        let tables: i64 = self.conn.query_row(
-            "SELECT count(*) FROM sqlite_master WHERE type='table'",
-            [],
-            |r| r.get(0),
-        )?;
-        if app_id != schema::APPLICATION_ID && (app_id != 0 || tables > 0) {
-            return Err(foreign(format!(
-                "application id {app_id:#x}, {tables} tables"
-            )));
-        }
-        if version > SCHEMA_VERSION {
-            return Err(StoreError::TooNew {
-                path: self.path.clone(),
-                found: version,
-                known: SCHEMA_VERSION,
-            });
-        }
-        self.conn.busy_timeout(std::time::Duration::from_secs(10))?;
-        self.conn.pragma_update(None, "journal_mode", "WAL")?;
-        self.conn.pragma_update(None, "synchronous", "NORMAL")?;
-        self.conn.pragma_update(None, "foreign_keys", "ON")?;
-        schema::migrate(&mut self.conn, version)?;
-        Ok(())
+        // First, as other processes may be migrating the same file.
+        conn.busy_timeout(busy)?;
+        // Any read fails on a file that is not SQLite at all. One read
+        // transaction, so the marker and the table count come from the same
+        // snapshot even while another process is migrating the file.
+        let first = self
+            .db
+            .batch("BEGIN")
+            .and_then(|()| schema::marker(&self.db));
+        let _ = self
+            .db
+            .batch(if first.is_ok() { "COMMIT" } else { "ROLLBACK" });
+        let first = first.map_err(|e| {
+            if is_busy(&e) {
+                e
+            } else {
+                StoreError::Foreign {
+                    path: self.path.clone(),
+                    why: e.to_string(),
+                }
+            }
+        })?;
+        schema::check(&first, &self.location())?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        schema::migrate(&self.db, &self.location())
     }
 
     pub fn create_run(&self, r: &NewRun) -> Result<i64> {
-        self.conn.execute(
+        self.db.insert_returning_id(
             "INSERT INTO runs (label, started_at, status, kscale_version, git_rev, args, options, snapshot, uuid)
-             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![
-                r.label,
-                now_rfc3339(),
-                r.kscale_version,
-                r.git_rev,
-                serde_json::to_string(&r.args)?,
-                serde_json::to_string(&r.options)?,
-                serde_json::to_string(&r.snapshot)?,
-                new_uuid()
+             VALUES ($1, $2, 'running', $3, $4, $5, $6, $7, $8) RETURNING id",
+            &[
+                &r.label,
+                &now_rfc3339(),
+                &r.kscale_version,
+                &r.git_rev,
+                &serde_json::to_string(&r.args)?,
+                &serde_json::to_string(&r.options)?,
+                &serde_json::to_string(&r.snapshot)?,
+                &new_uuid(),
             ],
-        )?;
-        Ok(self.conn.last_insert_rowid())
+        )
     }
 
     /// `running`, `complete`, `interrupted` or `failed`. Setting a final
@@ -420,9 +523,9 @@ impl Store {
         } else {
             Some(now_rfc3339())
         };
-        self.conn.execute(
-            "UPDATE runs SET status = ?2, ended_at = ?3 WHERE id = ?1",
-            params![run_id, status, ended],
+        self.db.execute(
+            "UPDATE runs SET status = $1, ended_at = $2 WHERE id = $3",
+            &[&status, &ended, &run_id],
         )?;
         Ok(())
     }
@@ -438,54 +541,51 @@ impl Store {
         rule: RunRule,
     ) -> Result<i64> {
         let params_json = key.params_json();
-        if let Some(id) = self
-            .conn
-            .query_row(
-                "SELECT id FROM cases WHERE run_id = ?1 AND workload = ?2 AND params = ?3 AND cpus_name = ?4",
-                params![run_id, key.workload, params_json, key.cpus],
-                |r| r.get::<_, i64>(0),
-            )
-            .optional()?
-        {
+        if let Some(id) = self.db.query_opt(
+            "SELECT id FROM cases WHERE run_id = $1 AND workload = $2 AND params = $3 AND cpus_name = $4",
+            &[&run_id, &key.workload, &params_json, &key.cpus],
+            |r| r.get::<i64>(0),
+        )? {
             return Ok(id);
         }
-        let tx = self.conn.unchecked_transaction()?;
-        tx.execute(
-            "INSERT INTO cases (run_id, seq, workload, params, cpus_name, cpus, status, estimator, rule_n)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7, ?8)",
-            params![
-                run_id,
-                seq,
-                key.workload,
-                params_json,
-                key.cpus,
-                serde_json::to_string(cpus)?,
-                rule.estimator(),
-                match rule {
-                    RunRule::MedianOf(n) => Some(n as i64),
-                    RunRule::Converge => None,
-                }
-            ],
-        )?;
-        let id = tx.last_insert_rowid();
-        for m in metrics {
-            tx.execute(
-                "INSERT INTO metrics (case_id, name, unit, direction, is_primary, hist, quantile, per_ns)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![
-                    id,
-                    m.name,
-                    m.unit,
-                    m.direction.as_str(),
-                    m.primary,
-                    m.quantile.as_ref().map(|q| q.hist.as_str()),
-                    m.quantile.as_ref().map(|q| q.q),
-                    m.quantile.as_ref().map(|q| q.per_ns)
+        let cpus_json = serde_json::to_string(cpus)?;
+        let rule_n = match rule {
+            RunRule::MedianOf(n) => Some(n as i64),
+            RunRule::Converge => None,
+        };
+        self.db.transaction(|db| {
+            let id = db.insert_returning_id(
+                "INSERT INTO cases (run_id, seq, workload, params, cpus_name, cpus, status, estimator, rule_n)
+                 VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8) RETURNING id",
+                &[
+                    &run_id,
+                    &seq,
+                    &key.workload,
+                    &params_json,
+                    &key.cpus,
+                    &cpus_json,
+                    &rule.estimator(),
+                    &rule_n,
                 ],
             )?;
-        }
-        tx.commit()?;
-        Ok(id)
+            for m in metrics {
+                db.execute(
+                    "INSERT INTO metrics (case_id, name, unit, direction, is_primary, hist, quantile, per_ns)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                    &[
+                        &id,
+                        &m.name,
+                        &m.unit,
+                        &m.direction.as_str(),
+                        &m.primary,
+                        &m.quantile.as_ref().map(|q| q.hist.as_str()),
+                        &m.quantile.as_ref().map(|q| q.q),
+                        &m.quantile.as_ref().map(|q| q.per_ns),
+                    ],
+                )?;
+            }
+            Ok(id)
+        })
     }
 
     /// Stores one trial; committed at once (autocommit) so a kill loses at
@@ -498,20 +598,25 @@ impl Store {
         let roles = (!t.roles.is_empty())
             .then(|| serde_json::to_string(t.roles))
             .transpose()?;
-        self.conn.execute(
-            "INSERT OR REPLACE INTO trials (case_id, idx, warmup, started_at, wall_s, iterations, vals, accounting, histograms, roles)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            params![
-                case_id,
-                t.idx,
-                t.warmup,
-                now_rfc3339(),
-                t.wall_s,
-                t.iterations.map(|i| i as i64),
-                serde_json::to_string(t.values)?,
-                accounting,
-                histograms,
-                roles
+        self.db.execute(
+            "INSERT INTO trials (case_id, idx, warmup, started_at, wall_s, iterations, vals, accounting, histograms, roles)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+             ON CONFLICT (case_id, idx) DO UPDATE SET warmup = excluded.warmup,
+                started_at = excluded.started_at, wall_s = excluded.wall_s,
+                iterations = excluded.iterations, vals = excluded.vals,
+                accounting = excluded.accounting, histograms = excluded.histograms,
+                roles = excluded.roles",
+            &[
+                &case_id,
+                &t.idx,
+                &t.warmup,
+                &now_rfc3339(),
+                &t.wall_s,
+                &t.iterations.map(|i| i as i64),
+                &serde_json::to_string(t.values)?,
+                &accounting,
+                &histograms,
+                &roles,
             ],
         )?;
         Ok(())
@@ -526,79 +631,67 @@ impl Store {
         iterations: Option<u64>,
         notes: &[String],
     ) -> Result<()> {
-        self.conn.execute(
-            "UPDATE cases SET status = ?2, converged = ?3, error = ?4, iterations = ?5, notes = ?6 WHERE id = ?1",
-            params![
-                case_id,
-                status.as_str(),
-                converged,
-                error,
-                iterations.map(|i| i as i64),
-                serde_json::to_string(notes)?
+        self.db.execute(
+            "UPDATE cases SET status = $1, converged = $2, error = $3, iterations = $4, notes = $5 WHERE id = $6",
+            &[
+                &status.as_str(),
+                &converged,
+                &error,
+                &iterations.map(|i| i as i64),
+                &serde_json::to_string(notes)?,
+                &case_id,
             ],
         )?;
         Ok(())
     }
 
     pub fn runs(&self) -> Result<Vec<RunRow>> {
-        let mut st = self.conn.prepare(&format!("{RUN_SELECT} ORDER BY r.id"))?;
-        let rows = st.query_map([], run_from_row)?;
-        let mut out = Vec::new();
-        for r in rows {
-            out.push(r??);
-        }
-        Ok(out)
+        self.db
+            .query_rows(&format!("{RUN_SELECT} ORDER BY r.id"), &[], run_from_row)
     }
 
     /// A run id, a label (its latest run) or `latest`.
     pub fn resolve(&self, spec: &str) -> Result<i64> {
         let spec = spec.trim();
+        let get = |r: &Row| r.get::<Option<i64>>(0);
+        let by_label = || {
+            self.db
+                .query_one("SELECT max(id) FROM runs WHERE label = $1", &[&spec], get)
+        };
         let found: Option<i64> = if spec == "latest" {
-            self.conn
-                .query_row("SELECT max(id) FROM runs", [], |r| r.get(0))?
+            self.db.query_one("SELECT max(id) FROM runs", &[], get)?
         } else if let Ok(id) = spec.parse::<i64>() {
             match self
-                .conn
-                .query_row("SELECT id FROM runs WHERE id = ?1", [id], |r| r.get(0))
-                .optional()?
+                .db
+                .query_opt("SELECT id FROM runs WHERE id = $1", &[&id], get)?
+                .flatten()
             {
                 Some(id) => Some(id),
-                None => self.conn.query_row(
-                    "SELECT max(id) FROM runs WHERE label = ?1",
-                    [spec],
-                    |r| r.get(0),
-                )?,
+                None => by_label()?,
             }
         } else {
-            self.conn
-                .query_row("SELECT max(id) FROM runs WHERE label = ?1", [spec], |r| {
-                    r.get(0)
-                })?
+            by_label()?
         };
         found.ok_or_else(|| StoreError::NoSuchRun(spec.to_string()))
     }
 
     pub fn run(&self, run_id: i64) -> Result<RunRow> {
-        self.conn
-            .query_row(
-                &format!("{RUN_SELECT} WHERE r.id = ?1"),
-                [run_id],
+        self.db
+            .query_opt(
+                &format!("{RUN_SELECT} WHERE r.id = $1"),
+                &[&run_id],
                 run_from_row,
-            )
-            .optional()?
-            .ok_or_else(|| StoreError::NoSuchRun(run_id.to_string()))?
+            )?
+            .ok_or_else(|| StoreError::NoSuchRun(run_id.to_string()))
     }
 
     pub fn load_run(&self, run_id: i64) -> Result<RunData> {
         let run = self.run(run_id)?;
-        let mut cases = Vec::new();
-        {
-            let mut st = self.conn.prepare(
-                "SELECT id, seq, workload, params, cpus_name, cpus, status, converged, error, iterations, notes, estimator, rule_n
-                 FROM cases WHERE run_id = ?1 ORDER BY seq, id",
-            )?;
-            let mut rows = st.query([run_id])?;
-            while let Some(r) = rows.next()? {
+        let mut cases = self.db.query_rows(
+            "SELECT id, seq, workload, params, cpus_name, cpus, status, converged, error, iterations, notes, estimator, rule_n
+             FROM cases WHERE run_id = $1 ORDER BY seq, id",
+            &[&run_id],
+            |r| {
                 let params: String = r.get(3)?;
                 let cpus: String = r.get(5)?;
                 let status: String = r.get(6)?;
@@ -609,7 +702,7 @@ impl Store {
                     ("median", Some(n)) => RunRule::MedianOf(n.max(1) as usize),
                     _ => RunRule::Converge,
                 };
-                cases.push(CaseData {
+                Ok(CaseData {
                     id: r.get(0)?,
                     seq: r.get(1)?,
                     key: CaseKey {
@@ -622,7 +715,7 @@ impl Store {
                     converged: r.get(7)?,
                     rule,
                     error: r.get(8)?,
-                    iterations: r.get::<_, Option<i64>>(9)?.map(|i| i as u64),
+                    iterations: r.get::<Option<i64>>(9)?.map(|i| i as u64),
                     notes: notes
                         .map(|n| serde_json::from_str(&n))
                         .transpose()?
@@ -630,62 +723,59 @@ impl Store {
                     metrics: Vec::new(),
                     trials: Vec::new(),
                     profiles: Vec::new(),
-                });
-            }
-        }
-        let mut mst = self
-            .conn
-            .prepare("SELECT name, unit, direction, is_primary, hist, quantile, per_ns FROM metrics WHERE case_id = ?1 ORDER BY is_primary DESC, rowid")?;
-        let mut tst = self.conn.prepare(
-            "SELECT idx, warmup, started_at, wall_s, iterations, vals, accounting, histograms, roles FROM trials WHERE case_id = ?1 ORDER BY idx",
+                })
+            },
         )?;
         for c in &mut cases {
-            let mut rows = mst.query([c.id])?;
-            while let Some(r) = rows.next()? {
-                let dir: String = r.get(2)?;
-                let hist: Option<String> = r.get(4)?;
-                let quantile = match (
-                    hist,
-                    r.get::<_, Option<f64>>(5)?,
-                    r.get::<_, Option<f64>>(6)?,
-                ) {
-                    (Some(hist), Some(q), Some(per_ns)) => Some(QuantileOf { hist, q, per_ns }),
-                    _ => None,
-                };
-                c.metrics.push(MetricRow {
-                    name: r.get(0)?,
-                    unit: r.get(1)?,
-                    direction: Direction::parse(&dir).unwrap_or(Direction::Lower),
-                    primary: r.get(3)?,
-                    quantile,
-                });
-            }
-            let mut rows = tst.query([c.id])?;
-            while let Some(r) = rows.next()? {
-                let vals: String = r.get(5)?;
-                let accounting: Option<String> = r.get(6)?;
-                let histograms: Option<String> = r.get(7)?;
-                let roles: Option<String> = r.get(8)?;
-                c.trials.push(TrialRow {
-                    idx: r.get(0)?,
-                    warmup: r.get(1)?,
-                    started_at: r.get(2)?,
-                    wall_s: r.get(3)?,
-                    iterations: r.get::<_, Option<i64>>(4)?.map(|i| i as u64),
-                    values: serde_json::from_str(&vals)?,
-                    accounting: accounting.map(|a| serde_json::from_str(&a)).transpose()?,
-                    histograms: histograms
-                        .map(|h| serde_json::from_str(&h))
-                        .transpose()?
-                        .unwrap_or_default(),
-                    roles: roles
-                        .map(|r| serde_json::from_str(&r))
-                        .transpose()?
-                        .unwrap_or_default(),
-                });
-            }
-        }
-        for c in &mut cases {
+            c.metrics = self.db.query_rows(
+                "SELECT name, unit, direction, is_primary, hist, quantile, per_ns FROM metrics
+                 WHERE case_id = $1 ORDER BY is_primary DESC, rowid",
+                &[&c.id],
+                |r| {
+                    let dir: String = r.get(2)?;
+                    let hist: Option<String> = r.get(4)?;
+                    let quantile = match (hist, r.get::<Option<f64>>(5)?, r.get::<Option<f64>>(6)?)
+                    {
+                        (Some(hist), Some(q), Some(per_ns)) => Some(QuantileOf { hist, q, per_ns }),
+                        _ => None,
+                    };
+                    Ok(MetricRow {
+                        name: r.get(0)?,
+                        unit: r.get(1)?,
+                        direction: Direction::parse(&dir).unwrap_or(Direction::Lower),
+                        primary: r.get(3)?,
+                        quantile,
+                    })
+                },
+            )?;
+            c.trials = self.db.query_rows(
+                "SELECT idx, warmup, started_at, wall_s, iterations, vals, accounting, histograms, roles
+                 FROM trials WHERE case_id = $1 ORDER BY idx",
+                &[&c.id],
+                |r| {
+                    let vals: String = r.get(5)?;
+                    let accounting: Option<String> = r.get(6)?;
+                    let histograms: Option<String> = r.get(7)?;
+                    let roles: Option<String> = r.get(8)?;
+                    Ok(TrialRow {
+                        idx: r.get(0)?,
+                        warmup: r.get(1)?,
+                        started_at: r.get(2)?,
+                        wall_s: r.get(3)?,
+                        iterations: r.get::<Option<i64>>(4)?.map(|i| i as u64),
+                        values: serde_json::from_str(&vals)?,
+                        accounting: accounting.map(|a| serde_json::from_str(&a)).transpose()?,
+                        histograms: histograms
+                            .map(|h| serde_json::from_str(&h))
+                            .transpose()?
+                            .unwrap_or_default(),
+                        roles: roles
+                            .map(|r| serde_json::from_str(&r))
+                            .transpose()?
+                            .unwrap_or_default(),
+                    })
+                },
+            )?;
             c.profiles = self.profiles(c.id)?;
         }
         Ok(RunData { run, cases })
@@ -694,24 +784,29 @@ impl Store {
     /// Stores (or replaces) the profile of one event of a case's profiled
     /// trial.
     pub fn add_profile(&self, case_id: i64, p: &Profile) -> Result<()> {
-        self.conn.execute(
-            "INSERT OR REPLACE INTO profiles (case_id, event, sample_on, total, kernel, user, idle, spinlock, lost, symbols, comms, ops, value, wall_s)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-            params![
-                case_id,
-                p.event,
-                p.sample_on,
-                p.total as i64,
-                p.kernel as i64,
-                p.user as i64,
-                p.idle as i64,
-                p.spinlock as i64,
-                p.lost as i64,
-                serde_json::to_string(&p.by_symbol)?,
-                serde_json::to_string(&p.by_comm)?,
-                p.ops.map(|o| o as i64),
-                p.value,
-                p.wall_s
+        self.db.execute(
+            "INSERT INTO profiles (case_id, event, sample_on, total, kernel, \"user\", idle, spinlock, lost, symbols, comms, ops, value, wall_s)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+             ON CONFLICT (case_id, event) DO UPDATE SET sample_on = excluded.sample_on,
+                total = excluded.total, kernel = excluded.kernel, \"user\" = excluded.\"user\",
+                idle = excluded.idle, spinlock = excluded.spinlock, lost = excluded.lost,
+                symbols = excluded.symbols, comms = excluded.comms, ops = excluded.ops,
+                value = excluded.value, wall_s = excluded.wall_s",
+            &[
+                &case_id,
+                &p.event,
+                &p.sample_on,
+                &(p.total as i64),
+                &(p.kernel as i64),
+                &(p.user as i64),
+                &(p.idle as i64),
+                &(p.spinlock as i64),
+                &(p.lost as i64),
+                &serde_json::to_string(&p.by_symbol)?,
+                &serde_json::to_string(&p.by_comm)?,
+                &p.ops.map(|o| o as i64),
+                &p.value,
+                &p.wall_s,
             ],
         )?;
         Ok(())
@@ -719,34 +814,41 @@ impl Store {
 
     /// The profiles of one case, CPU clock first.
     pub fn profiles(&self, case_id: i64) -> Result<Vec<Profile>> {
-        let mut st = self.conn.prepare_cached(
-            "SELECT event, sample_on, total, kernel, user, idle, spinlock, lost, symbols, comms, ops, value, wall_s
-             FROM profiles WHERE case_id = ?1 ORDER BY event = 'cpu-clock' DESC, event",
-        )?;
-        let mut rows = st.query([case_id])?;
-        let mut out = Vec::new();
-        while let Some(r) = rows.next()? {
-            let symbols: String = r.get(8)?;
-            let comms: String = r.get(9)?;
-            let n = |i: usize| -> rusqlite::Result<u64> { Ok(r.get::<_, i64>(i)?.max(0) as u64) };
-            out.push(Profile {
-                event: r.get(0)?,
-                sample_on: r.get(1)?,
-                total: n(2)?,
-                kernel: n(3)?,
-                user: n(4)?,
-                idle: n(5)?,
-                spinlock: n(6)?,
-                lost: n(7)?,
-                by_symbol: serde_json::from_str(&symbols)?,
-                by_comm: serde_json::from_str(&comms)?,
-                ops: r.get::<_, Option<i64>>(10)?.map(|o| o.max(0) as u64),
-                value: r.get(11)?,
-                wall_s: r.get(12)?,
-            });
-        }
-        Ok(out)
+        self.db.query_rows(
+            "SELECT event, sample_on, total, kernel, \"user\", idle, spinlock, lost, symbols, comms, ops, value, wall_s
+             FROM profiles WHERE case_id = $1 ORDER BY event = 'cpu-clock' DESC, event",
+            &[&case_id],
+            |r| {
+                let symbols: String = r.get(8)?;
+                let comms: String = r.get(9)?;
+                let n = |i: usize| -> Result<u64> { Ok(r.get::<i64>(i)?.max(0) as u64) };
+                Ok(Profile {
+                    event: r.get(0)?,
+                    sample_on: r.get(1)?,
+                    total: n(2)?,
+                    kernel: n(3)?,
+                    user: n(4)?,
+                    idle: n(5)?,
+                    spinlock: n(6)?,
+                    lost: n(7)?,
+                    by_symbol: serde_json::from_str(&symbols)?,
+                    by_comm: serde_json::from_str(&comms)?,
+                    ops: r.get::<Option<i64>>(10)?.map(|o| o.max(0) as u64),
+                    value: r.get(11)?,
+                    wall_s: r.get(12)?,
+                })
+            },
+        )
     }
+}
+
+/// SQLite's "database is locked" (another connection holds the lock).
+fn is_busy(e: &StoreError) -> bool {
+    matches!(
+        e,
+        StoreError::Sql(rusqlite::Error::SqliteFailure(f, _))
+            if f.code == rusqlite::ErrorCode::DatabaseBusy
+    )
 }
 
 const RUN_SELECT: &str = "SELECT r.id, r.label, r.started_at, r.ended_at, r.status, r.kscale_version, r.git_rev,
@@ -757,29 +859,26 @@ const RUN_SELECT: &str = "SELECT r.id, r.label, r.started_at, r.ended_at, r.stat
         (SELECT count(*) FROM cases c WHERE c.run_id = r.id AND c.status = 'done' AND c.converged = 0)
     FROM runs r";
 
-fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<RunRow>> {
+fn run_from_row(r: &Row) -> Result<RunRow> {
     let args: String = r.get(7)?;
     let options: String = r.get(8)?;
     let snapshot: String = r.get(9)?;
-    let parse = || -> Result<RunRow> {
-        Ok(RunRow {
-            id: r.get(0)?,
-            label: r.get(1)?,
-            started_at: r.get(2)?,
-            ended_at: r.get(3)?,
-            status: r.get(4)?,
-            kscale_version: r.get(5)?,
-            git_rev: r.get::<_, Option<String>>(6)?.unwrap_or_default(),
-            args: serde_json::from_str(&args)?,
-            options: serde_json::from_str(&options)?,
-            snapshot: serde_json::from_str(&snapshot)?,
-            cases_total: r.get(10)?,
-            cases_done: r.get(11)?,
-            cases_failed: r.get(12)?,
-            not_converged: r.get(13)?,
-        })
-    };
-    Ok(parse())
+    Ok(RunRow {
+        id: r.get(0)?,
+        label: r.get(1)?,
+        started_at: r.get(2)?,
+        ended_at: r.get(3)?,
+        status: r.get(4)?,
+        kscale_version: r.get(5)?,
+        git_rev: r.get::<Option<String>>(6)?.unwrap_or_default(),
+        args: serde_json::from_str(&args)?,
+        options: serde_json::from_str(&options)?,
+        snapshot: serde_json::from_str(&snapshot)?,
+        cases_total: r.get(10)?,
+        cases_done: r.get(11)?,
+        cases_failed: r.get(12)?,
+        not_converged: r.get(13)?,
+    })
 }
 
 #[cfg(test)]

@@ -1,7 +1,116 @@
+//! Every test here runs against both backends: `NAME::sqlite` always,
+//! `NAME::postgres` on a throw-away cluster ([`crate::pg_harness`]), skipped
+//! with a printed reason where the server binaries are missing (a failure
+//! under `CI`).
+
 use super::*;
 use kscale_core::model::CpuAccounting;
 use kscale_core::{CaseKey, RunRule};
 use std::collections::BTreeMap;
+
+/// One test's database, on one backend.
+struct Env {
+    _dir: tempfile::TempDir,
+    #[cfg(feature = "postgres")]
+    cluster: Option<crate::pg_harness::PgCluster>,
+    /// The store's file or URL.
+    loc: String,
+    n: std::cell::Cell<u32>,
+}
+
+impl Env {
+    fn sqlite() -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let loc = dir.path().join("k.db").display().to_string();
+        Env {
+            _dir: dir,
+            #[cfg(feature = "postgres")]
+            cluster: None,
+            loc,
+            n: 0.into(),
+        }
+    }
+
+    #[cfg(feature = "postgres")]
+    fn postgres(test: &str) -> Option<Env> {
+        let cluster = crate::pg_harness::cluster_or_skip(test)?;
+        let loc = cluster.create_db("kscale").unwrap();
+        Some(Env {
+            _dir: tempfile::tempdir().unwrap(),
+            cluster: Some(cluster),
+            loc,
+            n: 0.into(),
+        })
+    }
+
+    fn backend(&self) -> Backend {
+        if is_url(&self.loc) {
+            Backend::Postgres
+        } else {
+            Backend::Sqlite
+        }
+    }
+
+    fn open(&self) -> Store {
+        Store::open(Path::new(&self.loc)).unwrap()
+    }
+
+    /// Another, empty database on the same backend.
+    fn other(&self) -> String {
+        self.n.set(self.n.get() + 1);
+        let name = format!("other{}", self.n.get());
+        #[cfg(feature = "postgres")]
+        if let Some(c) = &self.cluster {
+            return c.create_db(&name).unwrap();
+        }
+        self._dir.path().join(name).display().to_string()
+    }
+
+    /// A connection behind the store's back, for setting up what a store
+    /// would never write itself.
+    fn raw(&self, loc: &str) -> Db {
+        match self.backend() {
+            Backend::Sqlite => Db::Sqlite(Connection::open(loc).unwrap()),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres => Db::Pg(std::cell::RefCell::new(
+                postgres::Client::connect(loc, postgres::NoTls).unwrap(),
+            )),
+            #[cfg(not(feature = "postgres"))]
+            Backend::Postgres => unreachable!(),
+        }
+    }
+}
+
+/// `both!(name)`: the test body `fn name(env: &Env)` as `name::sqlite` and
+/// `name::postgres`.
+macro_rules! both {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn sqlite() {
+                super::$name(&super::Env::sqlite());
+            }
+            #[cfg(feature = "postgres")]
+            #[test]
+            fn postgres() {
+                if let Some(env) = super::Env::postgres(concat!(stringify!($name), "::postgres")) {
+                    super::$name(&env);
+                }
+            }
+        }
+    )*};
+}
+
+both!(
+    round_trip_and_resolve,
+    refuses_newer_and_foreign,
+    migrates_from_empty_and_is_idempotent,
+    migrates_a_version_1_database_keeping_its_trials,
+    profiles_round_trip_and_old_runs_have_none,
+    histograms_roles_and_median_rule_round_trip,
+    each_trial_is_visible_to_other_readers_as_it_ends,
+    concurrent_writers_lose_nothing,
+);
 
 fn new_run(label: &str) -> NewRun {
     NewRun {
@@ -34,10 +143,8 @@ fn metric() -> Vec<MetricRow> {
     }]
 }
 
-#[test]
-fn round_trip_and_resolve() {
-    let dir = tempfile::tempdir().unwrap();
-    let s = Store::open(&dir.path().join("k.db")).unwrap();
+fn round_trip_and_resolve(env: &Env) {
+    let s = env.open();
     let a = s.create_run(&new_run("alpha")).unwrap();
     let b = s.create_run(&new_run("beta")).unwrap();
     let a2 = s.create_run(&new_run("alpha")).unwrap();
@@ -145,71 +252,79 @@ fn round_trip_and_resolve() {
     assert_eq!(data.run.snapshot["kernel"]["release"], "6.1");
 }
 
-#[test]
-fn refuses_newer_and_foreign() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("k.db");
-    drop(Store::open(&p).unwrap());
-    {
-        let c = Connection::open(&p).unwrap();
-        c.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
-            .unwrap();
+fn set_version(db: &Db, v: i64) {
+    match db.backend() {
+        Backend::Sqlite => db.batch(&format!("PRAGMA user_version = {v}")).unwrap(),
+        Backend::Postgres => {
+            db.execute("UPDATE kscale_schema SET version = $1", &[&v])
+                .unwrap();
+        }
     }
-    let e = Store::open(&p).err().unwrap();
+}
+
+fn refuses_newer_and_foreign(env: &Env) {
+    drop(env.open());
+    set_version(&env.raw(&env.loc), SCHEMA_VERSION + 1);
+    let e = Store::open(Path::new(&env.loc)).err().unwrap();
     assert!(matches!(e, StoreError::TooNew { .. }), "{e}");
     assert!(e.to_string().contains("newer kscale"));
+    assert_eq!(e.to_string().lines().count(), 1);
+    // Refused without writing: still the newer version.
+    let m = schema::marker(&env.raw(&env.loc)).unwrap();
+    assert_eq!(m.version, SCHEMA_VERSION + 1);
 
-    let foreign = dir.path().join("other.db");
-    {
-        let c = Connection::open(&foreign).unwrap();
-        c.execute_batch("CREATE TABLE t(x)").unwrap();
+    let foreign = env.other();
+    env.raw(&foreign)
+        .batch("CREATE TABLE t (x INTEGER)")
+        .unwrap();
+    let e = Store::open(Path::new(&foreign)).err().unwrap();
+    assert!(matches!(e, StoreError::Foreign { .. }), "{e}");
+    // Nothing of ours was added to it.
+    assert_eq!(schema::marker(&env.raw(&foreign)).unwrap().tables, 1);
+
+    if env.backend() == Backend::Sqlite {
+        let text = env._dir.path().join("notes.txt");
+        std::fs::write(
+            &text,
+            "this is definitely not a database, just some text that is long enough",
+        )
+        .unwrap();
+        assert!(matches!(
+            Store::open(&text),
+            Err(StoreError::Foreign { .. })
+        ));
     }
-    assert!(matches!(
-        Store::open(&foreign),
-        Err(StoreError::Foreign { .. })
-    ));
-
-    let text = dir.path().join("notes.txt");
-    std::fs::write(
-        &text,
-        "this is definitely not a database, just some text that is long enough",
-    )
-    .unwrap();
-    assert!(matches!(
-        Store::open(&text),
-        Err(StoreError::Foreign { .. })
-    ));
 }
 
-#[test]
-fn migrates_from_empty_and_is_idempotent() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("k.db");
-    drop(Store::open(&p).unwrap());
-    let s = Store::open(&p).unwrap();
-    let v: i64 = s
-        .conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(v, SCHEMA_VERSION);
-    let mode: String = s
-        .conn
-        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(mode, "wal");
-}
-
-#[test]
-fn migrates_a_version_1_database_keeping_its_trials() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("old.db");
-    {
-        let c = Connection::open(&p).unwrap();
-        c.execute_batch(crate::schema::MIGRATIONS[0]).unwrap();
-        c.pragma_update(None, "application_id", crate::schema::APPLICATION_ID)
+fn migrates_from_empty_and_is_idempotent(env: &Env) {
+    drop(env.open());
+    let s = env.open();
+    let m = schema::marker(&s.db).unwrap();
+    assert_eq!(
+        (m.app_id, m.version),
+        (schema::APPLICATION_ID, SCHEMA_VERSION)
+    );
+    assert_eq!(s.backend(), env.backend());
+    #[allow(irrefutable_let_patterns)] // without the `postgres` feature
+    if let Db::Sqlite(conn) = &s.db {
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
             .unwrap();
-        c.pragma_update(None, "user_version", 1).unwrap();
-        c.execute_batch(
+        assert_eq!(mode, "wal");
+    }
+}
+
+fn migrates_a_version_1_database_keeping_its_trials(env: &Env) {
+    {
+        let db = env.raw(&env.loc);
+        match db.backend() {
+            Backend::Sqlite => db.batch(crate::schema::MIGRATIONS[0]).unwrap(),
+            Backend::Postgres => db
+                .batch(&schema::pg_ddl(crate::schema::MIGRATIONS[0]))
+                .unwrap(),
+        }
+        schema::set_marker(&db, 1).unwrap();
+        db.batch(
             "INSERT INTO runs VALUES (1, 'old', '2026-01-01T00:00:00Z', NULL, 'complete', '0.0.1', 'x', '[]', '{}', '{}');
              INSERT INTO cases VALUES (1, 1, 0, 'syscall.null', '{}', '1', '[0]', 'done', 1, NULL, 10, '[]');
              INSERT INTO metrics VALUES (1, 'latency', 'µs', 'lower', 1);
@@ -218,22 +333,16 @@ fn migrates_a_version_1_database_keeping_its_trials() {
         )
         .unwrap();
     }
-    let s = Store::open(&p).unwrap();
-    let v: i64 = s
-        .conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(v, SCHEMA_VERSION);
+    let s = env.open();
+    assert_eq!(schema::marker(&s.db).unwrap().version, SCHEMA_VERSION);
     let data = s.load_run(1).unwrap();
     assert_eq!(data.cases[0].values("latency"), vec![0.2]);
     assert!(data.cases[0].accounting().is_none());
 }
 
-#[test]
-fn profiles_round_trip_and_old_runs_have_none() {
+fn profiles_round_trip_and_old_runs_have_none(env: &Env) {
     use kscale_core::profile::{Hit, ProfileBuilder};
-    let dir = tempfile::tempdir().unwrap();
-    let s = Store::open(&dir.path().join("k.db")).unwrap();
+    let s = env.open();
     let r = s.create_run(&new_run("p")).unwrap();
     let c = s
         .ensure_case(
@@ -272,12 +381,10 @@ fn profiles_round_trip_and_old_runs_have_none() {
 
 /// A macro case: a percentile metric read from the merged histograms of the
 /// counted trials, role CPU times, and a median-of-3 rule, all surviving the
-/// round trip through SQLite.
-#[test]
-fn histograms_roles_and_median_rule_round_trip() {
+/// round trip through the store.
+fn histograms_roles_and_median_rule_round_trip(env: &Env) {
     use kscale_core::hist;
-    let dir = tempfile::tempdir().unwrap();
-    let s = Store::open(&dir.path().join("k.db")).unwrap();
+    let s = env.open();
     let run = s.create_run(&new_run("m")).unwrap();
     let metrics = vec![
         MetricRow {
@@ -369,4 +476,193 @@ fn histograms_roles_and_median_rule_round_trip() {
     assert_eq!(case.trials[1].roles.len(), 2);
     assert!(case.load_bound());
     assert_eq!(case.merged_histogram("latency").unwrap().len(), 300);
+}
+
+fn trial(s: &Store, case: i64, idx: i64, x: f64) {
+    let vals = BTreeMap::from([("latency".to_string(), x)]);
+    s.add_trial(
+        case,
+        &NewTrial {
+            idx,
+            warmup: false,
+            wall_s: 0.01,
+            iterations: Some(1),
+            values: &vals,
+            accounting: None,
+            histograms: &BTreeMap::new(),
+            roles: &[],
+        },
+    )
+    .unwrap();
+}
+
+/// "Each trial committed as it ends": another connection sees a trial
+/// before its case is finished, so a killed run loses only the trial in
+/// flight.
+fn each_trial_is_visible_to_other_readers_as_it_ends(env: &Env) {
+    let w = env.open();
+    let r = env.open();
+    let run = w.create_run(&new_run("live")).unwrap();
+    let c = w
+        .ensure_case(
+            run,
+            0,
+            &key("mem.rd", "4k"),
+            &[0],
+            &metric(),
+            RunRule::Converge,
+        )
+        .unwrap();
+    for i in 0..3 {
+        trial(&w, c, i, 1.0 + i as f64);
+        let seen = r.load_run(run).unwrap();
+        assert_eq!(seen.cases[0].trials.len(), i as usize + 1);
+        assert_eq!(seen.cases[0].status, CaseStatus::Pending);
+        assert_eq!(seen.run.status, "running");
+    }
+    // A repeated trial index (a resumed run re-measuring) replaces the row.
+    trial(&w, c, 2, 7.0);
+    assert_eq!(
+        r.load_run(run).unwrap().cases[0].values("latency"),
+        vec![1.0, 2.0, 7.0]
+    );
+}
+
+/// Four writers, each with its own store, open one new database at once
+/// (racing to migrate it) and write a run each, while a reader loads
+/// everything in a loop; afterwards every trial is there.
+fn concurrent_writers_lose_nothing(env: &Env) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    const WRITERS: usize = 4;
+    const CASES: i64 = 3;
+    const TRIALS: i64 = 20;
+    let loc = env.loc.as_str();
+    let done = AtomicBool::new(false);
+    let (runs, reads) = std::thread::scope(|sc| {
+        let reader = sc.spawn(|| {
+            let mut reads = 0usize;
+            let mut store = None;
+            while !done.load(Ordering::SeqCst) {
+                let s = store.get_or_insert_with(|| Store::open(Path::new(loc)).unwrap());
+                for r in s.runs().unwrap() {
+                    let d = s.load_run(r.id).unwrap();
+                    assert!(d.cases.len() <= CASES as usize);
+                }
+                reads += 1;
+            }
+            reads
+        });
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                sc.spawn(move || {
+                    let s = Store::open(Path::new(loc)).unwrap();
+                    let run = s.create_run(&new_run(&format!("writer{w}"))).unwrap();
+                    for c in 0..CASES {
+                        let case = s
+                            .ensure_case(
+                                run,
+                                c,
+                                &key("mem.rd", &format!("{c}k")),
+                                &[0],
+                                &metric(),
+                                RunRule::Converge,
+                            )
+                            .unwrap();
+                        for t in 0..TRIALS {
+                            trial(&s, case, t, (w * 1000) as f64 + t as f64);
+                        }
+                        s.finish_case(case, CaseStatus::Done, Some(true), None, None, &[])
+                            .unwrap();
+                    }
+                    s.set_run_status(run, "complete").unwrap();
+                    run
+                })
+            })
+            .collect();
+        // Every writer joined and the reader stopped before any panic is
+        // passed on, so a failing writer fails the test instead of hanging it.
+        let joined: Vec<_> = writers.into_iter().map(|h| h.join()).collect();
+        done.store(true, Ordering::SeqCst);
+        let reads = reader.join();
+        let runs: Vec<i64> = joined
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect();
+        (runs, reads.unwrap_or_else(|e| std::panic::resume_unwind(e)))
+    });
+    assert!(reads > 0);
+    let s = env.open();
+    let all = s.runs().unwrap();
+    assert_eq!(all.len(), WRITERS);
+    let mut trials = 0;
+    for (w, id) in runs.iter().enumerate() {
+        let d = s.load_run(*id).unwrap();
+        assert_eq!(d.run.label, format!("writer{w}"));
+        assert_eq!(d.run.status, "complete");
+        assert_eq!(d.run.cases_done, CASES);
+        for c in &d.cases {
+            let want: Vec<f64> = (0..TRIALS).map(|t| (w * 1000) as f64 + t as f64).collect();
+            assert_eq!(c.values("latency"), want, "writer {w}, case {}", c.seq);
+            trials += c.trials.len() as i64;
+        }
+    }
+    assert_eq!(trials, WRITERS as i64 * CASES * TRIALS);
+}
+
+/// Bad PostgreSQL input: one line each, naming what is wrong, never the
+/// password.
+#[cfg(feature = "postgres")]
+#[test]
+fn postgres_bad_urls_refused_connections_and_bad_passwords() {
+    let one_line = |e: &StoreError| {
+        let s = e.to_string();
+        assert_eq!(s.lines().count(), 1, "{s}");
+        assert!(
+            !s.contains("hunter2") && !s.contains(crate::pg_harness::PgCluster::PW),
+            "{s}"
+        );
+        s
+    };
+    for url in [
+        "postgres://u:hunter2@host:notaport/db",
+        "postgres://u:hunter2@host/db?nosuchoption=1",
+        "postgres://u:hunter2@/db",
+        "postgres://u:hunter2@host",
+    ] {
+        let e = Store::open_url(url).err().unwrap();
+        assert!(matches!(e, StoreError::BadUrl { .. }), "{url}: {e}");
+        assert!(one_line(&e).contains("u:***@"), "{e}");
+    }
+    let e = Store::open(Path::new("mysql://u:hunter2@host/db"))
+        .err()
+        .unwrap();
+    assert!(one_line(&e).contains("unsupported scheme"), "{e}");
+    // Nothing listens on this socket directory.
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!(
+        "postgres://u:hunter2@{}/db",
+        dir.path().display().to_string().replace('/', "%2F")
+    );
+    let e = Store::open_url(&url).err().unwrap();
+    assert!(matches!(e, StoreError::Connect { .. }), "{e}");
+    assert!(one_line(&e).contains("No such file"), "{e}");
+
+    let Some(c) = crate::pg_harness::cluster_or_skip("postgres_bad_passwords") else {
+        return;
+    };
+    c.create_db("lab").unwrap();
+    let e = Store::open_url(&c.password_url("lab", "hunter2"))
+        .err()
+        .unwrap();
+    assert!(matches!(e, StoreError::Connect { .. }), "{e}");
+    assert!(
+        one_line(&e).contains("password authentication failed"),
+        "{e}"
+    );
+    let s = Store::open_url(&c.password_url("lab", crate::pg_harness::PgCluster::PW)).unwrap();
+    assert_eq!(s.location(), c.password_url("lab", "***"));
+    assert!(s.runs().unwrap().is_empty());
+    // A database that does not exist.
+    let e = Store::open_url(&c.url("nosuchdb")).err().unwrap();
+    assert!(one_line(&e).contains("does not exist"), "{e}");
 }

@@ -33,6 +33,8 @@ fn is_user_error(e: &anyhow::Error) -> bool {
                 | StoreError::Foreign { .. }
                 | StoreError::TooNew { .. }
                 | StoreError::Open { .. }
+                | StoreError::BadUrl { .. }
+                | StoreError::Connect { .. }
         )
     )
 }

@@ -28,8 +28,9 @@ use std::process::ExitCode;
     max_term_width = 100
 )]
 struct Cli {
-    /// Result database (default: $KSCALE_DB, else $XDG_DATA_HOME/kscale/kscale.db).
-    #[arg(long, global = true, value_name = "PATH")]
+    /// Result database: a SQLite file, or a shared PostgreSQL store as postgres://user@host/db
+    /// (docs/store.md) (default: $KSCALE_DB, else $XDG_DATA_HOME/kscale/kscale.db).
+    #[arg(long, global = true, value_name = "PATH|URL")]
     db: Option<PathBuf>,
 
     #[command(subcommand)]

@@ -49,10 +49,10 @@ pub fn open_store(flag: Option<PathBuf>) -> Result<Store> {
 }
 
 /// Opens an existing store for reading; a missing file is the user's mistake,
-/// not an empty result.
+/// not an empty result. (A PostgreSQL URL is opened as given.)
 pub fn open_existing(flag: Option<PathBuf>) -> Result<Store> {
     let p = db_path(flag);
-    if !p.exists() {
+    if !p.exists() && !p.to_str().is_some_and(kscale_store::is_url) {
         return Err(user(format!(
             "no database at {} (run `kscale run` first, or pass --db PATH)",
             p.display()

@@ -244,7 +244,7 @@ pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store,
             label,
             kscale_version: VERSION.into(),
             git_rev: GIT_REV.into(),
-            args: redact_token(std::env::args()),
+            args: redact_token(std::env::args().map(|a| kscale_store::mask_arg(&a))),
             options: serde_json::to_value(&opts)?,
             snapshot,
         };
