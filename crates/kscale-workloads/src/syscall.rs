@@ -204,8 +204,8 @@ fn write(ctx: &TrialCtx) -> Result<TrialOutput> {
 
 /// A file of the trial in the scratch directory, removed when dropped so an
 /// early error return leaves nothing behind.
-struct ScratchFile {
-    path: PathBuf,
+pub(crate) struct ScratchFile {
+    pub(crate) path: PathBuf,
     c_path: CString,
 }
 
@@ -732,7 +732,7 @@ const HELLO_LINKAGE: &str = env!("KSCALE_HELLO_LINKAGE");
 /// on an executable makes execve fail with ETXTBSY, and any process forked
 /// while this process held one (a test running in another thread) would
 /// keep it open; the writer child is the only process that ever holds one.
-fn install_hello(dir: &Path) -> Result<ScratchFile> {
+pub(crate) fn install_hello(dir: &Path) -> Result<ScratchFile> {
     ensure!(
         !HELLO.is_empty(),
         "the fork_exec helper program was not built (see the build warnings)"

@@ -35,7 +35,7 @@ fn quick_run_against_nginx_reports_specweb99_metrics() {
     let out = env
         .cmd(&[
             "run",
-            "web",
+            "web.nginx",
             "--quick",
             "--param",
             "duration=1",
@@ -105,7 +105,7 @@ fn unthrottled_single_class_runs_faster_than_the_throttle() {
     let out = env
         .cmd(&[
             "run",
-            "web",
+            "web.nginx",
             "--quick",
             "--param",
             "conns=4",
@@ -140,7 +140,7 @@ fn a_missing_nginx_is_one_clear_line() {
     let out = env
         .cmd(&[
             "run",
-            "web",
+            "web.nginx",
             "--quick",
             "--param",
             "conns=2",
@@ -167,11 +167,87 @@ fn bad_params_exit_2_with_one_line() {
         ("rate=-1", "`-1` for web.nginx param `rate`"),
         ("fileset=lots", "`lots` for web.nginx param `fileset`"),
     ] {
-        let out = env.cmd(&["run", "web", "--param", param]).output().unwrap();
+        let out = env
+            .cmd(&["run", "web.nginx", "--param", param])
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(2), "{param}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(err.trim().lines().count(), 1, "{param}: {err}");
         assert!(err.contains(needle), "{param}: {err}");
+    }
+}
+
+fn own_metric<'a>(
+    results: &'a [serde_json::Value],
+    mode: &str,
+    conns: &str,
+    m: &str,
+) -> &'a serde_json::Value {
+    results
+        .iter()
+        .find(|r| r["metric"] == m && r["params"]["conns"] == conns && r["params"]["mode"] == mode)
+        .unwrap_or_else(|| panic!("no {m} for mode={mode} conns={conns}"))
+}
+
+/// `kscale run web --quick` covers kscale's own server in both designs
+/// (and nginx, tested above): every SPECweb99 metric, no errors, and the
+/// server's CPU time measured.
+#[test]
+fn quick_run_of_the_own_server_in_both_modes() {
+    let env = Env::new();
+    let out = env
+        .cmd(&[
+            "run",
+            "web.own",
+            "--quick",
+            "--param",
+            "conns=50,200",
+            "--param",
+            "duration=1",
+            "--no-progress",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = env.export("latest");
+    let results = j["results"].as_array().unwrap();
+    for mode in ["thread-pool", "epoll"] {
+        for conns in ["50", "200"] {
+            let c = own_metric(results, mode, conns, "conforming");
+            assert_eq!(c["status"], "done", "{c}");
+            assert_eq!(c["rule"], "median of 3", "{c}");
+            let n: f64 = conns.parse().unwrap();
+            let v = |m: &str| {
+                own_metric(results, mode, conns, m)["mean"]
+                    .as_f64()
+                    .unwrap()
+            };
+            assert!(
+                v("conforming") >= 0.5 * n && v("conforming") <= n,
+                "{mode} conns={conns}: {} conforming",
+                v("conforming")
+            );
+            // Every request kind answered 2xx: dynamic, ad, POST and CGI too.
+            assert_eq!(v("errors"), 0.0, "{mode} conns={conns}");
+            assert!((250.0..=410.0).contains(&v("kbps")), "{}", v("kbps"));
+            assert!(v("server_cpu") > 0.0 && v("server_cpu") <= 100.0);
+            assert!(v("sd_server") > 0.0);
+            assert!(v("p99") >= v("lat_mean"));
+        }
+    }
+    let show = env.cmd(&["show", "latest"]).output().unwrap();
+    let text = String::from_utf8_lossy(&show.stdout);
+    for needle in [
+        "SPECweb99-style load on kscale's server",
+        "mode=thread-pool (",
+        "mode=epoll (",
+    ] {
+        assert!(text.contains(needle), "show lacks {needle}:\n{text}");
     }
 }
 
@@ -189,7 +265,7 @@ fn ten_thousand_connections_are_held() {
     let out = env
         .cmd(&[
             "run",
-            "web",
+            "web.nginx",
             "--quick",
             "--param",
             "conns=10000",

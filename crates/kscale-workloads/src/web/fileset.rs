@@ -1,9 +1,10 @@
 //! The SPECweb99 file set: its directory rule, its cap and its writer.
 
 use super::mix::Rng;
+use crate::roles::{RoleCtx, RoleOutput};
 use anyhow::{Context, Result};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// SPECweb99's four file classes: file k (1…9) of class c is `BASE[c]·k`
 /// bytes; a directory holds all 36.
@@ -35,7 +36,7 @@ pub fn fileset_dirs(conns: u64, cap: u64) -> (u64, bool) {
 /// The default cap: a quarter of the available memory and of the free
 /// space of `dir`, whichever is smaller, so the set is served from the page
 /// cache and never fills the disk.
-pub(super) fn auto_cap(dir: &Path) -> u64 {
+pub fn auto_cap(dir: &Path) -> u64 {
     let mem = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|m| {
@@ -96,6 +97,38 @@ pub fn write_fileset(root: &Path, dirs: u64, seed: u64) -> Result<()> {
     }
     std::fs::write(&marker, b"").with_context(|| format!("cannot write {}", marker.display()))?;
     Ok(())
+}
+
+/// A server role's file set: SPECweb99's directories for `conns`, capped
+/// by the `fileset` param, written into the run's scratch directory once.
+/// Returns its root, its directory count, and an output noting the cap.
+pub(super) fn for_server(ctx: &RoleCtx) -> Result<(PathBuf, u64, RoleOutput)> {
+    let p = &ctx.params;
+    let conns = p.int("conns")?;
+    let seed = p.int("seed")?;
+    let cap = match p.size("fileset")? {
+        0 => auto_cap(&ctx.dir),
+        c => c,
+    };
+    let (dirs, capped) = fileset_dirs(conns, cap);
+    let mut out = RoleOutput::default();
+    if capped {
+        out = out.note(cap_note(conns, dirs));
+    }
+    let docroot = ctx.dir.join(format!("web-files-s{seed}-d{dirs}"));
+    write_fileset(&docroot, dirs, seed)?;
+    Ok((docroot, dirs, out))
+}
+
+/// What a capped file set serves, and what SPECweb99 would have used.
+pub fn cap_note(conns: u64, dirs: u64) -> String {
+    let spec = spec_dirs(conns);
+    format!(
+        "file set capped by fileset: {dirs} directories ({} MB) served; SPECweb99 would \
+         use {spec} ({} MB)",
+        (dirs * DIR_BYTES) >> 20,
+        (spec * DIR_BYTES) >> 20
+    )
 }
 
 #[cfg(test)]

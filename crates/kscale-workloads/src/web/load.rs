@@ -147,10 +147,10 @@ struct ThreadOut {
     notes: Vec<String>,
 }
 
-struct Epoll(std::os::fd::OwnedFd);
+pub(super) struct Epoll(std::os::fd::OwnedFd);
 
 impl Epoll {
-    fn new() -> Result<Epoll> {
+    pub(super) fn new() -> Result<Epoll> {
         use std::os::fd::FromRawFd;
         // SAFETY: plain flags; a non-negative result is a new descriptor we own.
         let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
@@ -160,7 +160,7 @@ impl Epoll {
         // SAFETY: fd is fresh and owned by nobody else.
         Ok(Epoll(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }))
     }
-    fn ctl(&self, op: i32, fd: i32, events: u32, key: usize) -> io::Result<()> {
+    pub(super) fn ctl(&self, op: i32, fd: i32, events: u32, key: usize) -> io::Result<()> {
         let mut ev = libc::epoll_event {
             events,
             u64: key as u64,
@@ -177,7 +177,11 @@ impl Epoll {
     /// Linux 5.11): epoll_wait's milliseconds would either spin through the
     /// last millisecond before every throttled request or send it late.
     /// Older kernels get epoll_wait with the timeout rounded up.
-    fn wait(&self, evs: &mut [libc::epoll_event], timeout: Duration) -> io::Result<usize> {
+    pub(super) fn wait(
+        &self,
+        evs: &mut [libc::epoll_event],
+        timeout: Duration,
+    ) -> io::Result<usize> {
         let ts = libc::timespec {
             tv_sec: timeout.as_secs() as libc::time_t,
             tv_nsec: timeout.subsec_nanos() as libc::c_long,

@@ -1,13 +1,15 @@
 //! `web`: SPECweb99-style web serving (seeds 000 and 004, docs/families/web.md).
 //!
-//! The server role runs a real web server — Debian's nginx — confined to the
-//! CPU configuration, serving a generated SPECweb99 file set from the run's
-//! scratch directory. The load role is kscale's own HTTP/1.1 generator:
+//! The server role runs a web server confined to the CPU configuration —
+//! kscale's own (`web.own`, [`server`], in a thread-pool and an epoll
+//! design) or Debian's nginx (`web.nginx`, [`nginx`]) — serving a generated
+//! SPECweb99 file set ([`fileset`]) from the run's scratch directory. The load role is kscale's own HTTP/1.1 generator:
 //! `conns` keep-alive connections, each throttled to `rate` kbit/s like
 //! SPECweb99's clients, issuing the SPECweb99 request mix. A connection is
 //! *conforming* when it sustains at least 80 % of the throttle (320 of 400
 //! kbit/s) with under 1 % errors; the count of conforming connections is the
-//! primary metric, as it was SPECweb99's.
+//! primary metric, as it was SPECweb99's. The generator ([`load`]) and the
+//! mix ([`mix`]) are the same for every server.
 //!
 //! nginx is owned by the server role and dies with it however the run ends:
 //! it runs in the foreground (`daemon off`) in a process group of its own,
@@ -21,11 +23,13 @@ mod fileset;
 mod load;
 mod mix;
 mod nginx;
+mod server;
 
 pub use fileset::{file_path, file_size, fileset_dirs, spec_dirs, write_fileset, DIR_BYTES};
 pub use load::{conforms, credit, parse_response, Parsed};
 pub use mix::{Kind, Mix, MixKind, Request, Rng, Zipf, KIND_SHARE};
 pub use nginx::nginx_conf;
+pub use server::{next_ad, parse_request, Mode};
 
 use crate::roles::{self, Combined, Roles, Timing};
 use crate::{ChartDef, Family, TrialOutput, WorkloadDef};
@@ -100,6 +104,38 @@ const SEED: ParamDef = ParamDef {
     quick: &[],
 };
 
+const MODE: ParamDef = ParamDef {
+    name: "mode",
+    help: "Design of kscale's own server: `thread-pool` (16 threads per CPU of the \
+           configuration share one one-shot epoll set and serve a connection at a time with \
+           blocking I/O) or `epoll` (one non-blocking event loop per CPU).",
+    kind: ParamKind::Choice(&["thread-pool", "epoll"]),
+    default: &["thread-pool", "epoll"],
+    quick: &["thread-pool", "epoll"],
+};
+
+const METRICS: &[MetricDef] = &[
+    CONFORMING, OPS, KBPS, MBPS, LAT_MEAN, P99, ERRORS, SERVER_CPU, SD_SERVER, SD_LOAD,
+];
+/// The seed's figures 7–10 (bit rate per connection, latency, ops/s, server
+/// CPU) against connections, with conforming connections and p99 besides.
+const CHARTS: &[ChartDef] = &[ChartDef::against("conns").metrics(&[
+    "conforming",
+    "kbps",
+    "lat_mean",
+    "p99",
+    "ops",
+    "server_cpu",
+])];
+
+static OWN: Roles = Roles {
+    server: Some(server::server),
+    load: load::load,
+    timing: Timing::Duration,
+    spread: Some("conns"),
+    combine,
+};
+
 static WEB: Roles = Roles {
     server: Some(nginx::server),
     load: load::load,
@@ -111,37 +147,47 @@ static WEB: Roles = Roles {
 pub static FAMILY: Family = Family {
     name: "web",
     title: "Web serving (SPECweb99-style)",
-    help: "SPECweb99's method against a real web server: nginx confined to the CPU \
-           configuration serves a generated SPECweb99 file set to throttled keep-alive \
-           connections from kscale's load generator (seeds 000 and 004).",
-    workloads: &[WorkloadDef {
-        family: "web",
-        name: "nginx",
-        title: "SPECweb99-style load on nginx",
-        help: "Conforming connections (at least 320 of 400 kbit/s, under 1 % errors) of \
+    help: "SPECweb99's method: a web server confined to the CPU configuration (kscale's own, \
+           in two designs, or Debian's nginx) serves a generated SPECweb99 file set to \
+           throttled keep-alive connections from kscale's load generator (seeds 000 and 004).",
+    workloads: &[
+        WorkloadDef {
+            family: "web",
+            name: "own",
+            title: "SPECweb99-style load on kscale's server",
+            help: "Conforming connections (at least 320 of 400 kbit/s, under 1 % errors) of \
+                   `conns` keep-alive HTTP/1.1 connections issuing SPECweb99's request mix to \
+                   kscale's own server on the measured CPUs, in the design `mode` names: static \
+                   files with sendfile, dynamic GETs, ad rotation and POSTs in-process, CGI as a \
+                   fork and exec. The same metrics as web.nginx; three trials, the median.",
+            params: &[CONNS, MODE, RATE, MIX, FILESET, SEED, roles::DURATION],
+            metrics: METRICS,
+            charts: CHARTS,
+            timeout: Duration::from_secs(300),
+            roles: Some(&OWN),
+            rule: RunRule::MedianOf(3),
+            ..WorkloadDef::BASE
+        },
+        WorkloadDef {
+            family: "web",
+            name: "nginx",
+            title: "SPECweb99-style load on nginx",
+            help: "Conforming connections (at least 320 of 400 kbit/s, under 1 % errors) of \
                `conns` keep-alive HTTP/1.1 connections issuing SPECweb99's request mix to \
                Debian's nginx (package nginx-light) on the measured CPUs, with ops/s, Mbit/s, \
                bit rate per connection, mean and p99 latency from histograms, errors, the \
                server's CPU utilisation and CPU µs per operation of server and load. Three \
                trials, the \
                median, as SPECweb99 ruled.",
-        params: &[CONNS, RATE, MIX, FILESET, SEED, roles::DURATION],
-        metrics: &[
-            CONFORMING, OPS, KBPS, MBPS, LAT_MEAN, P99, ERRORS, SERVER_CPU, SD_SERVER, SD_LOAD,
-        ],
-        charts: &[ChartDef::against("conns").metrics(&[
-            "conforming",
-            "kbps",
-            "lat_mean",
-            "p99",
-            "ops",
-            "server_cpu",
-        ])],
-        timeout: Duration::from_secs(300),
-        roles: Some(&WEB),
-        rule: RunRule::MedianOf(3),
-        ..WorkloadDef::BASE
-    }],
+            params: &[CONNS, RATE, MIX, FILESET, SEED, roles::DURATION],
+            metrics: METRICS,
+            charts: CHARTS,
+            timeout: Duration::from_secs(300),
+            roles: Some(&WEB),
+            rule: RunRule::MedianOf(3),
+            ..WorkloadDef::BASE
+        },
+    ],
 };
 
 /// Lifts the soft limit of open files to the hard limit: thousands of

@@ -1,6 +1,5 @@
 //! The server role on Debian's nginx, with a guardian that cleans it up.
 
-use super::fileset::{auto_cap, fileset_dirs, spec_dirs, write_fileset, DIR_BYTES};
 use super::raise_nofile;
 use crate::roles::{Endpoint, Phase, RoleCtx, RoleOutput};
 use anyhow::{bail, Context, Result};
@@ -234,27 +233,9 @@ pub(super) fn server(ctx: &RoleCtx) -> Result<RoleOutput> {
     if ctx.bind != "127.0.0.1" {
         bail!("web serves on loopback only for now: load from peers is not supported yet");
     }
-    let p = &ctx.params;
-    let conns = p.int("conns")?;
-    let seed = p.int("seed")?;
+    let conns = ctx.params.int("conns")?;
     raise_nofile(conns + 256)?;
-    let cap = match p.size("fileset")? {
-        0 => auto_cap(&ctx.dir),
-        c => c,
-    };
-    let (dirs, capped) = fileset_dirs(conns, cap);
-    let mut out = RoleOutput::default();
-    if capped {
-        let spec = spec_dirs(conns);
-        out = out.note(format!(
-            "file set capped by fileset: {dirs} directories ({} MB) served; SPECweb99 would \
-             use {spec} ({} MB)",
-            (dirs * DIR_BYTES) >> 20,
-            (spec * DIR_BYTES) >> 20
-        ));
-    }
-    let docroot = ctx.dir.join(format!("web-files-s{seed}-d{dirs}"));
-    write_fileset(&docroot, dirs, seed)?;
+    let (docroot, dirs, out) = super::fileset::for_server(ctx)?;
 
     let ndir = ctx.dir.join(format!("web-nginx-{}", std::process::id()));
     let workers = ctx.config_cpus.len().max(1);
