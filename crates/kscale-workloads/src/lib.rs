@@ -428,6 +428,7 @@ mod tests {
                             kscale_core::ParamKind::Choice(_)
                                 | kscale_core::ParamKind::Str
                                 | kscale_core::ParamKind::Addr
+                                | kscale_core::ParamKind::Url
                         ),
                         "{} charts against {}, which is not a number",
                         w.id(),

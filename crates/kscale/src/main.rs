@@ -60,6 +60,8 @@ enum Command {
     Export(cmd::export::Args),
     /// Generate load for another host's `kscale run … --peer` (netserver's role, reversed).
     Peer(cmd::peer::Args),
+    /// The web family's tools: `web fileset` writes its file set for an external server.
+    Web(cmd::web::Args),
     /// Internal: run one trial in a worker process (started by `kscale run`).
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -102,6 +104,7 @@ fn main() -> ExitCode {
         Command::Report(a) => cmd::report::run(a, db),
         Command::Profile(a) => cmd::profile::run(a, db),
         Command::Peer(a) => cmd::peer::run(a),
+        Command::Web(a) => cmd::web::run(a),
     };
     match result {
         Ok(code) => code,

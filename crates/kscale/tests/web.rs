@@ -251,6 +251,191 @@ fn quick_run_of_the_own_server_in_both_modes() {
     }
 }
 
+/// Debian's nginx on a loopback port, serving `root` with kscale's own
+/// configuration (its dynamic locations included), killed with its process
+/// group when dropped.
+struct TestNginx {
+    child: std::process::Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl TestNginx {
+    fn start(nginx: &std::path::Path, root: &std::path::Path) -> TestNginx {
+        use std::os::unix::process::CommandExt;
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let conf = dir.path().join("nginx.conf");
+        std::fs::write(
+            &conf,
+            kscale_workloads::web::nginx_conf(dir.path(), root, port, 1, 64),
+        )
+        .unwrap();
+        let child = std::process::Command::new(nginx)
+            .arg("-p")
+            .arg(dir.path())
+            .arg("-c")
+            .arg(&conf)
+            .arg("-e")
+            .arg(dir.path().join("error.log"))
+            .process_group(0)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let n = TestNginx {
+            child,
+            port,
+            _dir: dir,
+        };
+        assert!(
+            common::wait_for(
+                || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
+                15
+            ),
+            "nginx did not listen on {port}"
+        );
+        n
+    }
+}
+
+impl Drop for TestNginx {
+    fn drop(&mut self) {
+        let pg = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::killpg(pg, nix::sys::signal::Signal::SIGKILL);
+        let _ = self.child.wait();
+    }
+}
+
+/// `kscale web fileset` writes the set, nginx started here serves it, and
+/// `kscale run web --target` drives it: with the dynamic paths (nginx's
+/// kscale configuration has them) and without (static-only, said so).
+#[test]
+fn target_drives_an_nginx_serving_a_written_fileset() {
+    let Some(nginx) = nginx() else { return };
+    let env = Env::new();
+    let www = env.path().join("www");
+    let www_s = www.to_string_lossy().into_owned();
+    env.cmd(&[
+        "web",
+        "fileset",
+        "--dir",
+        &www_s,
+        "--conns",
+        "20",
+        "--fileset",
+        "8m",
+    ])
+    .assert()
+    .success()
+    .stdout(predicates::str::contains("wrote 1 directories"));
+    let server = TestNginx::start(&nginx, &www);
+    let url = format!("http://127.0.0.1:{}/", server.port);
+    for (dynamic, static_only) in [("/", false), ("none", true)] {
+        let out = env
+            .cmd(&[
+                "run",
+                "web",
+                "--target",
+                &url,
+                "--quick",
+                "--param",
+                "conns=20",
+                "--param",
+                "duration=1",
+                "--param",
+                &format!("dynamic={dynamic}"),
+                "--no-progress",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let j = env.export("latest");
+        let results = j["results"].as_array().unwrap();
+        assert!(results.iter().all(|r| r["workload"] == "web.target"), "{j}");
+        let v = |m: &str| metric(results, "20", m)["mean"].as_f64().unwrap();
+        assert_eq!(metric(results, "20", "conforming")["status"], "done");
+        assert_eq!(v("errors"), 0.0, "dynamic={dynamic}");
+        assert!(v("conforming") >= 10.0, "{}", v("conforming"));
+        assert!(v("ops") > 20.0);
+        let show = env.cmd(&["show", "latest"]).output().unwrap();
+        let text = String::from_utf8_lossy(&show.stdout);
+        assert!(text.contains("a server outside kscale"), "{text}");
+        assert_eq!(
+            text.contains("static-only mix: the target has no dynamic paths"),
+            static_only,
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn bad_targets_and_filesets_are_one_line_and_exit_2() {
+    let env = Env::new();
+    // A port nothing listens on: bound, then closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let refused = format!("http://127.0.0.1:{port}/");
+    let file = env.path().join("a-file");
+    std::fs::write(&file, b"").unwrap();
+    let file = file.to_string_lossy().into_owned();
+    for (args, needle) in [
+        (
+            vec!["run", "web", "--target", refused.as_str()],
+            "cannot connect to 127.0.0.1",
+        ),
+        (
+            vec!["run", "web", "--target", "https://127.0.0.1/"],
+            "expected an http://HOST[:PORT][/PATH] URL",
+        ),
+        (
+            vec!["run", "web", "--target", "ftp://x/"],
+            "expected an http://HOST[:PORT][/PATH] URL",
+        ),
+        (
+            vec!["run", "syscall", "--target", "http://127.0.0.1/"],
+            "drives an external server",
+        ),
+        (
+            vec!["web", "fileset", "--dir", file.as_str()],
+            "is not a directory",
+        ),
+        (
+            vec!["web", "fileset", "--dir", "/proc/kscale-no"],
+            "cannot create it",
+        ),
+        (
+            vec!["web", "fileset", "--dir", "/tmp", "--conns", "0"],
+            "--conns 0",
+        ),
+        (
+            vec!["run", "web.own", "--param", "conns=0"],
+            "`0` for web.own param `conns`",
+        ),
+        (
+            vec!["run", "web.own", "--param", "mode=forked"],
+            "`forked` for web.own param `mode`",
+        ),
+    ] {
+        let out = env.cmd(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
+
 /// SPEC §12: `web` holds 10,000 connections on the 2-core machine. Too
 /// heavy for every `cargo test` (and it needs RLIMIT_NOFILE ≥ 10,256);
 /// run with `cargo test -p kscale --test web -- --ignored`. Its figures

@@ -61,6 +61,10 @@ pub fn file_size(class: usize, k: u64) -> u64 {
     CLASS_BASE[class] * k
 }
 
+/// The manifest served beside the file set: its directory count and seed,
+/// read by `web.target`'s load from the server it drives.
+pub const MANIFEST: &str = "kscale-fileset.json";
+
 /// Writes the file set for `dirs` directories under `root` once: a marker
 /// file names a complete set, so later trials of the run reuse it.
 pub fn write_fileset(root: &Path, dirs: u64, seed: u64) -> Result<()> {
@@ -95,6 +99,10 @@ pub fn write_fileset(root: &Path, dirs: u64, seed: u64) -> Result<()> {
             }
         }
     }
+    let manifest = root.join(MANIFEST);
+    let m = serde_json::json!({ "dirs": dirs, "seed": seed, "bytes": dirs * DIR_BYTES });
+    std::fs::write(&manifest, format!("{m}\n"))
+        .with_context(|| format!("cannot write {}", manifest.display()))?;
     std::fs::write(&marker, b"").with_context(|| format!("cannot write {}", marker.display()))?;
     Ok(())
 }

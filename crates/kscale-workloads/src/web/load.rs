@@ -536,16 +536,29 @@ pub(super) fn load(ctx: &RoleCtx) -> Result<RoleOutput> {
     let conns = ctx.share_of(p.int("conns")?) as usize;
     let rate = p.int("rate")?;
     let seed = p.int("seed")?;
-    let mix = MixKind::parse(p.get("mix")?)?;
-    let ep = ctx
-        .endpoint
-        .as_ref()
-        .context("web's load needs the server's endpoint")?;
-    let addr: SocketAddr = ep
-        .addr()
-        .parse()
-        .with_context(|| format!("bad server address {}", ep.addr()))?;
-    let dirs = ep.extra.get("dirs").and_then(|d| d.as_u64()).unwrap_or(1);
+    let mut mix = MixKind::parse(p.get("mix")?)?;
+    // A load with no server role of its own drives the `target` URL.
+    let target = match &ctx.endpoint {
+        Some(_) => None,
+        None => Some(super::target::resolve(p)?),
+    };
+    let (addr, dirs) = match (&ctx.endpoint, &target) {
+        (Some(ep), _) => (
+            ep.addr()
+                .parse::<SocketAddr>()
+                .with_context(|| format!("bad server address {}", ep.addr()))?,
+            ep.extra.get("dirs").and_then(|d| d.as_u64()).unwrap_or(1),
+        ),
+        (None, Some(t)) => (t.addr, t.dirs),
+        (None, None) => bail!("web's load has neither a server nor a target"),
+    };
+    let (base, dynamic) = target.as_ref().map_or(("", ""), |t| {
+        (t.base.as_str(), t.dynamic.as_deref().unwrap_or(""))
+    });
+    let no_dynamic = target.as_ref().is_some_and(|t| t.dynamic.is_none());
+    if no_dynamic && mix == MixKind::Specweb {
+        mix = MixKind::Static;
+    }
     raise_nofile(conns as u64 + 256)?;
     let threads = ctx.cpus.len().clamp(1, conns.max(1));
     let ns_per_byte = if rate == 0 {
@@ -572,7 +585,8 @@ pub(super) fn load(ctx: &RoleCtx) -> Result<RoleOutput> {
             cs.push(Conn {
                 s: Some(s),
                 st: St::Idle,
-                mix: Mix::new(mix, dirs, seed.wrapping_mul(1_000_003).wrapping_add(id)),
+                mix: Mix::new(mix, dirs, seed.wrapping_mul(1_000_003).wrapping_add(id))
+                    .with_paths(base, dynamic),
                 req: Vec::with_capacity(512),
                 sent: 0,
                 buf: Vec::with_capacity(4096),
@@ -657,7 +671,18 @@ pub(super) fn load(ctx: &RoleCtx) -> Result<RoleOutput> {
     if rate == 0 {
         out = out.note("unthrottled connections (rate=0); conformance judged at 400 kbit/s");
     }
-    if mix != MixKind::Specweb {
+    if let Some(t) = &target {
+        out = out.note(format!(
+            "target: {} ({} directories), a server outside kscale: no server CPU measured",
+            t.url, t.dirs
+        ));
+    }
+    if no_dynamic && p.get("mix")? == "specweb" {
+        out = out.note(
+            "static-only mix: the target has no dynamic paths (dynamic=none); SPECweb99's 70 % \
+             static share alone",
+        );
+    } else if mix != MixKind::Specweb {
         out = out.note(format!("static-only mix ({})", p.get("mix")?));
     }
     Ok(out)

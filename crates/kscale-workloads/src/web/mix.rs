@@ -123,6 +123,11 @@ pub struct Mix {
     files: Zipf,
     rng: Rng,
     user: u64,
+    /// The URL path the file set is served under ("" = the root).
+    base: String,
+    /// The prefix of the dynamic kinds' paths (`{dynamic}/dyn`, `/ad`,
+    /// `/post`, `/cgi`).
+    dynamic: String,
 }
 
 impl Mix {
@@ -133,7 +138,17 @@ impl Mix {
             files: Zipf::new(FILES_PER_CLASS as usize),
             rng: Rng::new(seed),
             user: seed % 10_000,
+            base: String::new(),
+            dynamic: String::new(),
         }
+    }
+
+    /// Serves the static files from under `base` and sends the dynamic
+    /// kinds to paths under `dynamic` (both without a trailing `/`).
+    pub fn with_paths(mut self, base: &str, dynamic: &str) -> Mix {
+        self.base = base.trim_end_matches('/').to_string();
+        self.dynamic = dynamic.trim_end_matches('/').to_string();
+        self
     }
 
     pub fn pick(&mut self) -> Request {
@@ -185,21 +200,22 @@ impl Mix {
         out.clear();
         let path = FilePath(r);
         let u = self.user;
+        let (b, d) = (&self.base, &self.dynamic);
         let _ = match r.kind {
-            Kind::Static => write!(out, "GET {path} HTTP/1.1\r\nHost: kscale\r\n\r\n"),
+            Kind::Static => write!(out, "GET {b}{path} HTTP/1.1\r\nHost: kscale\r\n\r\n"),
             Kind::DynGet => write!(
                 out,
-                "GET /dyn?file={path}&user={u} HTTP/1.1\r\nHost: kscale\r\n\r\n"
+                "GET {d}/dyn?file={path}&user={u} HTTP/1.1\r\nHost: kscale\r\n\r\n"
             ),
             Kind::Cookie => write!(
                 out,
-                "GET /ad?file={path} HTTP/1.1\r\nHost: kscale\r\n\
+                "GET {d}/ad?file={path} HTTP/1.1\r\nHost: kscale\r\n\
                  Cookie: my_cookie=user_id={u}&last_ad={}\r\n\r\n",
                 r.dir % 360
             ),
             Kind::Cgi => write!(
                 out,
-                "GET /cgi?file={path}&user={u} HTTP/1.1\r\nHost: kscale\r\n\r\n"
+                "GET {d}/cgi?file={path}&user={u} HTTP/1.1\r\nHost: kscale\r\n\r\n"
             ),
             Kind::Post => {
                 let body = format!(
@@ -208,7 +224,7 @@ impl Mix {
                 );
                 write!(
                     out,
-                    "POST /post HTTP/1.1\r\nHost: kscale\r\n\
+                    "POST {d}/post HTTP/1.1\r\nHost: kscale\r\n\
                      Content-Type: application/x-www-form-urlencoded\r\n\
                      Content-Length: {}\r\n\r\n{body}",
                     body.len()

@@ -24,8 +24,12 @@ mod load;
 mod mix;
 mod nginx;
 mod server;
+mod target;
 
-pub use fileset::{file_path, file_size, fileset_dirs, spec_dirs, write_fileset, DIR_BYTES};
+pub use fileset::{
+    auto_cap, cap_note, file_path, file_size, fileset_dirs, spec_dirs, write_fileset, DIR_BYTES,
+    MANIFEST,
+};
 pub use load::{conforms, credit, parse_response, Parsed};
 pub use mix::{Kind, Mix, MixKind, Request, Rng, Zipf, KIND_SHARE};
 pub use nginx::nginx_conf;
@@ -114,6 +118,24 @@ const MODE: ParamDef = ParamDef {
     quick: &["thread-pool", "epoll"],
 };
 
+const TARGET: ParamDef = ParamDef {
+    name: "target",
+    help: "The web server to drive, `http://HOST[:PORT]/[PATH]`: it serves a file set written \
+           by `kscale web fileset` at PATH. `kscale run web --target URL` sets it.",
+    kind: ParamKind::Url,
+    default: &["http://127.0.0.1:8080/"],
+    quick: &[],
+};
+const DYNAMIC: ParamDef = ParamDef {
+    name: "dynamic",
+    help: "Path prefix of the target's dynamic handlers (PREFIX/dyn, PREFIX/ad, PREFIX/post, \
+           PREFIX/cgi, as kscale's nginx configuration and own server define them; `/` for \
+           the root), or `none`: the mix is static-only and the result says so.",
+    kind: ParamKind::Str,
+    default: &["none"],
+    quick: &[],
+};
+
 const METRICS: &[MetricDef] = &[
     CONFORMING, OPS, KBPS, MBPS, LAT_MEAN, P99, ERRORS, SERVER_CPU, SD_SERVER, SD_LOAD,
 ];
@@ -130,6 +152,15 @@ const CHARTS: &[ChartDef] = &[ChartDef::against("conns").metrics(&[
 
 static OWN: Roles = Roles {
     server: Some(server::server),
+    load: load::load,
+    timing: Timing::Duration,
+    spread: Some("conns"),
+    combine,
+};
+
+/// No server role: the load drives the `target` param's server.
+static EXTERNAL: Roles = Roles {
+    server: None,
     load: load::load,
     timing: Timing::Duration,
     spread: Some("conns"),
@@ -184,6 +215,22 @@ pub static FAMILY: Family = Family {
             charts: CHARTS,
             timeout: Duration::from_secs(300),
             roles: Some(&WEB),
+            rule: RunRule::MedianOf(3),
+            ..WorkloadDef::BASE
+        },
+        WorkloadDef {
+            family: "web",
+            name: "target",
+            title: "SPECweb99-style load on an external server",
+            help: "The same load and mix against the web server at `target` (any server \
+                   serving a file set from `kscale web fileset`; `kscale run web --target \
+                   URL`). Families and suites leave it out unless it is named or given \
+                   --target. No server CPU is measured.",
+            params: &[TARGET, DYNAMIC, CONNS, RATE, MIX, SEED, roles::DURATION],
+            metrics: METRICS,
+            charts: CHARTS,
+            timeout: Duration::from_secs(300),
+            roles: Some(&EXTERNAL),
             rule: RunRule::MedianOf(3),
             ..WorkloadDef::BASE
         },

@@ -12,6 +12,7 @@ pub mod run;
 pub mod scale;
 pub mod show;
 pub mod study;
+pub mod web;
 pub mod worker;
 
 use crate::error::user;
@@ -80,9 +81,10 @@ impl Catalog for Registry {
                         ParamKind::Size { .. } => ParamScale::Bytes,
                         ParamKind::Count { .. } => ParamScale::Count,
                         ParamKind::Int { .. } | ParamKind::Seconds { .. } => ParamScale::Number,
-                        ParamKind::Choice(_) | ParamKind::Str | ParamKind::Addr => {
-                            ParamScale::Label
-                        }
+                        ParamKind::Choice(_)
+                        | ParamKind::Str
+                        | ParamKind::Addr
+                        | ParamKind::Url => ParamScale::Label,
                     },
                 })
                 .collect(),
