@@ -75,6 +75,10 @@ pub struct WorkloadDef {
     pub roles: Option<&'static roles::Roles>,
     /// How trials become the result: converge (the default) or median of N.
     pub rule: RunRule,
+    /// `run --capacity` searches this Int param for the largest value at
+    /// which the primary metric still equals it (SPECweb99's capacity: the
+    /// most connections that all conform). `None`: no capacity search.
+    pub capacity: Option<&'static str>,
 }
 
 /// One chart of a workload's metrics against a param, e.g. transactions/s
@@ -167,6 +171,7 @@ impl WorkloadDef {
         run: no_run,
         roles: None,
         rule: RunRule::Converge,
+        capacity: None,
     };
 
     /// How long one trial of these params may take before its worker is

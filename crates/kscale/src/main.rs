@@ -3,6 +3,7 @@
 //! `main` only parses the command line and maps errors to exit codes; each
 //! sub-command lives in its own file under `cmd/`.
 
+mod capacity;
 mod cmd;
 mod error;
 mod output;

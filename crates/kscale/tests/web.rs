@@ -436,6 +436,58 @@ fn bad_targets_and_filesets_are_one_line_and_exit_2() {
     }
 }
 
+/// `--capacity` brackets and bisects `conns` and reports (and stores)
+/// the most connections that all conform. Half-second windows make every
+/// connection's conformance strict enough that the search ends within a
+/// few hundred connections.
+#[test]
+fn capacity_search_reports_a_conforming_connection_count() {
+    let env = Env::new();
+    let out = env
+        .cmd(&[
+            "run",
+            "web.own",
+            "--capacity",
+            "--quick",
+            "--param",
+            "mode=epoll",
+            "--param",
+            "conns=100",
+            "--param",
+            "duration=0.5",
+            "--param",
+            "fileset=8m",
+            "--no-progress",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("capacity: "))
+        .unwrap_or_else(|| panic!("no capacity line: {err}"));
+    let n: u64 = line
+        .split("capacity: ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(n > 0, "{line}");
+    assert!(line.contains("steps: 100 "), "{line}");
+    // Stored: `show` prints it from the database.
+    let show = env.cmd(&["show", "latest"]).output().unwrap();
+    let text = String::from_utf8_lossy(&show.stdout);
+    assert!(text.contains(&format!("capacity: {n} conns")), "{text}");
+    // A workload with no capacity param is refused in one line.
+    let bad = env
+        .cmd(&["run", "syscall.null", "--capacity"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("no capacity to search"));
+}
+
 /// SPEC §12: `web` holds 10,000 connections on the 2-core machine. Too
 /// heavy for every `cargo test` (and it needs RLIMIT_NOFILE ≥ 10,256);
 /// run with `cargo test -p kscale --test web -- --ignored`. Its figures

@@ -197,6 +197,7 @@ pub static FAMILY: Family = Family {
             timeout: Duration::from_secs(300),
             roles: Some(&OWN),
             rule: RunRule::MedianOf(3),
+            capacity: Some("conns"),
             ..WorkloadDef::BASE
         },
         WorkloadDef {
@@ -216,6 +217,7 @@ pub static FAMILY: Family = Family {
             timeout: Duration::from_secs(300),
             roles: Some(&WEB),
             rule: RunRule::MedianOf(3),
+            capacity: Some("conns"),
             ..WorkloadDef::BASE
         },
         WorkloadDef {
@@ -232,6 +234,7 @@ pub static FAMILY: Family = Family {
             timeout: Duration::from_secs(300),
             roles: Some(&EXTERNAL),
             rule: RunRule::MedianOf(3),
+            capacity: Some("conns"),
             ..WorkloadDef::BASE
         },
     ],

@@ -57,6 +57,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         dir: args.dir.clone(),
         params: vec![],
         target: None,
+        capacity: false,
         resume: None,
         profile: !args.no_profile,
         no_progress: args.no_progress,
