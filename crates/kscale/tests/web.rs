@@ -528,3 +528,40 @@ fn ten_thousand_connections_are_held() {
     assert!(v("ops") > 10_000.0, "{} ops/s", v("ops"));
     assert!(v("kbps") > 50.0, "{} kbit/s per connection", v("kbps"));
 }
+
+/// The same 10,000 connections held by kscale's own server, both designs
+/// (scripts/bench-web-10k prints the figures; `--ignored` to run).
+#[test]
+#[ignore]
+fn ten_thousand_connections_are_held_by_the_own_server() {
+    let env = Env::new();
+    let out = env
+        .cmd(&[
+            "run",
+            "web.own",
+            "--quick",
+            "--param",
+            "conns=10000",
+            "--param",
+            "duration=3",
+            "--no-progress",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = env.export("latest");
+    let results = j["results"].as_array().unwrap();
+    for mode in ["thread-pool", "epoll"] {
+        let v = |m: &str| {
+            own_metric(results, mode, "10000", m)["mean"]
+                .as_f64()
+                .unwrap()
+        };
+        assert_eq!(v("errors"), 0.0, "{mode}");
+        assert!(v("ops") > 10_000.0, "{mode}: {} ops/s", v("ops"));
+    }
+}

@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use kscale_core::hist;
 use std::collections::BinaryHeap;
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpStream};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
@@ -96,6 +96,8 @@ enum St {
 /// One keep-alive connection of the load generator.
 struct Conn {
     s: Option<TcpStream>,
+    /// The source address it connects from (None: the kernel's choice).
+    src: Option<Ipv4Addr>,
     st: St,
     mix: Mix,
     req: Vec<u8>,
@@ -221,11 +223,94 @@ impl Epoll {
     }
 }
 
-fn open(addr: SocketAddr) -> io::Result<TcpStream> {
-    let s = TcpStream::connect_timeout(&addr, IO_TIMEOUT)?;
+/// Opens a connection, from source address `src` when given (several
+/// loopback addresses carry more connections than one address has
+/// ephemeral ports).
+fn open(addr: SocketAddr, src: Option<Ipv4Addr>) -> io::Result<TcpStream> {
+    let s = match src {
+        None => TcpStream::connect_timeout(&addr, IO_TIMEOUT)?,
+        Some(ip) => {
+            use nix::sys::socket::{
+                bind, connect, socket, AddressFamily, SockFlag, SockType, SockaddrIn,
+                SockaddrStorage,
+            };
+            let fd = socket(
+                AddressFamily::Inet,
+                SockType::Stream,
+                SockFlag::SOCK_CLOEXEC,
+                None,
+            )?;
+            // The port is picked at connect, for this destination only:
+            // bind alone would reserve one of the address's ports for good.
+            let one: libc::c_int = 1;
+            // SAFETY: a valid socket and a live c_int of the right size.
+            unsafe {
+                libc::setsockopt(
+                    fd.as_raw_fd(),
+                    libc::IPPROTO_IP,
+                    libc::IP_BIND_ADDRESS_NO_PORT,
+                    (&one as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                );
+            }
+            bind(fd.as_raw_fd(), &SockaddrIn::from(SocketAddrV4::new(ip, 0)))?;
+            let s = TcpStream::from(fd);
+            // SO_SNDTIMEO bounds a blocking connect as well.
+            s.set_write_timeout(Some(IO_TIMEOUT))?;
+            connect(s.as_raw_fd(), &SockaddrStorage::from(addr))?;
+            s
+        }
+    };
     s.set_nodelay(true)?;
     s.set_nonblocking(true)?;
     Ok(s)
+}
+
+/// The source addresses connections are spread over.
+struct Sources {
+    count: u64,
+    ports: u64,
+}
+
+impl Sources {
+    /// One address (the kernel's choice) while the ephemeral ports of one
+    /// address suffice with room to spare (a fifth, for connections in
+    /// TIME_WAIT and other programs); else, towards a loopback server,
+    /// enough of 127.0.0.x; towards another server, a one-line refusal
+    /// naming the limit.
+    fn for_conns(addr: SocketAddr, conns: u64) -> Result<Sources> {
+        let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+            .ok()
+            .and_then(|r| {
+                let mut it = r.split_whitespace().filter_map(|v| v.parse::<u64>().ok());
+                Some((it.next()?, it.next()?))
+            })
+            .unwrap_or((32_768, 60_999));
+        let ports = (range.1 + 1).saturating_sub(range.0).max(1);
+        let usable = (ports * 4 / 5).max(1);
+        if conns <= usable {
+            return Ok(Sources { count: 1, ports });
+        }
+        if !addr.ip().is_loopback() || !addr.is_ipv4() {
+            bail!(
+                "conns={conns} from one address to {addr} needs more than the {ports} ephemeral \
+                 ports of net.ipv4.ip_local_port_range ({}–{}): widen it or spread the load \
+                 over --peer hosts",
+                range.0,
+                range.1
+            );
+        }
+        let count = conns.div_ceil(usable);
+        if count > 254 {
+            bail!("conns={conns} needs {count} loopback source addresses; at most 254 are used");
+        }
+        Ok(Sources { count, ports })
+    }
+
+    /// Connection `id`'s source address (None: one address, the kernel's).
+    fn source(&self, id: u64) -> Option<Ipv4Addr> {
+        (self.count > 1).then(|| Ipv4Addr::new(127, 0, 0, 1 + (id % self.count) as u8))
+    }
 }
 
 /// One event loop of the load generator: its connections, each sending a
@@ -284,7 +369,7 @@ impl Worker<'_> {
     /// Sends connection `i`'s next request (opening it again if it failed).
     fn send(&mut self, i: usize) {
         if self.conns[i].s.is_none() {
-            match open(self.addr) {
+            match open(self.addr, self.conns[i].src) {
                 Ok(s) => {
                     if let Err(e) =
                         self.ep
@@ -560,6 +645,7 @@ pub(super) fn load(ctx: &RoleCtx) -> Result<RoleOutput> {
         mix = MixKind::Static;
     }
     raise_nofile(conns as u64 + 256)?;
+    let sources = Sources::for_conns(addr, conns as u64)?;
     let threads = ctx.cpus.len().clamp(1, conns.max(1));
     let ns_per_byte = if rate == 0 {
         0.0
@@ -579,11 +665,15 @@ pub(super) fn load(ctx: &RoleCtx) -> Result<RoleOutput> {
         .of(conns as u64) as usize;
         let mut cs = Vec::with_capacity(n);
         for _ in 0..n {
-            let s =
-                open(addr).with_context(|| format!("cannot connect to the server at {addr}"))?;
+            let src = sources.source(id);
+            let s = open(addr, src).with_context(|| match src {
+                Some(ip) => format!("cannot connect to the server at {addr} from {ip}"),
+                None => format!("cannot connect to the server at {addr}"),
+            })?;
             id += 1;
             cs.push(Conn {
                 s: Some(s),
+                src,
                 st: St::Idle,
                 mix: Mix::new(mix, dirs, seed.wrapping_mul(1_000_003).wrapping_add(id))
                     .with_paths(base, dynamic),
@@ -667,6 +757,12 @@ pub(super) fn load(ctx: &RoleCtx) -> Result<RoleOutput> {
         for n in total.notes {
             out = out.note(format!("load: {n}"));
         }
+    }
+    if sources.count > 1 {
+        out = out.note(format!(
+            "load: {} loopback source addresses (127.0.0.1–127.0.0.{}): {} ephemeral ports each",
+            sources.count, sources.count, sources.ports
+        ));
     }
     if rate == 0 {
         out = out.note("unthrottled connections (rate=0); conformance judged at 400 kbit/s");
@@ -752,5 +848,34 @@ mod tests {
         assert_eq!(credit(1000, s(100), s(200), s(0), Some(s(50))), 0.0);
         // An instantaneous response inside the window counts whole.
         assert_eq!(credit(1000, s(10), s(10), s(0), None), 1000.0);
+    }
+
+    #[test]
+    fn loopback_sources_spread_connections_beyond_one_address_ports() {
+        let lo: SocketAddr = "127.0.0.1:80".parse().unwrap();
+        let one = Sources::for_conns(lo, 100).unwrap();
+        assert_eq!((one.count, one.source(7)), (1, None));
+        let ports = one.ports;
+        let many = Sources::for_conns(lo, ports * 2).unwrap();
+        assert!(many.count >= 3, "{}", many.count);
+        let srcs: std::collections::BTreeSet<_> = (0..10).filter_map(|i| many.source(i)).collect();
+        assert_eq!(srcs.len() as u64, many.count.min(10));
+        assert!(srcs.iter().all(|ip| ip.is_loopback()));
+        // Towards another host the limit is named, not worked around.
+        let far: SocketAddr = "192.0.2.1:80".parse().unwrap();
+        let e = Sources::for_conns(far, ports * 2)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("net.ipv4.ip_local_port_range"), "{e}");
+    }
+
+    #[test]
+    fn connections_open_from_the_given_loopback_source() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let _c = open(addr, Some(Ipv4Addr::new(127, 0, 0, 3))).unwrap();
+        let (_s, peer) = l.accept().unwrap();
+        assert_eq!(peer.ip(), Ipv4Addr::new(127, 0, 0, 3));
     }
 }

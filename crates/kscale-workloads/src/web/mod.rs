@@ -23,7 +23,7 @@ mod fileset;
 mod load;
 mod mix;
 mod nginx;
-mod server;
+pub mod server;
 mod target;
 
 pub use fileset::{
@@ -33,7 +33,7 @@ pub use fileset::{
 pub use load::{conforms, credit, parse_response, Parsed};
 pub use mix::{Kind, Mix, MixKind, Request, Rng, Zipf, KIND_SHARE};
 pub use nginx::nginx_conf;
-pub use server::{next_ad, parse_request, Mode};
+pub use server::{next_ad, parse_request, serve, Mode, Served};
 
 use crate::roles::{self, Combined, Roles, Timing};
 use crate::{ChartDef, Family, TrialOutput, WorkloadDef};

@@ -409,14 +409,11 @@ impl Conn {
 
 /// A listening socket with a backlog deep enough for thousands of
 /// connections opened at once (std's is 128).
-fn listen(bind: &str) -> Result<TcpListener> {
+fn listen(addr: SocketAddrV4) -> Result<TcpListener> {
     use nix::sys::socket::{
         bind as bind_to, listen, setsockopt, socket, sockopt, AddressFamily, Backlog, SockFlag,
         SockType, SockaddrIn,
     };
-    let ip: std::net::Ipv4Addr = bind
-        .parse()
-        .with_context(|| format!("kscale's web server listens on IPv4 only, not {bind}"))?;
     let fd = socket(
         AddressFamily::Inet,
         SockType::Stream,
@@ -425,8 +422,8 @@ fn listen(bind: &str) -> Result<TcpListener> {
     )
     .context("socket")?;
     setsockopt(&fd, sockopt::ReuseAddr, &true).context("SO_REUSEADDR")?;
-    bind_to(fd.as_raw_fd(), &SockaddrIn::from(SocketAddrV4::new(ip, 0)))
-        .with_context(|| format!("bind {ip}:0"))?;
+    bind_to(fd.as_raw_fd(), &SockaddrIn::from(addr))
+        .with_context(|| format!("cannot listen on {addr}"))?;
     listen(&fd, Backlog::new(65_535).unwrap_or(Backlog::MAXCONN)).context("listen")?;
     Ok(TcpListener::from(fd))
 }
@@ -455,7 +452,7 @@ fn accept_all(l: &TcpListener, site: &Site, mut add: impl FnMut(TcpStream) -> io
 const TICK: Duration = Duration::from_millis(50);
 
 /// One event loop of the `epoll` mode.
-fn event_loop(ctx: &RoleCtx, site: &Site, l: &TcpListener) -> Result<()> {
+fn event_loop(stop: &(dyn Fn() -> bool + Sync), site: &Site, l: &TcpListener) -> Result<()> {
     let ep = Epoll::new()?;
     let ev_in = libc::EPOLLIN as u32;
     ep.ctl(
@@ -468,7 +465,7 @@ fn event_loop(ctx: &RoleCtx, site: &Site, l: &TcpListener) -> Result<()> {
     let mut conns: Vec<Option<Conn>> = Vec::new();
     let mut free: Vec<usize> = Vec::new();
     let mut evs = vec![libc::epoll_event { events: 0, u64: 0 }; 1024];
-    while ctx.phase() < Phase::Stop {
+    while !stop() {
         let n = ep.wait(&mut evs, TICK).context("epoll_wait")?;
         for ev in evs.iter().take(n) {
             let k = ev.u64;
@@ -523,7 +520,13 @@ struct Slab {
 }
 
 /// One thread of the `thread-pool` mode.
-fn pool_thread(ctx: &RoleCtx, site: &Site, l: &TcpListener, ep: &Epoll, slab: &Mutex<Slab>) {
+fn pool_thread(
+    stop: &(dyn Fn() -> bool + Sync),
+    site: &Site,
+    l: &TcpListener,
+    ep: &Epoll,
+    slab: &Mutex<Slab>,
+) {
     let armed = (libc::EPOLLIN | libc::EPOLLONESHOT) as u32;
     let lock = || match slab.lock() {
         Ok(g) => g,
@@ -531,7 +534,7 @@ fn pool_thread(ctx: &RoleCtx, site: &Site, l: &TcpListener, ep: &Epoll, slab: &M
     };
     // One event at a time: a thread serves one connection.
     let mut evs = [libc::epoll_event { events: 0, u64: 0 }];
-    while ctx.phase() < Phase::Stop {
+    while !stop() {
         let Ok(n) = ep.wait(&mut evs, TICK) else {
             site.errors.fetch_add(1, Ordering::Relaxed);
             continue;
@@ -586,15 +589,31 @@ fn pool_thread(ctx: &RoleCtx, site: &Site, l: &TcpListener, ep: &Epoll, slab: &M
     }
 }
 
-pub(super) fn server(ctx: &RoleCtx) -> Result<RoleOutput> {
-    let p = &ctx.params;
-    let mode = Mode::parse(p.get("mode")?)?;
-    let conns = p.int("conns")?;
-    raise_nofile(conns + 256)?;
-    let (root, dirs, out) = super::fileset::for_server(ctx)?;
-    // The server's own files: the CGI helper and the POST log, removed
-    // when the role ends (the run removes its scratch directory otherwise).
-    let own = ctx.dir.join(format!("web-own-{}", std::process::id()));
+/// What a server served, for its output.
+pub struct Served {
+    pub requests: u64,
+    pub cgi_runs: u64,
+    pub post_log_bytes: u64,
+    pub errors: u64,
+    /// "2 event loop(s)", "32 threads".
+    pub what: String,
+}
+
+/// Serves the file set at `root` on `addr` (port 0: any free port) in
+/// `mode`, for a configuration of `cpus` CPUs, until `stop` (checked
+/// every [`TICK`]); `ready` is
+/// told the port once every thread runs. The CGI helper and the POST log
+/// live in `scratch/web-own-PID`, removed on return.
+pub fn serve(
+    root: &Path,
+    scratch: &Path,
+    addr: SocketAddrV4,
+    mode: Mode,
+    cpus: usize,
+    stop: &(dyn Fn() -> bool + Sync),
+    ready: impl FnOnce(u16) -> Result<()>,
+) -> Result<Served> {
+    let own = scratch.join(format!("web-own-{}", std::process::id()));
     std::fs::create_dir_all(&own).with_context(|| format!("cannot create {}", own.display()))?;
     let _own = RemoveDir(own.clone());
     let helper = crate::syscall::install_hello(&own)?;
@@ -606,7 +625,7 @@ pub(super) fn server(ctx: &RoleCtx) -> Result<RoleOutput> {
         .with_context(|| format!("cannot open {}", log.display()))?;
     let mut rng = Rng::new(0xad5);
     let site = Site {
-        root,
+        root: root.to_path_buf(),
         post_log,
         cgi: helper.path.clone(),
         ads: (0..ADS).map(|_| rng.next_u64() as u32).collect(),
@@ -614,9 +633,9 @@ pub(super) fn server(ctx: &RoleCtx) -> Result<RoleOutput> {
         cgi_runs: AtomicU64::new(0),
         errors: AtomicU64::new(0),
     };
-    let l = listen(&ctx.bind)?;
+    let l = listen(addr)?;
     let port = l.local_addr().context("listener address")?.port();
-    let cpus = ctx.config_cpus.len().max(1);
+    let cpus = cpus.max(1);
     let threads = match mode {
         Mode::Epoll => cpus,
         Mode::ThreadPool => cpus * POOL_PER_CPU,
@@ -642,20 +661,16 @@ pub(super) fn server(ctx: &RoleCtx) -> Result<RoleOutput> {
                 .name("kscale-httpd".into())
                 .stack_size(256 << 10)
                 .spawn_scoped(scope, move || match mode {
-                    Mode::Epoll => event_loop(ctx, site, l),
+                    Mode::Epoll => event_loop(stop, site, l),
                     Mode::ThreadPool => {
-                        pool_thread(ctx, site, l, ep, slab);
+                        pool_thread(stop, site, l, ep, slab);
                         Ok(())
                     }
                 })
                 .context("cannot start a server thread")?;
             handles.push(h);
         }
-        ctx.ready(Endpoint {
-            host: String::new(),
-            port,
-            extra: serde_json::json!({ "dirs": dirs }),
-        })?;
+        ready(port)?;
         for h in handles {
             match h.join() {
                 Ok(Ok(())) => {}
@@ -668,25 +683,58 @@ pub(super) fn server(ctx: &RoleCtx) -> Result<RoleOutput> {
     if let Some(e) = failed {
         return Err(e);
     }
-    let posts = std::fs::metadata(&log).map_or(0, |m| m.len());
-    let what = match mode {
-        Mode::Epoll => format!("{threads} event loop(s)"),
-        Mode::ThreadPool => format!("{threads} threads"),
-    };
+    Ok(Served {
+        requests: site.requests.load(Ordering::Relaxed),
+        cgi_runs: site.cgi_runs.load(Ordering::Relaxed),
+        post_log_bytes: std::fs::metadata(&log).map_or(0, |m| m.len()),
+        errors: site.errors.load(Ordering::Relaxed),
+        what: match mode {
+            Mode::Epoll => format!("{threads} event loop(s)"),
+            Mode::ThreadPool => format!("{threads} threads"),
+        },
+    })
+}
+
+pub(super) fn server(ctx: &RoleCtx) -> Result<RoleOutput> {
+    let p = &ctx.params;
+    let mode = Mode::parse(p.get("mode")?)?;
+    let conns = p.int("conns")?;
+    raise_nofile(conns + 256)?;
+    let (root, dirs, out) = super::fileset::for_server(ctx)?;
+    let ip: std::net::Ipv4Addr = ctx
+        .bind
+        .parse()
+        .with_context(|| format!("kscale's web server listens on IPv4 only, not {}", ctx.bind))?;
+    let stop = || ctx.phase() >= Phase::Stop;
+    let served = serve(
+        &root,
+        &ctx.dir,
+        SocketAddrV4::new(ip, 0),
+        mode,
+        ctx.config_cpus.len(),
+        &stop,
+        |port| {
+            ctx.ready(Endpoint {
+                host: String::new(),
+                port,
+                extra: serde_json::json!({ "dirs": dirs }),
+            })
+        },
+    )?;
     let mut out = out
-        .count(
-            "server_requests",
-            site.requests.load(Ordering::Relaxed) as f64,
-        )
-        .count("cgi_runs", site.cgi_runs.load(Ordering::Relaxed) as f64)
-        .count("post_log_bytes", posts as f64)
+        .count("server_requests", served.requests as f64)
+        .count("cgi_runs", served.cgi_runs as f64)
+        .count("post_log_bytes", served.post_log_bytes as f64)
         .note(format!(
-            "server: kscale's own, mode={} ({what})",
-            p.get("mode")?
+            "server: kscale's own, mode={} ({})",
+            p.get("mode")?,
+            served.what
         ));
-    let errors = site.errors.load(Ordering::Relaxed);
-    if errors > 0 {
-        out = out.note(format!("server: {errors} request or connection errors"));
+    if served.errors > 0 {
+        out = out.note(format!(
+            "server: {} request or connection errors",
+            served.errors
+        ));
     }
     Ok(out)
 }

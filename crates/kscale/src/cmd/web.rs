@@ -24,6 +24,26 @@ pub struct Args {
 enum Sub {
     /// Write the deterministic SPECweb99 file set (and its manifest) into a directory.
     Fileset(FilesetArgs),
+    /// Serve a file set with kscale's own web server until Ctrl-C (for other load generators,
+    /// such as wrk in scripts/validate-web).
+    Serve(ServeArgs),
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// The file set's directory (written by `kscale web fileset`).
+    #[arg(long, value_name = "DIR")]
+    dir: PathBuf,
+    /// Address to listen on.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8080")]
+    listen: String,
+    /// The server's design: thread-pool or epoll.
+    #[arg(long, default_value = "epoll")]
+    mode: String,
+    /// CPUs the server sizes itself for (epoll: one event loop each; thread-pool: 16
+    /// threads each); confine it with taskset.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    cpus: usize,
 }
 
 #[derive(clap::Args)]
@@ -46,7 +66,42 @@ struct FilesetArgs {
 pub fn run(args: Args) -> Result<ExitCode> {
     match args.command {
         Sub::Fileset(a) => fileset(a),
+        Sub::Serve(a) => serve(a),
     }
+}
+
+fn serve(a: ServeArgs) -> Result<ExitCode> {
+    let mode = web::Mode::parse(&a.mode).map_err(|e| user(format!("--{e}")))?;
+    let addr: std::net::SocketAddrV4 = a.listen.parse().map_err(|_| {
+        user(format!(
+            "--listen {}: accepted: an IPv4 ADDR:PORT such as 127.0.0.1:8080",
+            a.listen
+        ))
+    })?;
+    if !a.dir.join(web::MANIFEST).is_file() {
+        return Err(user(format!(
+            "--dir {}: no file set there (no {}); write one with `kscale web fileset`",
+            a.dir.display(),
+            web::MANIFEST
+        )));
+    }
+    if a.cpus == 0 {
+        return Err(user("--cpus 0: give the CPUs the server runs on (≥ 1)"));
+    }
+    crate::signals::install();
+    let stop = || crate::signals::interrupted().is_some();
+    let scratch = std::env::temp_dir();
+    let served = web::serve(&a.dir, &scratch, addr, mode, a.cpus, &stop, |port| {
+        outln!("kscale web serve: {} on {}:{port}", a.mode, addr.ip())
+    })?;
+    outln!(
+        "served {} requests ({} CGI, {} errors) with {}",
+        served.requests,
+        served.cgi_runs,
+        served.errors,
+        served.what
+    )?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn fileset(a: FilesetArgs) -> Result<ExitCode> {
