@@ -279,3 +279,30 @@ fn combine(_: &Params, c: &Combined) -> Result<TrialOutput> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The seed's figures 7–10 — bit rate per connection, latency, ops/s
+    /// and server CPU against connections — are declared for every web
+    /// workload, so the report draws them for each (one line per system ×
+    /// CPU configuration, and per mode for the own server).
+    #[test]
+    fn every_workload_charts_figures_7_to_10_against_conns() {
+        for w in FAMILY.workloads {
+            let c = w
+                .charts
+                .iter()
+                .find(|c| c.x == "conns")
+                .unwrap_or_else(|| panic!("{} has no chart against conns", w.id()));
+            for m in ["kbps", "lat_mean", "ops", "server_cpu"] {
+                assert!(c.metrics.contains(&m), "{} does not chart {m}", w.id());
+            }
+            assert_eq!(w.rule, RunRule::MedianOf(3), "{}", w.id());
+            assert_eq!(w.capacity, Some("conns"), "{}", w.id());
+        }
+        let ids: Vec<String> = FAMILY.workloads.iter().map(|w| w.id()).collect();
+        assert_eq!(ids, ["web.own", "web.nginx", "web.target"]);
+    }
+}
