@@ -26,6 +26,11 @@ pub enum ParamKind {
     /// A network address: `HOST`, `HOST:PORT` or `[V6]:PORT`, where HOST is
     /// an IP literal or a host name.
     Addr,
+    /// An HTTP server's URL, `http://HOST[:PORT][/PATH]` (see
+    /// [`parse_http_url`]). A workload with such a param drives a server
+    /// outside kscale: `run --target URL` gives it, and families and suites
+    /// leave the workload out unless it is named.
+    Url,
 }
 
 impl ParamKind {
@@ -80,6 +85,7 @@ impl ParamDef {
             ParamKind::Seconds { min, max } => format!("seconds {min}..{max}"),
             ParamKind::Str => "text".into(),
             ParamKind::Addr => "host[:port]".into(),
+            ParamKind::Url => "http://host[:port]/[path]".into(),
         }
     }
 
@@ -159,6 +165,9 @@ impl ParamDef {
             ParamKind::Addr => parse_addr(value.trim())
                 .map(|_| value.trim().to_string())
                 .ok_or_else(|| bad("HOST, HOST:PORT or [IPV6]:PORT (port 1-65535)".into())),
+            ParamKind::Url => parse_http_url(value.trim())
+                .map(|_| value.trim().to_string())
+                .ok_or_else(|| bad("an http://HOST[:PORT][/PATH] URL".into())),
         }
     }
 }
@@ -189,6 +198,39 @@ pub fn parse_addr(s: &str) -> Option<(String, Option<u16>)> {
             .split('.')
             .all(|l| !l.is_empty() && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'));
     name_ok.then(|| (host.to_string(), p))
+}
+
+/// A parsed `http://HOST[:PORT][/PATH]` URL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpUrl {
+    pub host: String,
+    pub port: u16,
+    /// The path prefix, without a trailing `/` (empty for the root).
+    pub path: String,
+}
+
+/// Parses an `http://` URL (no query, fragment or user part); the port
+/// defaults to 80. Other schemes, `https` included, are refused: kscale's
+/// load generator speaks plain HTTP/1.1.
+pub fn parse_http_url(s: &str) -> Option<HttpUrl> {
+    let rest = s.strip_prefix("http://")?;
+    let (auth, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    if path.contains(['?', '#']) || auth.contains('@') {
+        return None;
+    }
+    let (host, port) = parse_addr(auth)?;
+    let path = path.trim_end_matches('/');
+    if path.split('/').any(|c| c == "..") || !path.chars().all(|c| c.is_ascii_graphic()) {
+        return None;
+    }
+    Some(HttpUrl {
+        host,
+        port: port.unwrap_or(80),
+        path: path.to_string(),
+    })
 }
 
 fn size_label(v: u64) -> String {
@@ -452,5 +494,29 @@ mod tests {
         let flat: Vec<String> = c.iter().map(|m| format!("{}{}", m["a"], m["b"])).collect();
         assert_eq!(flat, ["1x", "1y", "2x", "2y"]);
         assert_eq!(cartesian(&[]).len(), 1);
+    }
+
+    #[test]
+    fn http_urls_parse() {
+        let u = parse_http_url("http://127.0.0.1:8080/").unwrap();
+        assert_eq!(
+            (u.host.as_str(), u.port, u.path.as_str()),
+            ("127.0.0.1", 8080, "")
+        );
+        let u = parse_http_url("http://web.example/files/").unwrap();
+        assert_eq!((u.port, u.path.as_str()), (80, "/files"));
+        assert_eq!(parse_http_url("http://[::1]:81").unwrap().host, "::1");
+        for bad in [
+            "https://127.0.0.1/",
+            "ftp://h/",
+            "127.0.0.1:80",
+            "http://",
+            "http://h:0/",
+            "http://h/?q=1",
+            "http://u@h/",
+            "http://h/../x",
+        ] {
+            assert!(parse_http_url(bad).is_none(), "{bad}");
+        }
     }
 }

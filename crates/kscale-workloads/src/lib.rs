@@ -87,6 +87,10 @@ pub struct WorkloadDef {
     /// records the case as skipped with this reason: a missing program is a
     /// fact about the machine, not a failure of the kernel being measured.
     pub unavailable: fn(&WorkloadDef) -> Option<String>,
+    /// `run --capacity` searches this Int param for the largest value at
+    /// which the primary metric still equals it (SPECweb99's capacity: the
+    /// most connections that all conform). `None`: no capacity search.
+    pub capacity: Option<&'static str>,
 }
 
 /// [`WorkloadDef::unavailable`] for workloads that need nothing beyond kscale.
@@ -186,6 +190,7 @@ impl WorkloadDef {
         rule: RunRule::Converge,
         quick: true,
         unavailable: always_available,
+        capacity: None,
     };
 
     /// How long one trial of these params may take before its worker is
@@ -457,6 +462,7 @@ mod tests {
                             kscale_core::ParamKind::Choice(_)
                                 | kscale_core::ParamKind::Str
                                 | kscale_core::ParamKind::Addr
+                                | kscale_core::ParamKind::Url
                         ),
                         "{} charts against {}, which is not a number",
                         w.id(),

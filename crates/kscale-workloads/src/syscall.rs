@@ -269,8 +269,8 @@ fn write(ctx: &TrialCtx) -> Result<TrialOutput> {
 
 /// A file of the trial in the scratch directory, removed when dropped so an
 /// early error return leaves nothing behind.
-struct ScratchFile {
-    path: PathBuf,
+pub(crate) struct ScratchFile {
+    pub(crate) path: PathBuf,
     c_path: CString,
 }
 
@@ -781,7 +781,7 @@ fn fork_exit(ctx: &TrialCtx) -> Result<TrialOutput> {
 }
 
 /// The helper program built by build.rs (static unless the build warned).
-static HELLO: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hello"));
+pub(crate) static HELLO: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hello"));
 const HELLO_LINKAGE: &str = env!("KSCALE_HELLO_LINKAGE");
 /// The same program linked dynamically (empty if the build could not).
 static HELLO_DYN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hello-dyn"));
@@ -810,7 +810,7 @@ fn helper_program(ctx: &TrialCtx) -> Result<(&'static [u8], Option<&'static str>
 /// on an executable makes execve fail with ETXTBSY, and any process forked
 /// while this process held one (a test running in another thread) would
 /// keep it open; the writer child is the only process that ever holds one.
-fn install_hello(dir: &Path, program: &'static [u8]) -> Result<ScratchFile> {
+pub(crate) fn install_hello(dir: &Path, program: &'static [u8]) -> Result<ScratchFile> {
     ensure!(
         !program.is_empty(),
         "the fork_exec helper program was not built (see the build warnings)"

@@ -3,6 +3,7 @@
 //! `main` only parses the command line and maps errors to exit codes; each
 //! sub-command lives in its own file under `cmd/`.
 
+mod capacity;
 mod cmd;
 mod error;
 mod output;
@@ -67,6 +68,8 @@ enum Command {
     Fleet(cmd::fleet::Args),
     /// Generate load for another host's `kscale run … --peer` (netserver's role, reversed).
     Peer(cmd::peer::Args),
+    /// The web family's tools: `web fileset` writes its file set for an external server.
+    Web(cmd::web::Args),
     /// Internal: run one trial in a worker process (started by `kscale run`).
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -112,6 +115,7 @@ fn main() -> ExitCode {
         Command::Import(a) => cmd::import::run(a, db),
         Command::Check(a) => cmd::check::run(a, db),
         Command::Fleet(a) => cmd::fleet::run(a, db),
+        Command::Web(a) => cmd::web::run(a),
     };
     match result {
         Ok(code) => code,

@@ -53,8 +53,13 @@ pub fn resolve_targets(
         let found: Vec<&'static WorkloadDef> = if let Some(w) = kscale_workloads::find(name) {
             vec![w]
         } else if let Some(f) = kscale_workloads::family(name) {
-            // A family's `--quick` run is its quick set (all, for most).
-            f.workloads.iter().filter(|w| !quick || w.quick).collect()
+            // A family's `--quick` run is its quick set (all, for most), and
+            // a family stands for what runs on its own: a workload that
+            // drives an external server runs when named or given --target.
+            f.workloads
+                .iter()
+                .filter(|w| (!quick || w.quick) && !drives_external(w))
+                .collect()
         } else {
             return Err(user(format!(
                 "unknown workload or family `{name}` ({})",
@@ -68,6 +73,61 @@ pub fn resolve_targets(
         }
     }
     Ok(out)
+}
+
+/// A `--param` override: the param's name and its values.
+pub type Override = (String, Vec<String>);
+
+/// A workload that drives a server outside kscale: it has a URL param.
+pub fn drives_external(w: &WorkloadDef) -> bool {
+    w.params
+        .iter()
+        .any(|p| matches!(p.kind, kscale_core::ParamKind::Url))
+}
+
+/// `run TARGETS --target URL`: the named workloads, and those of the named
+/// families, that drive an external server, and the override giving each
+/// of their URL params the URL.
+pub fn resolve_external(
+    targets: &[String],
+    url: &str,
+) -> Result<(Vec<&'static WorkloadDef>, Override)> {
+    let mut out: Vec<&'static WorkloadDef> = Vec::new();
+    for name in targets {
+        let found: Vec<&'static WorkloadDef> =
+            match (kscale_workloads::find(name), kscale_workloads::family(name)) {
+                (Some(w), _) => vec![w],
+                (None, Some(f)) => f.workloads.iter().collect(),
+                (None, None) => {
+                    return Err(user(format!(
+                        "unknown workload or family `{name}` ({})",
+                        known_targets()
+                    )))
+                }
+            };
+        out.extend(found.into_iter().filter(|w| drives_external(w)));
+    }
+    let Some(param) = out.first().and_then(|w| {
+        w.params
+            .iter()
+            .find(|p| matches!(p.kind, kscale_core::ParamKind::Url))
+    }) else {
+        let ext: Vec<String> = kscale_workloads::workloads()
+            .filter(|w| drives_external(w))
+            .map(|w| w.id())
+            .collect();
+        return Err(user(format!(
+            "--target {url}: none of {} drives an external server (those that do: {})",
+            if targets.is_empty() {
+                "the targets".to_string()
+            } else {
+                targets.join(", ")
+            },
+            ext.join(", ")
+        )));
+    };
+    let url = param.validate(&out[0].id(), url)?;
+    Ok((out, (param.name.to_string(), vec![url])))
 }
 
 /// Parses `--param NAME=VALUE[,VALUE…]`.

@@ -35,7 +35,7 @@ fn quick_run_against_nginx_reports_specweb99_metrics() {
     let out = env
         .cmd(&[
             "run",
-            "web",
+            "web.nginx",
             "--quick",
             "--param",
             "duration=1",
@@ -105,7 +105,7 @@ fn unthrottled_single_class_runs_faster_than_the_throttle() {
     let out = env
         .cmd(&[
             "run",
-            "web",
+            "web.nginx",
             "--quick",
             "--param",
             "conns=4",
@@ -140,7 +140,7 @@ fn a_missing_nginx_is_one_clear_line() {
     let out = env
         .cmd(&[
             "run",
-            "web",
+            "web.nginx",
             "--quick",
             "--param",
             "conns=2",
@@ -167,12 +167,325 @@ fn bad_params_exit_2_with_one_line() {
         ("rate=-1", "`-1` for web.nginx param `rate`"),
         ("fileset=lots", "`lots` for web.nginx param `fileset`"),
     ] {
-        let out = env.cmd(&["run", "web", "--param", param]).output().unwrap();
+        let out = env
+            .cmd(&["run", "web.nginx", "--param", param])
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(2), "{param}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(err.trim().lines().count(), 1, "{param}: {err}");
         assert!(err.contains(needle), "{param}: {err}");
     }
+}
+
+fn own_metric<'a>(
+    results: &'a [serde_json::Value],
+    mode: &str,
+    conns: &str,
+    m: &str,
+) -> &'a serde_json::Value {
+    results
+        .iter()
+        .find(|r| r["metric"] == m && r["params"]["conns"] == conns && r["params"]["mode"] == mode)
+        .unwrap_or_else(|| panic!("no {m} for mode={mode} conns={conns}"))
+}
+
+/// `kscale run web --quick` covers kscale's own server in both designs
+/// (and nginx, tested above): every SPECweb99 metric, no errors, and the
+/// server's CPU time measured.
+#[test]
+fn quick_run_of_the_own_server_in_both_modes() {
+    let env = Env::new();
+    let out = env
+        .cmd(&[
+            "run",
+            "web.own",
+            "--quick",
+            "--param",
+            "conns=50,200",
+            "--param",
+            "duration=1",
+            "--no-progress",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = env.export("latest");
+    let results = j["results"].as_array().unwrap();
+    for mode in ["thread-pool", "epoll"] {
+        for conns in ["50", "200"] {
+            let c = own_metric(results, mode, conns, "conforming");
+            assert_eq!(c["status"], "done", "{c}");
+            assert_eq!(c["rule"], "median of 3", "{c}");
+            let n: f64 = conns.parse().unwrap();
+            let v = |m: &str| {
+                own_metric(results, mode, conns, m)["mean"]
+                    .as_f64()
+                    .unwrap()
+            };
+            assert!(
+                v("conforming") >= 0.5 * n && v("conforming") <= n,
+                "{mode} conns={conns}: {} conforming",
+                v("conforming")
+            );
+            // Every request kind answered 2xx: dynamic, ad, POST and CGI too.
+            assert_eq!(v("errors"), 0.0, "{mode} conns={conns}");
+            assert!((250.0..=410.0).contains(&v("kbps")), "{}", v("kbps"));
+            assert!(v("server_cpu") > 0.0 && v("server_cpu") <= 100.0);
+            assert!(v("sd_server") > 0.0);
+            assert!(v("p99") >= v("lat_mean"));
+        }
+    }
+    let show = env.cmd(&["show", "latest"]).output().unwrap();
+    let text = String::from_utf8_lossy(&show.stdout);
+    for needle in [
+        "SPECweb99-style load on kscale's server",
+        "mode=thread-pool (",
+        "mode=epoll (",
+    ] {
+        assert!(text.contains(needle), "show lacks {needle}:\n{text}");
+    }
+}
+
+/// Debian's nginx on a loopback port, serving `root` with kscale's own
+/// configuration (its dynamic locations included), killed with its process
+/// group when dropped.
+struct TestNginx {
+    child: std::process::Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl TestNginx {
+    fn start(nginx: &std::path::Path, root: &std::path::Path) -> TestNginx {
+        use std::os::unix::process::CommandExt;
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let conf = dir.path().join("nginx.conf");
+        std::fs::write(
+            &conf,
+            kscale_workloads::web::nginx_conf(dir.path(), root, port, 1, 64),
+        )
+        .unwrap();
+        let child = std::process::Command::new(nginx)
+            .arg("-p")
+            .arg(dir.path())
+            .arg("-c")
+            .arg(&conf)
+            .arg("-e")
+            .arg(dir.path().join("error.log"))
+            .process_group(0)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let n = TestNginx {
+            child,
+            port,
+            _dir: dir,
+        };
+        assert!(
+            common::wait_for(
+                || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
+                15
+            ),
+            "nginx did not listen on {port}"
+        );
+        n
+    }
+}
+
+impl Drop for TestNginx {
+    fn drop(&mut self) {
+        let pg = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::killpg(pg, nix::sys::signal::Signal::SIGKILL);
+        let _ = self.child.wait();
+    }
+}
+
+/// `kscale web fileset` writes the set, nginx started here serves it, and
+/// `kscale run web --target` drives it: with the dynamic paths (nginx's
+/// kscale configuration has them) and without (static-only, said so).
+#[test]
+fn target_drives_an_nginx_serving_a_written_fileset() {
+    let Some(nginx) = nginx() else { return };
+    let env = Env::new();
+    let www = env.path().join("www");
+    let www_s = www.to_string_lossy().into_owned();
+    env.cmd(&[
+        "web",
+        "fileset",
+        "--dir",
+        &www_s,
+        "--conns",
+        "20",
+        "--fileset",
+        "8m",
+    ])
+    .assert()
+    .success()
+    .stdout(predicates::str::contains("wrote 1 directories"));
+    let server = TestNginx::start(&nginx, &www);
+    let url = format!("http://127.0.0.1:{}/", server.port);
+    for (dynamic, static_only) in [("/", false), ("none", true)] {
+        let out = env
+            .cmd(&[
+                "run",
+                "web",
+                "--target",
+                &url,
+                "--quick",
+                "--param",
+                "conns=20",
+                "--param",
+                "duration=1",
+                "--param",
+                &format!("dynamic={dynamic}"),
+                "--no-progress",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let j = env.export("latest");
+        let results = j["results"].as_array().unwrap();
+        assert!(results.iter().all(|r| r["workload"] == "web.target"), "{j}");
+        let v = |m: &str| metric(results, "20", m)["mean"].as_f64().unwrap();
+        assert_eq!(metric(results, "20", "conforming")["status"], "done");
+        assert_eq!(v("errors"), 0.0, "dynamic={dynamic}");
+        assert!(v("conforming") >= 10.0, "{}", v("conforming"));
+        assert!(v("ops") > 20.0);
+        let show = env.cmd(&["show", "latest"]).output().unwrap();
+        let text = String::from_utf8_lossy(&show.stdout);
+        assert!(text.contains("a server outside kscale"), "{text}");
+        assert_eq!(
+            text.contains("static-only mix: the target has no dynamic paths"),
+            static_only,
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn bad_targets_and_filesets_are_one_line_and_exit_2() {
+    let env = Env::new();
+    // A port nothing listens on: bound, then closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let refused = format!("http://127.0.0.1:{port}/");
+    let file = env.path().join("a-file");
+    std::fs::write(&file, b"").unwrap();
+    let file = file.to_string_lossy().into_owned();
+    for (args, needle) in [
+        (
+            vec!["run", "web", "--target", refused.as_str()],
+            "cannot connect to 127.0.0.1",
+        ),
+        (
+            vec!["run", "web", "--target", "https://127.0.0.1/"],
+            "expected an http://HOST[:PORT][/PATH] URL",
+        ),
+        (
+            vec!["run", "web", "--target", "ftp://x/"],
+            "expected an http://HOST[:PORT][/PATH] URL",
+        ),
+        (
+            vec!["run", "syscall", "--target", "http://127.0.0.1/"],
+            "drives an external server",
+        ),
+        (
+            vec!["web", "fileset", "--dir", file.as_str()],
+            "is not a directory",
+        ),
+        (
+            vec!["web", "fileset", "--dir", "/proc/kscale-no"],
+            "cannot create it",
+        ),
+        (
+            vec!["web", "fileset", "--dir", "/tmp", "--conns", "0"],
+            "--conns 0",
+        ),
+        (
+            vec!["run", "web.own", "--param", "conns=0"],
+            "`0` for web.own param `conns`",
+        ),
+        (
+            vec!["run", "web.own", "--param", "mode=forked"],
+            "`forked` for web.own param `mode`",
+        ),
+    ] {
+        let out = env.cmd(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
+
+/// `--capacity` brackets and bisects `conns` and reports (and stores)
+/// the most connections that all conform. Half-second windows make every
+/// connection's conformance strict enough that the search ends within a
+/// few hundred connections.
+#[test]
+fn capacity_search_reports_a_conforming_connection_count() {
+    let env = Env::new();
+    let out = env
+        .cmd(&[
+            "run",
+            "web.own",
+            "--capacity",
+            "--quick",
+            "--param",
+            "mode=epoll",
+            "--param",
+            "conns=100",
+            "--param",
+            "duration=0.5",
+            "--param",
+            "fileset=8m",
+            "--no-progress",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("capacity: "))
+        .unwrap_or_else(|| panic!("no capacity line: {err}"));
+    let n: u64 = line
+        .split("capacity: ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(n > 0, "{line}");
+    assert!(line.contains("steps: 100 "), "{line}");
+    // Stored: `show` prints it from the database.
+    let show = env.cmd(&["show", "latest"]).output().unwrap();
+    let text = String::from_utf8_lossy(&show.stdout);
+    assert!(text.contains(&format!("capacity: {n} conns")), "{text}");
+    // A workload with no capacity param is refused in one line.
+    let bad = env
+        .cmd(&["run", "syscall.null", "--capacity"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("no capacity to search"));
 }
 
 /// SPEC §12: `web` holds 10,000 connections on the 2-core machine. Too
@@ -189,7 +502,7 @@ fn ten_thousand_connections_are_held() {
     let out = env
         .cmd(&[
             "run",
-            "web",
+            "web.nginx",
             "--quick",
             "--param",
             "conns=10000",
@@ -214,4 +527,41 @@ fn ten_thousand_connections_are_held() {
     assert_eq!(v("errors"), 0.0);
     assert!(v("ops") > 10_000.0, "{} ops/s", v("ops"));
     assert!(v("kbps") > 50.0, "{} kbit/s per connection", v("kbps"));
+}
+
+/// The same 10,000 connections held by kscale's own server, both designs
+/// (scripts/bench-web-10k prints the figures; `--ignored` to run).
+#[test]
+#[ignore]
+fn ten_thousand_connections_are_held_by_the_own_server() {
+    let env = Env::new();
+    let out = env
+        .cmd(&[
+            "run",
+            "web.own",
+            "--quick",
+            "--param",
+            "conns=10000",
+            "--param",
+            "duration=3",
+            "--no-progress",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = env.export("latest");
+    let results = j["results"].as_array().unwrap();
+    for mode in ["thread-pool", "epoll"] {
+        let v = |m: &str| {
+            own_metric(results, mode, "10000", m)["mean"]
+                .as_f64()
+                .unwrap()
+        };
+        assert_eq!(v("errors"), 0.0, "{mode}");
+        assert!(v("ops") > 10_000.0, "{mode}: {} ops/s", v("ops"));
+    }
 }

@@ -14,10 +14,9 @@ use nix::sys::signal::Signal;
 use std::os::unix::fs::MetadataExt;
 use std::process::{Child, Stdio};
 
-/// Short trials: 20 connections, 0.5 s windows, a small file set.
+/// Short trials: 20 connections, 0.5 s windows, a small file set (after
+/// `run WORKLOAD`).
 const WEB: &[&str] = &[
-    "run",
-    "web",
     "--quick",
     "--param",
     "conns=20",
@@ -29,7 +28,11 @@ const WEB: &[&str] = &[
 ];
 
 fn setup(tag: &str) -> Option<Netns> {
-    if !std::path::Path::new("/usr/sbin/nginx").is_file() {
+    setup_for("web.nginx", tag)
+}
+
+fn setup_for(workload: &str, tag: &str) -> Option<Netns> {
+    if workload == "web.nginx" && !std::path::Path::new("/usr/sbin/nginx").is_file() {
         skip("nginx is not installed (Debian package nginx-light)");
         return None;
     }
@@ -43,8 +46,15 @@ fn setup(tag: &str) -> Option<Netns> {
 }
 
 fn spawn_in(ns: &Netns, env: &Env, extra: &[(&str, &str)]) -> Child {
+    spawn_workload(ns, env, "web.nginx", extra)
+}
+
+fn spawn_workload(ns: &Netns, env: &Env, workload: &str, extra: &[(&str, &str)]) -> Child {
     let mut c = ns.kscale(env, None);
-    c.args(WEB).stdout(Stdio::null()).stderr(Stdio::piped());
+    c.args(["run", workload])
+        .args(WEB)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
     for (k, v) in extra {
         c.env(k, v);
     }
@@ -89,7 +99,7 @@ fn nginx_dirs(env: &Env) -> Vec<String> {
         }
         for d in std::fs::read_dir(s.path()).into_iter().flatten().flatten() {
             let n = d.file_name().to_string_lossy().into_owned();
-            if n.starts_with("web-nginx-") {
+            if n.starts_with("web-nginx-") || n.starts_with("web-own-") {
                 out.push(n);
             }
         }
@@ -244,4 +254,86 @@ fn a_hung_load_generator_is_killed_and_nginx_with_the_server() {
             .contains("did not answer in time"),
         "{r}"
     );
+}
+
+/// Waits until the own server's role and the load generator run in `ns`.
+fn wait_for_own_server(ns: &Netns) -> bool {
+    wait_for(
+        || {
+            let p = processes_in(ns);
+            p.iter().any(|(_, c)| c == "kscale-server") && p.iter().any(|(_, c)| c == "kscale-load")
+        },
+        60,
+    )
+}
+
+#[test]
+fn own_server_run_that_ends_normally_leaves_nothing() {
+    let Some(ns) = setup_for("web.own", "ook") else {
+        return;
+    };
+    let env = Env::new();
+    let out = spawn_workload(&ns, &env, "web.own", &[])
+        .wait_with_output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_clean(&ns, &env, true);
+    assert_eq!(env.export("latest")["results"][0]["status"], "done");
+}
+
+#[test]
+fn sigterm_stops_the_own_server() {
+    let Some(ns) = setup_for("web.own", "oterm") else {
+        return;
+    };
+    let env = Env::new();
+    let mut child = spawn_workload(&ns, &env, "web.own", &[]);
+    assert!(wait_for_own_server(&ns), "{:?}", processes_in(&ns));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    assert_clean(&ns, &env, true);
+    assert_eq!(env.export("latest")["run"]["status"], "interrupted");
+}
+
+#[test]
+fn sigkill_of_the_parent_takes_the_own_server_with_it() {
+    let Some(ns) = setup_for("web.own", "okill") else {
+        return;
+    };
+    let env = Env::new();
+    let mut child = spawn_workload(&ns, &env, "web.own", &[]);
+    assert!(wait_for_own_server(&ns), "{:?}", processes_in(&ns));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The server's threads, CGI children and listening socket go at once;
+    // its scratch files (CGI helper, POST log, file set) with the run's
+    // scratch directory, removed by the next run as for every family.
+    assert!(
+        wait_for(|| processes_in(&ns).is_empty(), 10),
+        "left behind: {:?}",
+        processes_in(&ns)
+    );
+    assert!(wait_for(|| ns.listening_sockets() == 0, 5));
+    env.cmd(&[
+        "run",
+        "syscall.null",
+        "--quick",
+        "--min-trials",
+        "2",
+        "--max-trials",
+        "2",
+        "--no-progress",
+    ])
+    .assert()
+    .success();
+    assert!(scratch_dirs(&env).is_empty(), "{:?}", scratch_dirs(&env));
 }

@@ -15,6 +15,7 @@ pub mod run;
 pub mod scale;
 pub mod show;
 pub mod study;
+pub mod web;
 pub mod worker;
 
 use crate::error::user;
@@ -83,9 +84,10 @@ impl Catalog for Registry {
                         ParamKind::Size { .. } => ParamScale::Bytes,
                         ParamKind::Count { .. } => ParamScale::Count,
                         ParamKind::Int { .. } | ParamKind::Seconds { .. } => ParamScale::Number,
-                        ParamKind::Choice(_) | ParamKind::Str | ParamKind::Addr => {
-                            ParamScale::Label
-                        }
+                        ParamKind::Choice(_)
+                        | ParamKind::Str
+                        | ParamKind::Addr
+                        | ParamKind::Url => ParamScale::Label,
                     },
                 })
                 .collect(),

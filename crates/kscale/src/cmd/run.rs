@@ -52,11 +52,21 @@ pub struct Args {
     /// Directory for the run's scratch files and the fs workloads (default: current directory).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// Drive the web server at this `http://HOST[:PORT]/` URL (it serves a file set from
+    /// `kscale web fileset`): runs the selected families' workloads that drive an external
+    /// server (`kscale run web --target URL`).
+    #[arg(long, value_name = "URL", conflicts_with = "suite")]
+    pub target: Option<String>,
+    /// Search each workload's capacity (SPECweb99's number: the most connections that all
+    /// conform) by bracketing and bisecting its capacity param, a full trial set per step,
+    /// instead of sweeping it; the param's first value is where the search starts.
+    #[arg(long)]
+    pub capacity: bool,
     /// Override a param's values for every selected workload that has it. Repeatable.
     #[arg(long = "param", value_name = "NAME=VALUE[,VALUE…]")]
     pub params: Vec<String>,
     /// Continue a killed or interrupted run from its first unfinished case.
-    #[arg(long, value_name = "RUN", conflicts_with_all = ["targets", "suite", "cpus", "label", "quick", "ci", "min_trials", "max_trials", "trial_time", "params", "profile", "peers"])]
+    #[arg(long, value_name = "RUN", conflicts_with_all = ["targets", "suite", "cpus", "label", "quick", "ci", "min_trials", "max_trials", "trial_time", "params", "profile", "peers", "target", "capacity"])]
     pub resume: Option<String>,
     /// Add one uncounted trial per case sampled with perf (CPU clock at 997 Hz,
     /// instructions, cache misses) on the case's CPUs: top routines, kernel /
@@ -130,15 +140,37 @@ pub fn options(args: &Args) -> Result<RunOptions> {
             d
         }
     };
-    let workloads = plan::resolve_targets(&args.targets, args.suite.as_deref(), args.quick)?;
-    let overrides = args
+    let mut overrides = args
         .params
         .iter()
         .map(|p| plan::parse_param(p))
         .collect::<Result<Vec<_>>>()?;
+    let workloads = match &args.target {
+        Some(url) => {
+            let (ws, o) = plan::resolve_external(&args.targets, url)?;
+            probe_target(url)?;
+            overrides.push(o);
+            ws
+        }
+        None => plan::resolve_targets(&args.targets, args.suite.as_deref(), args.quick)?,
+    };
     let available = kscale_sys::affinity::available_cpus()?;
     let configs = kscale_core::cpus::resolve(&args.cpus, &available)?;
-    let plan = plan::expand(&workloads, &overrides, args.quick, &configs)?;
+    let mut plan = plan::expand(&workloads, &overrides, args.quick, &configs)?;
+    if args.capacity {
+        let without: Vec<String> = workloads
+            .iter()
+            .filter(|w| crate::capacity::param_of(w).is_none())
+            .map(|w| w.id())
+            .collect();
+        if !without.is_empty() {
+            return Err(user(format!(
+                "--capacity: {} has no capacity to search (web's workloads have: conns)",
+                without.join(", ")
+            )));
+        }
+        plan = crate::capacity::seeds(&plan);
+    }
     Ok(RunOptions {
         targets: args.targets.clone(),
         suite: args.suite.clone(),
@@ -155,6 +187,29 @@ pub fn options(args: &Args) -> Result<RunOptions> {
         profile: args.profile,
         peers: args.peers.clone(),
     })
+}
+
+/// A `--target` that refuses connections is a bad argument, said before
+/// the run starts rather than as every trial's failure.
+fn probe_target(url: &str) -> Result<()> {
+    use std::net::ToSocketAddrs;
+    let u = kscale_core::params::parse_http_url(url)
+        .ok_or_else(|| user(format!("--target {url}: not an http://HOST[:PORT]/ URL")))?;
+    let addrs: Vec<_> = (u.host.as_str(), u.port)
+        .to_socket_addrs()
+        .map_err(|e| user(format!("--target {url}: cannot resolve {}: {e}", u.host)))?
+        .collect();
+    let mut last = None;
+    for a in &addrs {
+        match std::net::TcpStream::connect_timeout(a, std::time::Duration::from_secs(3)) {
+            Ok(_) => return Ok(()),
+            Err(e) => last = Some(format!("{a}: {e}")),
+        }
+    }
+    Err(user(format!(
+        "--target {url}: cannot connect to {}",
+        last.unwrap_or_else(|| format!("{}: no address", u.host))
+    )))
 }
 
 /// A directory a run can use: it exists and kscale can create a directory
@@ -264,7 +319,14 @@ pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store,
 
     use std::io::IsTerminal;
     let progress = !args.no_progress && std::io::stderr().is_terminal();
-    match runner::execute(&store, run_id, &opts, progress, peers.as_mut()) {
+    let done = if args.capacity {
+        let mut opts = opts;
+        let seeds = std::mem::take(&mut opts.plan);
+        crate::capacity::run(&store, run_id, &mut opts, seeds, progress, peers.as_mut())
+    } else {
+        runner::execute(&store, run_id, &opts, progress, peers.as_mut())
+    };
+    match done {
         // A run whose cases all failed measured nothing: it is `failed`.
         // One in which some cases failed is `complete`: its other results
         // stand, and every table lists the failures with their errors.

@@ -56,6 +56,8 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         trial_time: args.trial_time,
         dir: args.dir.clone(),
         params: vec![],
+        target: None,
+        capacity: false,
         resume: None,
         profile: !args.no_profile,
         no_progress: args.no_progress,

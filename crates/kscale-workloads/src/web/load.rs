@@ -1,0 +1,881 @@
+//! kscale's HTTP/1.1 load generator: throttled keep-alive connections on epoll.
+
+use super::mix::{Mix, MixKind};
+use super::raise_nofile;
+use crate::roles::{Endpoint, Phase, RoleCtx, RoleOutput, Share};
+use anyhow::{bail, Context, Result};
+use kscale_core::hist;
+use std::collections::BinaryHeap;
+use std::io::{self, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpStream};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+/// A connection conforms at 80 % of the throttle (SPECweb99's 320 of 400
+/// kbit/s) with errors under 1 % of its operations.
+const CONFORM_SHARE: f64 = 0.8;
+const CONFORM_MAX_ERRORS: f64 = 0.01;
+/// A response that takes longer than this is an error and its connection
+/// is reopened: far above a loaded server's latency, below the trial limit.
+const IO_TIMEOUT: Duration = Duration::from_secs(5);
+
+// ---------------------------------------------------------------- response
+
+/// Where reading a response stands.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Parsed {
+    /// More bytes are needed.
+    Partial,
+    /// The head is complete: the response has this status and is `len`
+    /// bytes long, head and body (which may still be on its way).
+    Done { status: u16, len: usize },
+}
+
+/// Parses the head of one HTTP/1.1 response at the start of `buf` with
+/// httparse and returns the response's length from its `Content-Length`. Chunked bodies are not expected
+/// from a server of static files and fixed responses, and are an error.
+pub fn parse_response(buf: &[u8]) -> Result<Parsed> {
+    let mut headers = [httparse::EMPTY_HEADER; 32];
+    let mut r = httparse::Response::new(&mut headers);
+    let head = match r.parse(buf).context("malformed HTTP response")? {
+        httparse::Status::Partial => return Ok(Parsed::Partial),
+        httparse::Status::Complete(n) => n,
+    };
+    let status = r.code.unwrap_or(0);
+    let mut body = None;
+    for h in r.headers.iter() {
+        if h.name.eq_ignore_ascii_case("content-length") {
+            let v = std::str::from_utf8(h.value)
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .context("bad Content-Length")?;
+            body = Some(v);
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            bail!("chunked responses are not supported");
+        }
+    }
+    let body = match (body, status) {
+        (Some(b), _) => b,
+        (None, 204 | 304) => 0,
+        (None, s) if (100..200).contains(&s) => 0,
+        (None, _) => bail!("response without Content-Length"),
+    };
+    Ok(Parsed::Done {
+        status,
+        len: head + body,
+    })
+}
+
+/// SPECweb99's conformance of one connection over a window.
+pub fn conforms(bits: f64, window_s: f64, ops: u64, errors: u64, rate_kbps: u64) -> bool {
+    if window_s <= 0.0 {
+        return false;
+    }
+    // A connection may spend a whole window on one large file's throttle
+    // span (a 921,600-byte class-3 file lasts 18 s at 400 kbit/s) and
+    // complete nothing in it: its credited bits decide.
+    let total = ops + errors;
+    if errors > 0 && errors as f64 >= CONFORM_MAX_ERRORS * total as f64 {
+        return false;
+    }
+    // Unthrottled runs keep SPECweb99's 400 kbit/s as the yardstick.
+    let rate = if rate_kbps == 0 { 400 } else { rate_kbps };
+    bits / window_s >= CONFORM_SHARE * rate as f64 * 1000.0
+}
+
+// -------------------------------------------------------------------- load
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum St {
+    /// Waiting for its throttle time to send the next request.
+    Idle,
+    Sending,
+    Receiving,
+}
+
+/// One keep-alive connection of the load generator.
+struct Conn {
+    s: Option<TcpStream>,
+    /// The source address it connects from (None: the kernel's choice).
+    src: Option<Ipv4Addr>,
+    st: St,
+    mix: Mix,
+    req: Vec<u8>,
+    sent: usize,
+    buf: Vec<u8>,
+    /// The response's status and whole length once its head is parsed
+    /// (`need` 0: not yet), and the bytes of it received so far.
+    status: u16,
+    need: usize,
+    got: usize,
+    t0: Instant,
+    /// The last response's bytes and the span its throttle spreads them
+    /// over: from its request to the later of its arrival and the throttle's
+    /// next send time.
+    last: (Instant, Instant, u64),
+    // Over the measured window:
+    ops: u64,
+    errors: u64,
+    bytes: f64,
+}
+
+/// The share of `bytes`, spread evenly over `from..to`, that falls inside
+/// `lo..hi`. A throttled connection receives a response at once and then
+/// waits; counting the bytes over the span it paid for them keeps a short
+/// window from crediting a large file's whole wait-to-come.
+pub fn credit(bytes: u64, from: Instant, to: Instant, lo: Instant, hi: Option<Instant>) -> f64 {
+    let span = to.saturating_duration_since(from).as_secs_f64();
+    let a = from.max(lo);
+    let b = hi.map_or(to, |h| to.min(h));
+    if span <= 0.0 {
+        let inside = match hi {
+            Some(h) => from >= lo && from <= h,
+            None => from >= lo,
+        };
+        return if inside { bytes as f64 } else { 0.0 };
+    }
+    bytes as f64 * b.saturating_duration_since(a).as_secs_f64() / span
+}
+
+/// Per-thread results.
+#[derive(Default)]
+struct ThreadOut {
+    ops: u64,
+    errors: u64,
+    bytes: f64,
+    lat_ns: f64,
+    conforming: u64,
+    window_s: f64,
+    notes: Vec<String>,
+}
+
+pub(super) struct Epoll(std::os::fd::OwnedFd);
+
+impl Epoll {
+    pub(super) fn new() -> Result<Epoll> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: plain flags; a non-negative result is a new descriptor we own.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error()).context("epoll_create1");
+        }
+        // SAFETY: fd is fresh and owned by nobody else.
+        Ok(Epoll(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }))
+    }
+    pub(super) fn ctl(&self, op: i32, fd: i32, events: u32, key: usize) -> io::Result<()> {
+        let mut ev = libc::epoll_event {
+            events,
+            u64: key as u64,
+        };
+        // SAFETY: ev lives for the call; fd is a socket the caller owns.
+        let r = unsafe { libc::epoll_ctl(self.0.as_raw_fd(), op, fd, &mut ev) };
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    }
+    /// Waits up to `timeout` with nanosecond precision (epoll_pwait2,
+    /// Linux 5.11): epoll_wait's milliseconds would either spin through the
+    /// last millisecond before every throttled request or send it late.
+    /// Older kernels get epoll_wait with the timeout rounded up.
+    pub(super) fn wait(
+        &self,
+        evs: &mut [libc::epoll_event],
+        timeout: Duration,
+    ) -> io::Result<usize> {
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: evs is a valid writable array of its length, ts a live
+        // timespec; no signal mask is passed.
+        let n = unsafe {
+            libc::syscall(
+                libc::SYS_epoll_pwait2,
+                self.0.as_raw_fd(),
+                evs.as_mut_ptr(),
+                evs.len() as libc::c_int,
+                &ts as *const libc::timespec,
+                std::ptr::null::<libc::sigset_t>(),
+                0usize,
+            )
+        };
+        let n = if n < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+            let ms = timeout.as_nanos().div_ceil(1_000_000);
+            let ms = i32::try_from(ms).unwrap_or(i32::MAX);
+            // SAFETY: as above.
+            let r = unsafe {
+                libc::epoll_wait(self.0.as_raw_fd(), evs.as_mut_ptr(), evs.len() as i32, ms)
+            };
+            r as i64
+        } else {
+            n as i64
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                return Ok(0);
+            }
+            return Err(e);
+        }
+        Ok(n as usize)
+    }
+}
+
+/// Opens a connection, from source address `src` when given (several
+/// loopback addresses carry more connections than one address has
+/// ephemeral ports).
+fn open(addr: SocketAddr, src: Option<Ipv4Addr>) -> io::Result<TcpStream> {
+    let s = match src {
+        None => TcpStream::connect_timeout(&addr, IO_TIMEOUT)?,
+        Some(ip) => {
+            use nix::sys::socket::{
+                bind, connect, socket, AddressFamily, SockFlag, SockType, SockaddrIn,
+                SockaddrStorage,
+            };
+            let fd = socket(
+                AddressFamily::Inet,
+                SockType::Stream,
+                SockFlag::SOCK_CLOEXEC,
+                None,
+            )?;
+            // The port is picked at connect, for this destination only:
+            // bind alone would reserve one of the address's ports for good.
+            let one: libc::c_int = 1;
+            // SAFETY: a valid socket and a live c_int of the right size.
+            unsafe {
+                libc::setsockopt(
+                    fd.as_raw_fd(),
+                    libc::IPPROTO_IP,
+                    libc::IP_BIND_ADDRESS_NO_PORT,
+                    (&one as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                );
+            }
+            bind(fd.as_raw_fd(), &SockaddrIn::from(SocketAddrV4::new(ip, 0)))?;
+            let s = TcpStream::from(fd);
+            // SO_SNDTIMEO bounds a blocking connect as well.
+            s.set_write_timeout(Some(IO_TIMEOUT))?;
+            connect(s.as_raw_fd(), &SockaddrStorage::from(addr))?;
+            s
+        }
+    };
+    s.set_nodelay(true)?;
+    s.set_nonblocking(true)?;
+    Ok(s)
+}
+
+/// The source addresses connections are spread over.
+struct Sources {
+    count: u64,
+    ports: u64,
+}
+
+impl Sources {
+    /// One address (the kernel's choice) while the ephemeral ports of one
+    /// address suffice with room to spare (a fifth, for connections in
+    /// TIME_WAIT and other programs); else, towards a loopback server,
+    /// enough of 127.0.0.x; towards another server, a one-line refusal
+    /// naming the limit.
+    fn for_conns(addr: SocketAddr, conns: u64) -> Result<Sources> {
+        let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+            .ok()
+            .and_then(|r| {
+                let mut it = r.split_whitespace().filter_map(|v| v.parse::<u64>().ok());
+                Some((it.next()?, it.next()?))
+            })
+            .unwrap_or((32_768, 60_999));
+        let ports = (range.1 + 1).saturating_sub(range.0).max(1);
+        let usable = (ports * 4 / 5).max(1);
+        if conns <= usable {
+            return Ok(Sources { count: 1, ports });
+        }
+        if !addr.ip().is_loopback() || !addr.is_ipv4() {
+            bail!(
+                "conns={conns} from one address to {addr} needs more than the {ports} ephemeral \
+                 ports of net.ipv4.ip_local_port_range ({}–{}): widen it or spread the load \
+                 over --peer hosts",
+                range.0,
+                range.1
+            );
+        }
+        let count = conns.div_ceil(usable);
+        if count > 254 {
+            bail!("conns={conns} needs {count} loopback source addresses; at most 254 are used");
+        }
+        Ok(Sources { count, ports })
+    }
+
+    /// Connection `id`'s source address (None: one address, the kernel's).
+    fn source(&self, id: u64) -> Option<Ipv4Addr> {
+        (self.count > 1).then(|| Ipv4Addr::new(127, 0, 0, 1 + (id % self.count) as u8))
+    }
+}
+
+/// One event loop of the load generator: its connections, each sending a
+/// request when its throttle allows, reading the response, repeating.
+struct Worker<'a> {
+    ctx: &'a RoleCtx,
+    addr: SocketAddr,
+    ep: Epoll,
+    conns: Vec<Conn>,
+    timers: BinaryHeap<std::cmp::Reverse<(Instant, usize)>>,
+    /// Nanoseconds a byte may take under the throttle (0: unthrottled).
+    ns_per_byte: f64,
+    hist: hdrhistogram::Histogram<u64>,
+    lat_ns: f64,
+    begin: Option<Instant>,
+    notes: Vec<String>,
+    /// Where responses are read into; bodies are counted and dropped.
+    chunk: Vec<u8>,
+}
+
+impl Worker<'_> {
+    fn register(&self, i: usize, events: u32) -> io::Result<()> {
+        if let Some(s) = &self.conns[i].s {
+            self.ep
+                .ctl(libc::EPOLL_CTL_MOD, s.as_raw_fd(), events, i)
+                .or_else(|_| self.ep.ctl(libc::EPOLL_CTL_ADD, s.as_raw_fd(), events, i))?;
+        }
+        Ok(())
+    }
+
+    fn measuring(&self) -> bool {
+        self.ctx.phase() == Phase::Measure
+    }
+
+    /// A failed request: counted, the connection reopened, the next request
+    /// issued after a pause so a refusing server is not spun on.
+    fn fail(&mut self, i: usize, why: String) {
+        if self.measuring() {
+            self.conns[i].errors += 1;
+        }
+        if self.notes.len() < 3 && !self.notes.contains(&why) {
+            self.notes.push(why);
+        }
+        let c = &mut self.conns[i];
+        c.s = None;
+        c.st = St::Idle;
+        c.need = 0;
+        c.got = 0;
+        c.buf.clear();
+        self.timers.push(std::cmp::Reverse((
+            Instant::now() + Duration::from_millis(10),
+            i,
+        )));
+    }
+
+    /// Sends connection `i`'s next request (opening it again if it failed).
+    fn send(&mut self, i: usize) {
+        if self.conns[i].s.is_none() {
+            match open(self.addr, self.conns[i].src) {
+                Ok(s) => {
+                    if let Err(e) =
+                        self.ep
+                            .ctl(libc::EPOLL_CTL_ADD, s.as_raw_fd(), libc::EPOLLIN as u32, i)
+                    {
+                        return self.fail(i, format!("epoll: {e}"));
+                    }
+                    self.conns[i].s = Some(s);
+                }
+                Err(e) => return self.fail(i, format!("connect to {}: {e}", self.addr)),
+            }
+        }
+        let c = &mut self.conns[i];
+        let r = c.mix.pick();
+        let mut req = std::mem::take(&mut c.req);
+        c.mix.encode(&r, &mut req);
+        c.req = req;
+        c.sent = 0;
+        c.buf.clear();
+        c.need = 0;
+        c.got = 0;
+        c.t0 = Instant::now();
+        c.st = St::Sending;
+        self.write(i);
+    }
+
+    fn write(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        let Some(s) = c.s.as_mut() else { return };
+        while c.sent < c.req.len() {
+            match s.write(&c.req[c.sent..]) {
+                Ok(0) => return self.fail(i, "server closed the connection".into()),
+                Ok(n) => c.sent += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    let ev = (libc::EPOLLIN | libc::EPOLLOUT) as u32;
+                    if let Err(e) = self.register(i, ev) {
+                        self.fail(i, format!("epoll: {e}"));
+                    }
+                    return;
+                }
+                Err(e) => return self.fail(i, format!("send: {e}")),
+            }
+        }
+        c.st = St::Receiving;
+    }
+
+    /// Reads what has arrived. The head is kept until httparse has it;
+    /// body bytes are only counted, never copied.
+    fn read(&mut self, i: usize) {
+        let chunk = &mut self.chunk;
+        loop {
+            let c = &mut self.conns[i];
+            let Some(s) = c.s.as_mut() else { return };
+            match s.read(chunk) {
+                Ok(0) => return self.fail(i, "server closed the connection".into()),
+                Ok(n) => {
+                    if c.need > 0 {
+                        c.got += n;
+                    } else {
+                        // Most heads arrive whole in one read: parse them
+                        // where they landed and copy only a partial one.
+                        let fresh = c.buf.is_empty();
+                        let parsed = if fresh {
+                            parse_response(&chunk[..n])
+                        } else {
+                            c.buf.extend_from_slice(&chunk[..n]);
+                            parse_response(&c.buf)
+                        };
+                        match parsed {
+                            Ok(Parsed::Partial) => {
+                                if fresh {
+                                    c.buf.extend_from_slice(&chunk[..n]);
+                                }
+                                if c.buf.len() > 64 << 10 {
+                                    return self.fail(i, "response head over 64 KB".into());
+                                }
+                            }
+                            Err(e) => return self.fail(i, format!("{e:#}")),
+                            Ok(Parsed::Done { status, len }) => {
+                                c.status = status;
+                                c.need = len;
+                                c.got = if fresh { n } else { c.buf.len() };
+                                c.buf.clear();
+                            }
+                        }
+                    }
+                    // The response is whole (nothing else is in flight) or
+                    // the socket is drained: a further read would only say
+                    // EAGAIN, one wasted system call per request.
+                    if (c.need > 0 && c.got >= c.need) || n < chunk.len() {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return self.fail(i, format!("receive: {e}")),
+            }
+        }
+        self.complete(i);
+    }
+
+    /// Finishes connection `i`'s response if it is all there.
+    fn complete(&mut self, i: usize) {
+        let c = &self.conns[i];
+        if c.st != St::Receiving || c.need == 0 || c.got < c.need {
+            return;
+        }
+        if c.got > c.need {
+            return self.fail(i, "bytes after the response".into());
+        }
+        let now = Instant::now();
+        let measuring = self.measuring();
+        let c = &mut self.conns[i];
+        let (status, len) = (c.status, c.need);
+        c.need = 0;
+        c.got = 0;
+        if !(200..300).contains(&status) {
+            return self.fail(i, format!("HTTP status {status}"));
+        }
+        let at = c.t0 + Duration::from_nanos((len as f64 * self.ns_per_byte) as u64);
+        c.last = (c.t0, at.max(now), len as u64);
+        if measuring {
+            if let Some(b) = self.begin {
+                c.ops += 1;
+                c.bytes += credit(len as u64, c.t0, at.max(now), b, None);
+                let ns = now.duration_since(c.t0).as_nanos() as u64;
+                hist::record(&mut self.hist, ns);
+                self.lat_ns += ns as f64;
+            }
+        }
+        c.st = St::Idle;
+        if at <= now {
+            self.send(i);
+        } else {
+            self.timers.push(std::cmp::Reverse((at, i)));
+        }
+    }
+
+    fn run(&mut self) -> Result<ThreadOut> {
+        let mut evs = vec![libc::epoll_event { events: 0, u64: 0 }; 1024];
+        for i in 0..self.conns.len() {
+            self.send(i);
+        }
+        let mut next_scan = Instant::now();
+        let end = loop {
+            let phase = self.ctx.phase();
+            if phase == Phase::Measure && self.begin.is_none() {
+                let b = Instant::now();
+                self.begin = Some(b);
+                for c in self.conns.iter_mut() {
+                    c.ops = 0;
+                    c.errors = 0;
+                    // The part of a response before the window that its
+                    // throttle spreads into the window.
+                    c.bytes = credit(c.last.2, c.last.0, c.last.1, b, None);
+                }
+            }
+            if phase >= Phase::Done {
+                let e = Instant::now();
+                if let Some(b) = self.begin {
+                    // The part of the last response spread beyond the window.
+                    for c in self.conns.iter_mut() {
+                        let (from, to, n) = c.last;
+                        let late = credit(n, from, to, b, None) - credit(n, from, to, b, Some(e));
+                        c.bytes = (c.bytes - late).max(0.0);
+                    }
+                }
+                break e;
+            }
+            let now = Instant::now();
+            while let Some(std::cmp::Reverse((at, i))) = self.timers.peek().copied() {
+                if at > now {
+                    break;
+                }
+                self.timers.pop();
+                if self.conns[i].st == St::Idle {
+                    self.send(i);
+                }
+            }
+            let wait = self
+                .timers
+                .peek()
+                .map_or(Duration::from_millis(20), |r| {
+                    r.0 .0.saturating_duration_since(now)
+                })
+                .min(Duration::from_millis(20));
+            let n = self.ep.wait(&mut evs, wait).context("epoll_wait")?;
+            for ev in evs.iter().take(n) {
+                let (i, flags) = (ev.u64 as usize, ev.events);
+                if i >= self.conns.len() {
+                    continue;
+                }
+                if flags & libc::EPOLLOUT as u32 != 0 && self.conns[i].st == St::Sending {
+                    if let Err(e) = self.register(i, libc::EPOLLIN as u32) {
+                        self.fail(i, format!("epoll: {e}"));
+                        continue;
+                    }
+                    self.write(i);
+                }
+                if flags & (libc::EPOLLIN | libc::EPOLLERR | libc::EPOLLHUP) as u32 != 0 {
+                    match self.conns[i].st {
+                        St::Receiving => self.read(i),
+                        // Data or a close while nothing was asked: the
+                        // server dropped the keep-alive connection.
+                        St::Idle | St::Sending => {
+                            self.fail(i, "server closed an idle connection".into())
+                        }
+                    }
+                }
+            }
+            // Stalled responses: errors after IO_TIMEOUT (looked for every
+            // 100 ms: a scan of every connection per event would cost more
+            // than the events).
+            let now = Instant::now();
+            if now < next_scan {
+                continue;
+            }
+            next_scan = now + Duration::from_millis(100);
+            for i in 0..self.conns.len() {
+                let c = &self.conns[i];
+                if c.st != St::Idle && now.duration_since(c.t0) > IO_TIMEOUT {
+                    self.fail(i, format!("no response within {} s", IO_TIMEOUT.as_secs()));
+                }
+            }
+        };
+        let window_s = self
+            .begin
+            .map_or(0.0, |b| end.duration_since(b).as_secs_f64());
+        let rate = self.ctx.params.int("rate")?;
+        let mut o = ThreadOut {
+            window_s,
+            lat_ns: self.lat_ns,
+            notes: std::mem::take(&mut self.notes),
+            ..Default::default()
+        };
+        for c in &self.conns {
+            o.ops += c.ops;
+            o.errors += c.errors;
+            o.bytes += c.bytes;
+            if conforms(c.bytes * 8.0, window_s, c.ops, c.errors, rate) {
+                o.conforming += 1;
+            }
+        }
+        Ok(o)
+    }
+}
+
+pub(super) fn load(ctx: &RoleCtx) -> Result<RoleOutput> {
+    let p = &ctx.params;
+    let conns = ctx.share_of(p.int("conns")?) as usize;
+    let rate = p.int("rate")?;
+    let seed = p.int("seed")?;
+    let mut mix = MixKind::parse(p.get("mix")?)?;
+    // A load with no server role of its own drives the `target` URL.
+    let target = match &ctx.endpoint {
+        Some(_) => None,
+        None => Some(super::target::resolve(p)?),
+    };
+    let (addr, dirs) = match (&ctx.endpoint, &target) {
+        (Some(ep), _) => (
+            ep.addr()
+                .parse::<SocketAddr>()
+                .with_context(|| format!("bad server address {}", ep.addr()))?,
+            ep.extra.get("dirs").and_then(|d| d.as_u64()).unwrap_or(1),
+        ),
+        (None, Some(t)) => (t.addr, t.dirs),
+        (None, None) => bail!("web's load has neither a server nor a target"),
+    };
+    let (base, dynamic) = target.as_ref().map_or(("", ""), |t| {
+        (t.base.as_str(), t.dynamic.as_deref().unwrap_or(""))
+    });
+    let no_dynamic = target.as_ref().is_some_and(|t| t.dynamic.is_none());
+    if no_dynamic && mix == MixKind::Specweb {
+        mix = MixKind::Static;
+    }
+    raise_nofile(conns as u64 + 256)?;
+    let sources = Sources::for_conns(addr, conns as u64)?;
+    let threads = ctx.cpus.len().clamp(1, conns.max(1));
+    let ns_per_byte = if rate == 0 {
+        0.0
+    } else {
+        8.0 * 1e9 / (rate as f64 * 1000.0)
+    };
+    // Every connection is open before the load says it is ready.
+    let mut workers = Vec::with_capacity(threads);
+    // Connection numbers, unique across threads and load processes: each
+    // seeds its own request sequence.
+    let mut id = (ctx.share.index * conns) as u64;
+    for t in 0..threads {
+        let n = Share {
+            index: t,
+            count: threads,
+        }
+        .of(conns as u64) as usize;
+        let mut cs = Vec::with_capacity(n);
+        for _ in 0..n {
+            let src = sources.source(id);
+            let s = open(addr, src).with_context(|| match src {
+                Some(ip) => format!("cannot connect to the server at {addr} from {ip}"),
+                None => format!("cannot connect to the server at {addr}"),
+            })?;
+            id += 1;
+            cs.push(Conn {
+                s: Some(s),
+                src,
+                st: St::Idle,
+                mix: Mix::new(mix, dirs, seed.wrapping_mul(1_000_003).wrapping_add(id))
+                    .with_paths(base, dynamic),
+                req: Vec::with_capacity(512),
+                sent: 0,
+                buf: Vec::with_capacity(4096),
+                status: 0,
+                need: 0,
+                got: 0,
+                t0: Instant::now(),
+                last: (Instant::now(), Instant::now(), 0),
+                ops: 0,
+                errors: 0,
+                bytes: 0.0,
+            });
+        }
+        let w = Worker {
+            ctx,
+            addr,
+            ep: Epoll::new()?,
+            conns: cs,
+            timers: BinaryHeap::new(),
+            ns_per_byte,
+            hist: hist::new(),
+            lat_ns: 0.0,
+            begin: None,
+            notes: Vec::new(),
+            chunk: vec![0u8; 64 << 10],
+        };
+        for (i, c) in w.conns.iter().enumerate() {
+            if let Some(s) = &c.s {
+                w.ep.ctl(libc::EPOLL_CTL_ADD, s.as_raw_fd(), libc::EPOLLIN as u32, i)
+                    .context("epoll_ctl")?;
+            }
+        }
+        workers.push(w);
+    }
+    let mut total = ThreadOut::default();
+    let mut latency = hist::new();
+    std::thread::scope(|scope| -> Result<()> {
+        let mut handles = Vec::with_capacity(workers.len());
+        for mut w in workers {
+            let h = std::thread::Builder::new()
+                .name("kscale-web".into())
+                .spawn_scoped(scope, move || w.run().map(|o| (o, w.hist)))
+                .context("cannot start a load thread")?;
+            handles.push(h);
+        }
+        ctx.ready(Endpoint::default())?;
+        for h in handles {
+            match h.join() {
+                Ok(Ok((o, hh))) => {
+                    hist::merge(&mut latency, &hh)?;
+                    total.ops += o.ops;
+                    total.errors += o.errors;
+                    total.bytes += o.bytes;
+                    total.lat_ns += o.lat_ns;
+                    total.conforming += o.conforming;
+                    total.window_s = total.window_s.max(o.window_s);
+                    for n in o.notes {
+                        if !total.notes.contains(&n) {
+                            total.notes.push(n);
+                        }
+                    }
+                }
+                Ok(Err(e)) => return Err(e),
+                Err(_) => bail!("a load thread panicked"),
+            }
+        }
+        Ok(())
+    })?;
+    let mut out = RoleOutput::default()
+        .count("ops", total.ops as f64)
+        .count("errors", total.errors as f64)
+        .count("bytes", total.bytes)
+        .count("lat_ns", total.lat_ns)
+        .count("conforming", total.conforming as f64)
+        .count("conns", conns as f64)
+        .histogram("latency", &latency);
+    if total.errors > 0 {
+        for n in total.notes {
+            out = out.note(format!("load: {n}"));
+        }
+    }
+    if sources.count > 1 {
+        out = out.note(format!(
+            "load: {} loopback source addresses (127.0.0.1–127.0.0.{}): {} ephemeral ports each",
+            sources.count, sources.count, sources.ports
+        ));
+    }
+    if rate == 0 {
+        out = out.note("unthrottled connections (rate=0); conformance judged at 400 kbit/s");
+    }
+    if let Some(t) = &target {
+        out = out.note(format!(
+            "target: {} ({} directories), a server outside kscale: no server CPU measured",
+            t.url, t.dirs
+        ));
+    }
+    if no_dynamic && p.get("mix")? == "specweb" {
+        out = out.note(
+            "static-only mix: the target has no dynamic paths (dynamic=none); SPECweb99's 70 % \
+             static share alone",
+        );
+    } else if mix != MixKind::Specweb {
+        out = out.note(format!("static-only mix ({})", p.get("mix")?));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn responses_parse_in_pieces() {
+        let r = b"HTTP/1.1 200 OK\r\nServer: x\r\nContent-Length: 5\r\n\r\nhello";
+        let head = r.len() - 5;
+        for cut in 0..head {
+            assert_eq!(parse_response(&r[..cut]).unwrap(), Parsed::Partial, "{cut}");
+        }
+        for cut in head..=r.len() {
+            assert_eq!(
+                parse_response(&r[..cut]).unwrap(),
+                Parsed::Done {
+                    status: 200,
+                    len: r.len()
+                }
+            );
+        }
+        let nf = b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n";
+        assert_eq!(
+            parse_response(nf).unwrap(),
+            Parsed::Done {
+                status: 404,
+                len: nf.len()
+            }
+        );
+        assert!(parse_response(b"garbage\r\n\r\n").is_err());
+        assert!(parse_response(b"HTTP/1.1 200 OK\r\n\r\n").is_err());
+        assert!(parse_response(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n").is_err());
+    }
+
+    #[test]
+    fn conformance_rule() {
+        // 400 kbit/s for 10 s is 4 Mbit: conforming down to 320 kbit/s.
+        assert!(conforms(4e6, 10.0, 100, 0, 400));
+        assert!(conforms(3.2e6, 10.0, 100, 0, 400));
+        assert!(!conforms(3.19e6, 10.0, 100, 0, 400));
+        // Errors: under 1 % conforms, 1 % does not.
+        assert!(conforms(4e6, 10.0, 1000, 9, 400));
+        assert!(!conforms(4e6, 10.0, 990, 10, 400));
+        assert!(!conforms(0.0, 10.0, 0, 0, 400));
+        assert!(!conforms(4e6, 0.0, 10, 0, 400));
+        // A window spent on one large file at the throttle's rate conforms.
+        assert!(conforms(4e6, 10.0, 0, 0, 400));
+        assert!(!conforms(4e6, 10.0, 0, 1, 400));
+        // Unthrottled: judged against 400 kbit/s.
+        assert!(conforms(4e6, 10.0, 100, 0, 0));
+    }
+
+    #[test]
+    fn bytes_are_credited_over_their_throttle_span() {
+        let t = Instant::now();
+        let s = |ms| t + Duration::from_millis(ms);
+        // 1000 bytes over 0..100 ms; window 50..: half of them.
+        assert!((credit(1000, s(0), s(100), s(50), None) - 500.0).abs() < 1e-6);
+        // Window 50..75: a quarter.
+        assert!((credit(1000, s(0), s(100), s(50), Some(s(75))) - 250.0).abs() < 1e-6);
+        // Entirely before or after the window: nothing.
+        assert_eq!(credit(1000, s(0), s(100), s(200), None), 0.0);
+        assert_eq!(credit(1000, s(100), s(200), s(0), Some(s(50))), 0.0);
+        // An instantaneous response inside the window counts whole.
+        assert_eq!(credit(1000, s(10), s(10), s(0), None), 1000.0);
+    }
+
+    #[test]
+    fn loopback_sources_spread_connections_beyond_one_address_ports() {
+        let lo: SocketAddr = "127.0.0.1:80".parse().unwrap();
+        let one = Sources::for_conns(lo, 100).unwrap();
+        assert_eq!((one.count, one.source(7)), (1, None));
+        let ports = one.ports;
+        let many = Sources::for_conns(lo, ports * 2).unwrap();
+        assert!(many.count >= 3, "{}", many.count);
+        let srcs: std::collections::BTreeSet<_> = (0..10).filter_map(|i| many.source(i)).collect();
+        assert_eq!(srcs.len() as u64, many.count.min(10));
+        assert!(srcs.iter().all(|ip| ip.is_loopback()));
+        // Towards another host the limit is named, not worked around.
+        let far: SocketAddr = "192.0.2.1:80".parse().unwrap();
+        let e = Sources::for_conns(far, ports * 2)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("net.ipv4.ip_local_port_range"), "{e}");
+    }
+
+    #[test]
+    fn connections_open_from_the_given_loopback_source() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let _c = open(addr, Some(Ipv4Addr::new(127, 0, 0, 3))).unwrap();
+        let (_s, peer) = l.accept().unwrap();
+        assert_eq!(peer.ip(), Ipv4Addr::new(127, 0, 0, 3));
+    }
+}
