@@ -119,6 +119,8 @@ pub struct RunRow {
     pub cases_total: i64,
     pub cases_done: i64,
     pub cases_failed: i64,
+    /// Cases the machine could not run (a program missing), with a reason.
+    pub cases_skipped: i64,
     pub not_converged: i64,
 }
 
@@ -856,7 +858,8 @@ const RUN_SELECT: &str = "SELECT r.id, r.label, r.started_at, r.ended_at, r.stat
         (SELECT count(*) FROM cases c WHERE c.run_id = r.id),
         (SELECT count(*) FROM cases c WHERE c.run_id = r.id AND c.status = 'done'),
         (SELECT count(*) FROM cases c WHERE c.run_id = r.id AND c.status = 'failed'),
-        (SELECT count(*) FROM cases c WHERE c.run_id = r.id AND c.status = 'done' AND c.converged = 0)
+        (SELECT count(*) FROM cases c WHERE c.run_id = r.id AND c.status = 'done' AND c.converged = 0),
+        (SELECT count(*) FROM cases c WHERE c.run_id = r.id AND c.status = 'skipped')
     FROM runs r";
 
 fn run_from_row(r: &Row) -> Result<RunRow> {
@@ -878,6 +881,7 @@ fn run_from_row(r: &Row) -> Result<RunRow> {
         cases_done: r.get(11)?,
         cases_failed: r.get(12)?,
         not_converged: r.get(13)?,
+        cases_skipped: r.get(14)?,
     })
 }
 

@@ -91,6 +91,7 @@ pub fn run_with(cases: Vec<CaseData>) -> RunData {
             cases_total: 0,
             cases_done: 0,
             cases_failed: 0,
+            cases_skipped: 0,
             not_converged: 0,
         },
         cases,

@@ -44,7 +44,11 @@ pub fn run(_args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
             r.label,
             r.started_at,
             r.status,
-            format!("{}/{}", r.cases_done + r.cases_failed, r.cases_total),
+            format!(
+                "{}/{}",
+                r.cases_done + r.cases_failed + r.cases_skipped,
+                r.cases_total
+            ),
             r.cases_failed,
             r.not_converged,
             targets.join(" "),
