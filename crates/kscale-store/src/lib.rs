@@ -2,6 +2,7 @@
 //! Raw trial values are the source of truth; every statistic is recomputed
 //! from them, so a figure can always be re-derived and a killed run resumed.
 
+mod journal;
 mod schema;
 mod time;
 
@@ -14,6 +15,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
+pub use journal::{JournalEntry, TuneRow, TuneStep};
 pub use schema::SCHEMA_VERSION;
 pub use time::now_rfc3339;
 
