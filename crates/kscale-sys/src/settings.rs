@@ -65,17 +65,121 @@ pub fn sched_path(name: &str) -> Result<PathBuf, String> {
     Ok(Path::new("/sys/kernel/debug/sched").join(name))
 }
 
-/// The MTU file of a network interface.
-pub fn nic_mtu_path(dev: &str) -> Result<PathBuf, String> {
+/// Checks an interface name.
+pub fn check_dev(dev: &str) -> Result<(), String> {
     let ok = !dev.is_empty()
-        && dev.len() < 16
+        && dev.len() < libc::IFNAMSIZ
         && dev
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "_-.@".contains(c));
     if !ok {
         return Err(format!("bad interface name `{dev}`"));
     }
-    Ok(Path::new("/sys/class/net").join(dev).join("mtu"))
+    Ok(())
+}
+
+/// An interface's MTU through SIOCGIFMTU / SIOCSIFMTU on a socket: the
+/// ioctl acts in the caller's network namespace, where /sys/class/net may
+/// still show the namespace that mounted /sys.
+pub fn nic_mtu(dev: &str, set: Option<u32>) -> Result<u32, String> {
+    check_dev(dev)?;
+    // SAFETY: a plain datagram socket, closed by OwnedFd.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(format!("socket: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: fd was just returned by socket() and is owned only here.
+    let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    use std::os::fd::AsRawFd;
+    // SAFETY: ifreq is plain old data; zeroed is a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, s) in req.ifr_name.iter_mut().zip(dev.bytes()) {
+        *d = s as libc::c_char;
+    }
+    let (op, what) = match set {
+        Some(m) => {
+            req.ifr_ifru.ifru_mtu = m as libc::c_int;
+            (libc::SIOCSIFMTU, "set")
+        }
+        None => (libc::SIOCGIFMTU, "read"),
+    };
+    // SAFETY: req is a valid ifreq for these two ioctls and outlives the call.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), op as _, &mut req) };
+    if rc < 0 {
+        let e = std::io::Error::last_os_error();
+        let reason = match e.raw_os_error() {
+            Some(libc::ENODEV) => "no such interface here".to_string(),
+            Some(libc::EPERM) => "permission denied (not root?)".to_string(),
+            Some(libc::EINVAL) => "the interface refuses that value".to_string(),
+            _ => e.to_string(),
+        };
+        return Err(format!("cannot {what} the MTU of {dev}: {reason}"));
+    }
+    // SAFETY: SIOCGIFMTU filled the mtu member (and SIOCSIFMTU left ours).
+    Ok(unsafe { req.ifr_ifru.ifru_mtu } as u32)
+}
+
+/// This process's network namespace, as /proc names it (`net:[4026531840]`).
+pub fn netns_id() -> String {
+    std::fs::read_link("/proc/self/ns/net")
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Does any process or /run/netns name still hold namespace `id`?
+fn netns_exists(id: &str) -> bool {
+    let held = |p: &Path| std::fs::read_link(p).is_ok_and(|l| l.to_string_lossy() == id);
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.flatten() {
+            if e.file_name().to_string_lossy().parse::<u32>().is_ok()
+                && held(&e.path().join("ns/net"))
+            {
+                return true;
+            }
+        }
+    }
+    // A named namespace is a bind mount: its inode is the namespace's.
+    let ino = id
+        .trim_start_matches("net:[")
+        .trim_end_matches(']')
+        .parse::<u64>()
+        .ok();
+    if let (Some(ino), Ok(rd)) = (ino, std::fs::read_dir("/run/netns")) {
+        use std::os::unix::fs::MetadataExt;
+        for e in rd.flatten() {
+            if std::fs::metadata(e.path()).is_ok_and(|m| m.ino() == ino) {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// Moves this process into a new network namespace of its own, with
+/// loopback up; it vanishes when the last process in it ends, and every
+/// namespaced setting with it. Must be called before any thread starts.
+pub fn private_netns() -> Result<(), String> {
+    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
+        .map_err(|e| format!("cannot make a network namespace: {e} (needs root)"))?;
+    run(Command::new("ip").args(["link", "set", "lo", "up"]))
+}
+
+/// Settings that live in a network namespace are journalled with it:
+/// `TARGET in net:[N]`.
+pub fn in_netns(target: &str) -> String {
+    format!("{target} in {}", netns_id())
+}
+
+fn split_netns(target: &str) -> (&str, Option<&str>) {
+    match target.rsplit_once(" in net:[") {
+        Some((t, _)) => (t, Some(&target[t.len() + 4..])),
+        None => (target, None),
+    }
+}
+
+/// Is a file setting namespaced by the network namespace?
+pub fn is_net_path(path: &Path) -> bool {
+    path.starts_with("/proc/sys/net") || path.starts_with("/sys/class/net")
 }
 
 /// IRQs named by number, or every IRQ whose /proc/interrupts line ends in
@@ -243,12 +347,10 @@ pub fn mount_options(mountpoint: &Path) -> Option<String> {
     let text = std::fs::read_to_string("/proc/mounts").ok()?;
     let want = std::fs::canonicalize(mountpoint).unwrap_or_else(|_| mountpoint.to_path_buf());
     let want = want.to_string_lossy();
-    text.lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() >= 4 && unescape_mount(f[1]) == want).then(|| f[3].to_string())
-        })
-        .last()
+    text.lines().rev().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() >= 4 && unescape_mount(f[1]) == want).then(|| f[3].to_string())
+    })
 }
 
 /// /proc/mounts writes blanks in paths as octal escapes.
@@ -279,7 +381,38 @@ fn run(cmd: &mut Command) -> Result<(), String> {
 /// Puts one journalled setting back: a file its old value, a mount its
 /// old options, a created filesystem removed. Restoring something already
 /// as it was is not an error, so a replay after a crash is safe to repeat.
-pub fn restore(kind: &str, target: &str, old: &str) -> Result<(), String> {
+pub fn restore(kind: &str, target: &str, old: &str) -> Result<(), Restore> {
+    let (target, ns) = split_netns(target);
+    if let Some(ns) = ns {
+        if ns != netns_id() {
+            if netns_exists(ns) {
+                return Err(Restore::Elsewhere(format!(
+                    "{target} was changed in network namespace {ns}: run the restore inside it (ip netns exec NAME kscale tune --restore)"
+                )));
+            }
+            return Ok(());
+        }
+    }
+    restore_here(kind, target, old).map_err(Restore::Failed)
+}
+
+/// Why a journal entry was not restored.
+#[derive(Debug, PartialEq)]
+pub enum Restore {
+    /// It lives in another, still existing, network namespace.
+    Elsewhere(String),
+    Failed(String),
+}
+
+impl std::fmt::Display for Restore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Restore::Elsewhere(s) | Restore::Failed(s) => f.write_str(s),
+        }
+    }
+}
+
+fn restore_here(kind: &str, target: &str, old: &str) -> Result<(), String> {
     match kind {
         MOUNT => {
             let fs = LoopFs::decode(target)
@@ -294,6 +427,15 @@ pub fn restore(kind: &str, target: &str, old: &str) -> Result<(), String> {
                 return Ok(());
             }
             fs.remount(old)
+        }
+        "nic" => {
+            let mtu: u32 = old
+                .parse()
+                .map_err(|_| format!("bad journalled MTU `{old}`"))?;
+            if nic_mtu(target, None)? != mtu {
+                nic_mtu(target, Some(mtu))?;
+            }
+            Ok(())
         }
         k if FILE_KINDS.contains(&k) => {
             let path = Path::new(target);
@@ -347,13 +489,30 @@ mod tests {
     }
 
     #[test]
+    fn netns_tags_split_off() {
+        assert_eq!(
+            split_netns("/proc/sys/net/x in net:[4026531840]"),
+            ("/proc/sys/net/x", Some("net:[4026531840]"))
+        );
+        assert_eq!(
+            split_netns("/proc/sys/kernel/x"),
+            ("/proc/sys/kernel/x", None)
+        );
+        // A namespace nobody holds is gone, and with it the setting.
+        assert_eq!(restore("sysctl", "/nonexistent in net:[1]", "0"), Ok(()));
+        assert!(netns_id().starts_with("net:["));
+        assert!(netns_exists(&netns_id()));
+    }
+
+    #[test]
     fn names_are_checked() {
         assert!(thp_path("enabled").is_ok());
         assert!(thp_path("../x").is_err());
         assert!(sched_path("sched_rr_timeslice_ms").is_ok());
         assert!(sched_path("../../x").is_err());
-        assert!(nic_mtu_path("lo").is_ok());
-        assert!(nic_mtu_path("../lo").is_err());
+        assert!(check_dev("lo").is_ok());
+        assert!(check_dev("../lo").is_err());
+        assert!(nic_mtu("no-such-dev0", None).is_err());
         assert!(restore("bogus", "x", "y").is_err());
     }
 }

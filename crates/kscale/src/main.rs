@@ -58,6 +58,8 @@ enum Command {
     Profile(cmd::profile::Args),
     /// Export a run's results as JSON or CSV.
     Export(cmd::export::Args),
+    /// A cumulative tuning study: baseline, each step, baseline again; every setting restored.
+    Tune(cmd::tune::Args),
     /// Generate load for another host's `kscale run … --peer` (netserver's role, reversed).
     Peer(cmd::peer::Args),
     /// Internal: run one trial in a worker process (started by `kscale run`).
@@ -102,6 +104,7 @@ fn main() -> ExitCode {
         Command::Report(a) => cmd::report::run(a, db),
         Command::Profile(a) => cmd::profile::run(a, db),
         Command::Peer(a) => cmd::peer::run(a),
+        Command::Tune(a) => cmd::tune::run(a, db),
     };
     match result {
         Ok(code) => code,

@@ -12,6 +12,7 @@ pub mod run;
 pub mod scale;
 pub mod show;
 pub mod study;
+pub mod tune;
 pub mod worker;
 
 use crate::error::user;

@@ -196,6 +196,7 @@ pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store,
     let (store, run_id, opts) = if let Some(spec) = &args.resume {
         let store = super::open_existing(db)?;
         let id = store.resolve(spec)?;
+        super::tune::refuse_if_unrestored(&store)?;
         let row = store.run(id)?;
         if row.status == "complete" {
             return Err(user(format!(
@@ -240,6 +241,7 @@ pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store,
             peers = Some(set);
         }
         let store = super::open_store(db)?;
+        super::tune::refuse_if_unrestored(&store)?;
         let new = NewRun {
             label,
             kscale_version: VERSION.into(),
