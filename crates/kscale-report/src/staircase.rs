@@ -203,7 +203,7 @@ pub fn table(s: &Staircase) -> Table {
                     format!("±{}", sig((hi - lo) / 2.0, 2))
                 })),
             ),
-            (None, Some(e)) => (Cell::tone(format!("failed: {e}"), Tone::Bad), Cell::new("")),
+            (None, Some(_)) => (Cell::tone("failed", Tone::Bad), Cell::new("")),
             (None, None) => (Cell::new("–"), Cell::new("")),
         };
         t.push(
@@ -217,7 +217,9 @@ pub fn table(s: &Staircase) -> Table {
                 Cell::new(b.name.clone()),
                 value,
                 ci,
-                if i == 0 {
+                // The last row is the drift check: only its distance
+                // from the first baseline means anything.
+                if i == 0 || i + 1 == s.bars.len() {
                     Cell::new("")
                 } else {
                     gain_cell(b.vs_prev)
@@ -231,6 +233,9 @@ pub fn table(s: &Staircase) -> Table {
         );
     }
     for (i, b) in s.bars.iter().enumerate() {
+        if let (None, Some(e)) = (b.mean, &b.error) {
+            t.notes.push(format!("{i} {} failed: {e}", b.name));
+        }
         if !b.settings.is_empty() {
             t.notes.push(format!(
                 "{i} {}: {} ({})",
@@ -356,12 +361,15 @@ impl Staircase {
                             sy(hi)
                         );
                     }
-                    let label = match (i, b.vs_prev) {
-                        (0, _) => "baseline".to_string(),
-                        (_, Some(g)) => g.label(),
+                    let label = match (i, b.vs_prev, b.vs_base) {
+                        (0, _, _) => "baseline".to_string(),
+                        (i, _, Some(g)) if i == last => format!("drift {}", g.label()),
+                        (_, Some(g), _) => g.label(),
                         _ => String::new(),
                     };
-                    let label_y = (y - 5.0).max(top + FONT);
+                    // Above the bar and its interval, below the title.
+                    let whisker = b.ci.map_or(y, |(_, hi)| sy(hi.min(v1)));
+                    let label_y = (y.min(whisker) - 5.0).max(top + FONT);
                     let _ = write!(
                         body,
                         r##"<text x="{cx:.2}" y="{label_y:.2}" text-anchor="middle" font-size="{:.0}">{}</text>"##,
@@ -475,7 +483,13 @@ mod tests {
                 bar("baseline", Some(100.0), None),
                 bar("sockbuf", Some(130.0), Some(30.0)),
                 bar("bad", None, None),
-                bar("baseline-again", Some(101.0), Some(-22.0)),
+                Bar {
+                    vs_base: Some(Gain {
+                        pct: 1.0,
+                        significant: false,
+                    }),
+                    ..bar("baseline-again", Some(101.0), Some(-22.0))
+                },
             ],
             drift: Some(Gain {
                 pct: 1.0,
@@ -486,11 +500,13 @@ mod tests {
         assert_eq!(svg.matches(r#"<rect class="mark""#).count(), 3);
         assert!(svg.contains("failed"));
         assert!(svg.contains("+30.0 %"));
+        assert!(svg.contains("drift ~+1.0 %"));
         assert!(svg.contains("why sockbuf"));
         assert!(svg.contains("No significant drift"));
         assert_eq!(svg.matches("legend-entry").count(), 4);
         let t = table(&s);
         assert_eq!(t.rows.len(), 4);
-        assert!(t.to_markdown().contains("failed: no privilege"));
+        let md = t.to_markdown();
+        assert!(md.contains("2 bad failed: no privilege"), "{md}");
     }
 }

@@ -234,7 +234,9 @@ pub fn same_value(a: &str, b: &str) -> bool {
 fn why(path: &Path, what: &str, e: &std::io::Error) -> String {
     let reason = match e.raw_os_error() {
         Some(libc::ENOENT) => "absent on this kernel".to_string(),
-        Some(libc::EACCES) | Some(libc::EPERM) => "permission denied (not root?)".to_string(),
+        Some(libc::EACCES) | Some(libc::EPERM) => {
+            "permission denied (not root, or read-only in this namespace)".to_string()
+        }
         Some(libc::EROFS) => "read-only".to_string(),
         _ => e.to_string(),
     };

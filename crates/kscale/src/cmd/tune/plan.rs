@@ -133,6 +133,11 @@ impl Setting {
     /// One line for the output and the chart's legend.
     pub fn describe(&self) -> String {
         match self {
+            Setting::File {
+                kind: "nic",
+                key,
+                value,
+            } => format!("nic {key}.mtu={value}"),
             Setting::File { kind, key, value } => format!("{kind} {key}={value}"),
             Setting::Irq { spec, cpus } => format!("irq {spec} → CPUs {cpus}"),
             Setting::Affinity(c) => format!("cpus {c}"),
