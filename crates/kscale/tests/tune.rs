@@ -472,3 +472,106 @@ fn every_example_plan_parses_and_validates() {
     }
     assert!(n >= 3, "only {n} example plans");
 }
+
+/// `--cpu-mode hotplug` takes CPUs offline: the whole machine feels it, so
+/// these run only when asked for, one at a time:
+/// `KSCALE_TEST_HOTPLUG=1 cargo test -p kscale --test tune hotplug -- --test-threads=1`.
+fn hotplug_wanted() -> bool {
+    if std::env::var_os("KSCALE_TEST_HOTPLUG").is_some_and(|v| v == "1") {
+        return true;
+    }
+    eprintln!("not run: set KSCALE_TEST_HOTPLUG=1 to take CPUs offline in this test");
+    false
+}
+
+fn online_cpus() -> String {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn hotplug_runs_bring_every_cpu_back_after_a_normal_end_and_after_sigkill() {
+    if !hotplug_wanted() {
+        return;
+    }
+    if !root() || !Path::new("/sys/devices/system/cpu/cpu1/online").exists() {
+        skip("hotplug needs root and a CPU 1 that can go offline");
+        return;
+    }
+    let before = online_cpus();
+    let env = Env::new();
+    env.cmd(&[
+        "run",
+        "syscall.null",
+        "--cpus",
+        "1",
+        "--cpu-mode",
+        "hotplug",
+        "--quick",
+        "--trial-time",
+        "0.05",
+        "--no-progress",
+    ])
+    .assert()
+    .success();
+    assert_eq!(online_cpus(), before);
+    let opts = env.export("latest");
+    assert_eq!(opts["run"]["options"]["cpu_mode"], "hotplug", "{opts}");
+
+    let mut child = Command::new(common::bin())
+        .current_dir(env.path())
+        .args(["--db"])
+        .arg(env.db())
+        .args([
+            "run",
+            "syscall.null",
+            "--cpus",
+            "1",
+            "--cpu-mode",
+            "hotplug",
+            "--quick",
+            "--trial-time",
+            "1",
+            "--no-progress",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start");
+    wait_mid_step(&env, 1, 2);
+    assert_ne!(online_cpus(), before, "no CPU went offline");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_ne!(online_cpus(), before, "SIGKILL gives no chance to restore");
+    env.cmd(&["tune", "--restore"]).assert().success();
+    assert_eq!(online_cpus(), before);
+}
+
+#[test]
+fn hotplug_is_refused_in_one_line_before_anything_is_measured_without_root() {
+    // Changes nothing: the refusal comes before any CPU is touched.
+    if !root() || !Path::new("/usr/bin/setpriv").exists() {
+        skip("needs root and setpriv to run kscale as nobody");
+        return;
+    }
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(common::bin())
+        .args([
+            "--db",
+            "/nonexistent/k.db",
+            "run",
+            "syscall.null",
+            "--cpus",
+            "1",
+        ])
+        .args(["--cpu-mode", "hotplug", "--quick", "--dir", "/tmp"])
+        .output()
+        .expect("setpriv");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("needs root"), "{err}");
+}

@@ -74,6 +74,11 @@ pub struct Args {
     /// The peers' shared secret (default: $KSCALE_PEER_TOKEN).
     #[arg(long, value_name = "T")]
     pub token: Option<String>,
+    /// How a configuration of N CPUs is made: `affinity` confines the
+    /// workload; `hotplug` takes the other CPUs offline like `maxcpus=N`
+    /// (root; journalled and brought back online however the run ends).
+    #[arg(long, value_enum, default_value = "affinity")]
+    pub cpu_mode: super::tune::hotplug::CpuMode,
 }
 
 /// Builds validated options from the command line.
@@ -138,6 +143,9 @@ pub fn options(args: &Args) -> Result<RunOptions> {
         .collect::<Result<Vec<_>>>()?;
     let available = kscale_sys::affinity::available_cpus()?;
     let configs = kscale_core::cpus::resolve(&args.cpus, &available)?;
+    if args.cpu_mode == super::tune::hotplug::CpuMode::Hotplug {
+        super::tune::hotplug::check(&configs, &available)?;
+    }
     let plan = plan::expand(&workloads, &overrides, args.quick, &configs)?;
     Ok(RunOptions {
         targets: args.targets.clone(),
@@ -154,6 +162,7 @@ pub fn options(args: &Args) -> Result<RunOptions> {
         plan,
         profile: args.profile,
         peers: args.peers.clone(),
+        cpu_mode: args.cpu_mode,
     })
 }
 

@@ -4,6 +4,7 @@
 //! run rules. Every setting is journalled before it is changed and restored
 //! however the study ends; `--restore` replays what a SIGKILL left behind.
 
+pub mod hotplug;
 pub mod plan;
 
 use crate::error::user;
@@ -56,6 +57,10 @@ pub struct Args {
     /// Do not draw the progress bar.
     #[arg(long)]
     no_progress: bool,
+    /// How the target's CPU configuration is made: `affinity` confines the
+    /// workload, `hotplug` takes the other CPUs offline (root; restored).
+    #[arg(long, value_enum, default_value = "affinity")]
+    cpu_mode: hotplug::CpuMode,
 }
 
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
@@ -397,6 +402,9 @@ fn measure_step(
     }
     if let Some(n) = args.max_trials {
         argv.extend(["--max-trials".into(), n.to_string()]);
+    }
+    if args.cpu_mode == hotplug::CpuMode::Hotplug {
+        argv.extend(["--cpu-mode".into(), "hotplug".into()]);
     }
     if let Some(t) = args.trial_time {
         argv.extend(["--trial-time".into(), t.to_string()]);
