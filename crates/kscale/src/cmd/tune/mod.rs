@@ -101,6 +101,14 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         None => std::env::current_dir()
             .map_err(|e| user(format!("cannot use the current directory: {e}")))?,
     };
+    // Run options (--ci, --trial-time, --dir …) are checked before anything changes.
+    let first = State {
+        params: plan.params.clone(),
+        cpus: plan.cpus.clone(),
+        mount_options: String::new(),
+        fs: None,
+    };
+    run_options(&args, &plan, &first, &label, &dir)?;
     // Before any thread exists: a namespace is per thread.
     if plan.netns {
         settings::private_netns().map_err(user)?;
@@ -385,6 +393,41 @@ fn measure_step(
     label: &str,
     dir: &Path,
 ) -> Result<i64> {
+    let opts = run_options(args, plan, state, label, dir)?;
+    let new = NewRun {
+        label: label.to_string(),
+        kscale_version: super::run::VERSION.into(),
+        git_rev: super::run::GIT_REV.into(),
+        args: std::env::args().collect(),
+        options: serde_json::to_value(&opts)?,
+        snapshot: kscale_sys::snapshot::take(super::run::VERSION, super::run::GIT_REV),
+    };
+    let id = store.create_run(&new)?;
+    use std::io::IsTerminal;
+    let progress = !args.no_progress && std::io::stderr().is_terminal();
+    match runner::execute(store, id, &opts, progress, None) {
+        Ok(()) => {
+            let row = store.run(id)?;
+            let all_failed = row.cases_total > 0 && row.cases_failed == row.cases_total;
+            store.set_run_status(id, if all_failed { "failed" } else { "complete" })?;
+            Ok(id)
+        }
+        Err(e) => {
+            let interrupted = e.downcast_ref::<crate::error::Interrupted>().is_some();
+            let _ = store.set_run_status(id, if interrupted { "interrupted" } else { "failed" });
+            Err(e)
+        }
+    }
+}
+
+/// The options of one step's run, by `kscale run`'s own rules.
+fn run_options(
+    args: &Args,
+    plan: &Plan,
+    state: &State,
+    label: &str,
+    dir: &Path,
+) -> Result<RunOptions> {
     let mut argv: Vec<String> = vec!["run".into()];
     argv.extend(plan.workloads.iter().map(|w| w.id()));
     argv.extend(["--cpus".into(), state.cpus.clone()]);
@@ -415,32 +458,17 @@ fn measure_step(
         run: super::run::Args,
     }
     use clap::Parser;
-    let wrap = Wrap::try_parse_from(&argv).map_err(|e| user(e.to_string()))?;
-    let opts: RunOptions = super::run::options(&wrap.run)?;
-    let new = NewRun {
-        label: label.to_string(),
-        kscale_version: super::run::VERSION.into(),
-        git_rev: super::run::GIT_REV.into(),
-        args: std::env::args().collect(),
-        options: serde_json::to_value(&opts)?,
-        snapshot: kscale_sys::snapshot::take(super::run::VERSION, super::run::GIT_REV),
-    };
-    let id = store.create_run(&new)?;
-    use std::io::IsTerminal;
-    let progress = !args.no_progress && std::io::stderr().is_terminal();
-    match runner::execute(store, id, &opts, progress, None) {
-        Ok(()) => {
-            let row = store.run(id)?;
-            let all_failed = row.cases_total > 0 && row.cases_failed == row.cases_total;
-            store.set_run_status(id, if all_failed { "failed" } else { "complete" })?;
-            Ok(id)
-        }
-        Err(e) => {
-            let interrupted = e.downcast_ref::<crate::error::Interrupted>().is_some();
-            let _ = store.set_run_status(id, if interrupted { "interrupted" } else { "failed" });
-            Err(e)
-        }
-    }
+    let wrap = Wrap::try_parse_from(&argv).map_err(|e| {
+        let text = e.to_string();
+        user(
+            text.lines()
+                .next()
+                .unwrap_or("bad run options")
+                .trim_start_matches("error: ")
+                .to_string(),
+        )
+    })?;
+    super::run::options(&wrap.run)
 }
 
 /// Journalled changes of this process: each written to the store, and
