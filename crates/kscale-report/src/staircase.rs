@@ -69,6 +69,8 @@ pub struct Bar {
     pub vs_prev: Option<Gain>,
     pub vs_base: Option<Gain>,
     pub error: Option<String>,
+    /// Finished by its run rule (converged, or its median-of-N measured).
+    pub settled: bool,
 }
 
 /// One case of the target measured through every step.
@@ -141,6 +143,7 @@ pub fn build(steps: &[StepData], cat: &dyn Catalog) -> Vec<Staircase> {
                     _ => None,
                 },
                 error: if v.is_some() { None } else { error },
+                settled: case.is_some_and(|c| c.settled()),
             });
             values.push(v);
         }
@@ -197,6 +200,12 @@ pub fn table(s: &Staircase) -> Table {
     };
     for (i, b) in s.bars.iter().enumerate() {
         let (value, ci) = match (b.mean, &b.error) {
+            (Some(m), _) if !b.settled => (
+                Cell::tone(format!("{} NOT CONVERGED", sig(m, 4)), Tone::Warn),
+                Cell::new(b.ci.map_or("–".into(), |(lo, hi)| {
+                    format!("±{}", sig((hi - lo) / 2.0, 2))
+                })),
+            ),
             (Some(m), _) => (
                 Cell::new(sig(m, 4)),
                 Cell::new(b.ci.map_or("–".into(), |(lo, hi)| {
@@ -454,6 +463,7 @@ mod tests {
             }),
             vs_base: None,
             error: mean.is_none().then(|| "no privilege".into()),
+            settled: name != "sockbuf",
         }
     }
 
@@ -507,6 +517,7 @@ mod tests {
         let t = table(&s);
         assert_eq!(t.rows.len(), 4);
         let md = t.to_markdown();
+        assert!(md.contains("130.0 NOT CONVERGED"), "{md}");
         assert!(md.contains("2 bad failed: no privilege"), "{md}");
     }
 }
