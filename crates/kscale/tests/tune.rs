@@ -364,6 +364,42 @@ fn a_whole_study_prints_the_staircase_writes_the_chart_and_restores() {
     let html = std::fs::read_to_string(env.path().join("study.html")).expect("report");
     assert!(html.contains(r#"data-kind="staircase""#));
     assert!(html.matches(r#"<rect class="mark""#).count() >= 4);
+    // Laid out whole in a browser: no text outside a chart, no mark outside
+    // its plot (the report's own check, docs/report.md).
+    if Command::new("which")
+        .arg("chromium")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        let out = Command::new("timeout")
+            .args([
+                "120",
+                "chromium",
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+            ])
+            .arg(format!(
+                "--user-data-dir={}",
+                env.path().join("chromium").display()
+            ))
+            .arg("--dump-dom")
+            .arg(format!(
+                "file://{}",
+                env.path().join("study.html").display()
+            ))
+            .output()
+            .expect("chromium");
+        let dom = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            dom.contains(r#"data-geometry-problems="0""#),
+            "{}",
+            &dom[dom.len().saturating_sub(600)..]
+        );
+        assert!(!dom.contains(r#"data-charts-rendered="0""#));
+    } else {
+        skip("no chromium to lay the report out (apt-get install chromium)");
+    }
     // compare works step by step: each step is a run.
     let out = env
         .cmd(&[

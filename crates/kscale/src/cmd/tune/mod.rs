@@ -65,6 +65,11 @@ pub struct Args {
 
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     if args.restore {
+        let path = super::db_path(db.clone());
+        if !path.exists() {
+            out!("nothing to restore (no database at {})\n", path.display())?;
+            return Ok(ExitCode::SUCCESS);
+        }
         let store = super::open_existing(db)?;
         return restore_command(&store);
     }
