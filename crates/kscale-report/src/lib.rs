@@ -8,6 +8,7 @@ pub mod html;
 pub mod profile;
 pub mod results;
 pub mod scale;
+pub mod staircase;
 pub mod svg;
 pub mod table;
 pub mod variants;

@@ -137,13 +137,13 @@ fn wrap_with(s: &str, max: f64, width: &dyn Fn(&str) -> f64) -> Vec<String> {
     lines
 }
 
-fn wrap(s: &str, max: f64, size: f64) -> Vec<String> {
+pub(crate) fn wrap(s: &str, max: f64, size: f64) -> Vec<String> {
     wrap_with(s, max, &|t| text_width(t, size))
 }
 
 /// Tick label: integers without decimals, others with three significant
 /// digits (more when neighbouring ticks would otherwise read the same).
-fn tick_label(v: f64, step: f64) -> String {
+pub(crate) fn tick_label(v: f64, step: f64) -> String {
     if v == 0.0 {
         return "0".into();
     }
@@ -274,6 +274,8 @@ pub struct BarChart {
 pub enum Chart {
     Line(LineChart),
     Bar(BarChart),
+    /// A tuning study's cumulative steps (crate::staircase).
+    Staircase(crate::staircase::Staircase),
 }
 
 impl Chart {
@@ -281,12 +283,14 @@ impl Chart {
         match self {
             Chart::Line(c) => &c.title,
             Chart::Bar(c) => &c.title,
+            Chart::Staircase(c) => &c.title,
         }
     }
     pub fn to_svg(&self) -> String {
         match self {
             Chart::Line(c) => c.to_svg(),
             Chart::Bar(c) => c.to_svg(),
+            Chart::Staircase(c) => c.to_svg(),
         }
     }
 }
@@ -337,7 +341,7 @@ fn text_lines(
 }
 
 /// The title, wrapped to the chart's width; returns the y below it.
-fn title(out: &mut String, title: &str) -> f64 {
+pub(crate) fn title(out: &mut String, title: &str) -> f64 {
     let lines = wrap_with(title, WIDTH - 2.0 * PAD, &|t| bold_width(t, TITLE_FONT));
     text_lines(
         out,
@@ -405,7 +409,7 @@ fn legend(entries: &[Entry], top: f64) -> (String, f64) {
     (out, y - top)
 }
 
-fn open(out: &mut String, kind: &str, title: &str, height: f64) {
+pub(crate) fn open(out: &mut String, kind: &str, title: &str, height: f64) {
     let _ = write!(
         out,
         r##"<svg class="chart" data-kind="{kind}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height:.0}" width="{WIDTH}" height="{height:.0}" role="img" aria-label="{t}" font-family="{FONT_FAMILY}" font-size="{FONT}"><rect width="{WIDTH}" height="{height:.0}" fill="#fff"/>"##,

@@ -12,6 +12,7 @@
 
 mod db;
 pub mod import;
+mod journal;
 mod location;
 #[cfg(feature = "postgres")]
 mod pg;
@@ -32,6 +33,7 @@ use thiserror::Error;
 
 pub use db::Backend;
 pub use import::{new_uuid, ImportOutcome};
+pub use journal::{JournalEntry, TuneRow, TuneStep};
 pub use location::{is_postgres_url, is_url, mask_arg, mask_url};
 pub use schema::SCHEMA_VERSION;
 pub use time::now_rfc3339;

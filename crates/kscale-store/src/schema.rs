@@ -104,6 +104,39 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // (`Store::run_uuid`): random UUIDs are not portable SQL.
     "ALTER TABLE runs ADD COLUMN uuid TEXT;
     CREATE UNIQUE INDEX runs_uuid ON runs(uuid);",
+    // v5 → v6 (kscale tune, docs/tune.md): tuning studies, their steps (one run
+    // each), and the journal of every setting changed, with its old value.
+    "CREATE TABLE tunes (
+        id INTEGER PRIMARY KEY,
+        label TEXT NOT NULL,
+        plan_file TEXT NOT NULL,
+        plan TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        ended_at TEXT,
+        status TEXT NOT NULL
+    );
+    CREATE TABLE tune_steps (
+        tune_id INTEGER NOT NULL REFERENCES tunes(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        name TEXT NOT NULL,
+        rationale TEXT NOT NULL,
+        run_id INTEGER REFERENCES runs(id) ON DELETE SET NULL,
+        error TEXT,
+        PRIMARY KEY (tune_id, seq)
+    );
+    CREATE INDEX tune_steps_run ON tune_steps(run_id);
+    CREATE TABLE journal (
+        id INTEGER PRIMARY KEY,
+        tune_id INTEGER,
+        pid INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        target TEXT NOT NULL,
+        old_value TEXT NOT NULL,
+        new_value TEXT NOT NULL,
+        applied_at TEXT NOT NULL,
+        restored_at TEXT,
+        note TEXT
+    );",
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

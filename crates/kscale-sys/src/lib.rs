@@ -6,4 +6,5 @@ pub mod kallsyms;
 pub mod perf;
 pub mod process;
 pub mod procstat;
+pub mod settings;
 pub mod snapshot;

@@ -271,8 +271,7 @@ fn vector_access(ctx: &TrialCtx) -> Result<bool> {
 mod vector {
     use super::{blocks, Buffer, BLOCK};
     use std::arch::x86_64::{
-        __m128i, _mm_add_epi32, _mm_load_si128, _mm_set1_epi32, _mm_setzero_si128,
-        _mm_store_si128,
+        __m128i, _mm_add_epi32, _mm_load_si128, _mm_set1_epi32, _mm_setzero_si128, _mm_store_si128,
     };
     use std::hint::black_box;
 

@@ -66,6 +66,8 @@ enum Command {
     Check(cmd::check::Args),
     /// Run kscale on several hosts over ssh and import their results here.
     Fleet(cmd::fleet::Args),
+    /// A cumulative tuning study: baseline, each step, baseline again; every setting restored.
+    Tune(cmd::tune::Args),
     /// Generate load for another host's `kscale run … --peer` (netserver's role, reversed).
     Peer(cmd::peer::Args),
     /// The web family's tools: `web fileset` writes its file set for an external server.
@@ -116,6 +118,7 @@ fn main() -> ExitCode {
         Command::Check(a) => cmd::check::run(a, db),
         Command::Fleet(a) => cmd::fleet::run(a, db),
         Command::Web(a) => cmd::web::run(a),
+        Command::Tune(a) => cmd::tune::run(a, db),
     };
     match result {
         Ok(code) => code,

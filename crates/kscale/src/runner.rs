@@ -41,6 +41,9 @@ pub struct RunOptions {
     /// CPUs (the token is never stored).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub peers: Vec<String>,
+    /// `--cpu-mode`: CPU configurations by affinity or by CPU hotplug.
+    #[serde(default)]
+    pub cpu_mode: crate::cmd::tune::hotplug::CpuMode,
 }
 
 struct Unit {
@@ -61,7 +64,29 @@ pub fn execute(
     run_id: i64,
     opts: &RunOptions,
     show_progress: bool,
+    peers: Option<&mut PeerSet>,
+) -> Result<()> {
+    use crate::cmd::tune::hotplug::{CpuMode, Hotplug};
+    let hotplug = (opts.cpu_mode == CpuMode::Hotplug).then(|| Hotplug::new(store));
+    let result = execute_with(store, run_id, opts, show_progress, peers, hotplug.as_ref());
+    // Every CPU back online however the run ended (docs/tune.md).
+    let failed = hotplug.map(|h| h.restore()).unwrap_or_default();
+    for e in &failed {
+        eprintln!("kscale: could not restore: {e}");
+    }
+    if !failed.is_empty() && result.is_ok() {
+        anyhow::bail!("CPUs left offline; `kscale tune --restore` retries");
+    }
+    result
+}
+
+fn execute_with(
+    store: &Store,
+    run_id: i64,
+    opts: &RunOptions,
+    show_progress: bool,
     mut peers: Option<&mut PeerSet>,
+    hotplug: Option<&crate::cmd::tune::hotplug::Hotplug<'_>>,
 ) -> Result<()> {
     std::fs::create_dir_all(&opts.dir)
         .with_context(|| format!("cannot create {}", opts.dir.display()))?;
@@ -158,6 +183,7 @@ pub fn execute(
                 scratch: scratch.path(),
                 bar: &bar,
                 available: &available,
+                hotplug,
             },
             &mut profiler,
             peers.as_deref_mut(),
@@ -238,6 +264,9 @@ struct Env<'a> {
     /// The CPUs kscale may use: a local load takes those a configuration
     /// leaves free.
     available: &'a [usize],
+    /// `--cpu-mode hotplug`: the CPUs outside a case's configuration go
+    /// offline before its trial.
+    hotplug: Option<&'a crate::cmd::tune::hotplug::Hotplug<'a>>,
 }
 
 /// Runs one trial: a micro-benchmark in one worker, a macro workload as its
@@ -315,14 +344,19 @@ fn run_group(
                 role: None,
             };
             let timeout = trial_timeout(u.workload, &u.entry.params, opts.trial_time_s);
+            if let Some(h) = env.hotplug {
+                h.apply(&u.entry.cpus, env.available)
+                    .map_err(|e| anyhow::anyhow!("--cpu-mode hotplug: {e}"))?;
+            }
             let started = Instant::now();
-            let outcome = run_trial(
-                u.workload,
-                &req,
-                timeout,
-                env.available,
-                peers.as_deref_mut(),
-            );
+            // Under hotplug only the configuration's CPUs are online: a
+            // local load shares them, as it would under maxcpus=N.
+            let online = if env.hotplug.is_some() {
+                &u.entry.cpus[..]
+            } else {
+                env.available
+            };
+            let outcome = run_trial(u.workload, &req, timeout, online, peers.as_deref_mut());
             let wall = started.elapsed().as_secs_f64();
             if let Some(sig) = signals::interrupted() {
                 return Err(Interrupted(sig, run_id).into());

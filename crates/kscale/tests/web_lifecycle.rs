@@ -184,6 +184,13 @@ fn sigkill_of_the_parent_takes_nginx_with_it() {
     let env = Env::new();
     let mut child = spawn_in(&ns, &env, &[]);
     assert!(wait_for_nginx(&ns), "nginx never started");
+    // The load role starts after the server answers; give it a moment.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !processes_in(&ns).iter().any(|(_, c)| c == "kscale-load")
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     assert!(
         processes_in(&ns).iter().any(|(_, c)| c == "kscale-load"),
         "no load generator: {:?}",

@@ -15,6 +15,7 @@ pub mod run;
 pub mod scale;
 pub mod show;
 pub mod study;
+pub mod tune;
 pub mod web;
 pub mod worker;
 

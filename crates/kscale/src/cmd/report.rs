@@ -30,6 +30,14 @@ pub fn write(runs: &[kscale_store::RunData], path: &Path) -> Result<()> {
 
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let store = super::open_existing(db)?;
+    // One step of a tuning study: the study's report, staircase first.
+    if let [spec] = args.runs.as_slice() {
+        if let Some(tune) = store.tune_of_run(store.resolve(spec)?)? {
+            super::tune::write_report(&store, tune, &args.output)?;
+            outln!("{}", args.output.display())?;
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
     let mut data = Vec::new();
     for spec in &args.runs {
         data.push(store.load_run(store.resolve(spec)?)?);

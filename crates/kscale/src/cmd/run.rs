@@ -84,6 +84,11 @@ pub struct Args {
     /// The peers' shared secret (default: $KSCALE_PEER_TOKEN).
     #[arg(long, value_name = "T")]
     pub token: Option<String>,
+    /// How a configuration of N CPUs is made: `affinity` confines the
+    /// workload; `hotplug` takes the other CPUs offline like `maxcpus=N`
+    /// (root; journalled and brought back online however the run ends).
+    #[arg(long, value_enum, default_value = "affinity")]
+    pub cpu_mode: super::tune::hotplug::CpuMode,
 }
 
 /// Builds validated options from the command line.
@@ -156,6 +161,9 @@ pub fn options(args: &Args) -> Result<RunOptions> {
     };
     let available = kscale_sys::affinity::available_cpus()?;
     let configs = kscale_core::cpus::resolve(&args.cpus, &available)?;
+    if args.cpu_mode == super::tune::hotplug::CpuMode::Hotplug {
+        super::tune::hotplug::check(&configs, &available)?;
+    }
     let mut plan = plan::expand(&workloads, &overrides, args.quick, &configs)?;
     if args.capacity {
         let without: Vec<String> = workloads
@@ -186,6 +194,7 @@ pub fn options(args: &Args) -> Result<RunOptions> {
         plan,
         profile: args.profile,
         peers: args.peers.clone(),
+        cpu_mode: args.cpu_mode,
     })
 }
 
@@ -251,6 +260,7 @@ pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store,
     let (store, run_id, opts) = if let Some(spec) = &args.resume {
         let store = super::open_existing(db)?;
         let id = store.resolve(spec)?;
+        super::tune::refuse_if_unrestored(&store)?;
         let row = store.run(id)?;
         if row.status == "complete" {
             return Err(user(format!(
@@ -295,6 +305,7 @@ pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store,
             peers = Some(set);
         }
         let store = super::open_store(db)?;
+        super::tune::refuse_if_unrestored(&store)?;
         let new = NewRun {
             label,
             kscale_version: VERSION.into(),

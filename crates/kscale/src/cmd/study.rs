@@ -41,6 +41,10 @@ pub struct Args {
     /// Do not draw the progress bar.
     #[arg(long)]
     no_progress: bool,
+    /// How 1 CPU is made: `affinity` (default) or `hotplug` (the other CPUs
+    /// offline; root; restored however the study ends).
+    #[arg(long, value_enum, default_value = "affinity")]
+    cpu_mode: super::tune::hotplug::CpuMode,
 }
 
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
@@ -63,6 +67,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         no_progress: args.no_progress,
         peers: vec![],
         token: None,
+        cpu_mode: args.cpu_mode,
     };
     let (store, run_id) = super::run::measure(&run_args, db)?;
     let data = store.load_run(run_id)?;

@@ -1,0 +1,674 @@
+//! `kscale tune PLAN.toml`: a cumulative tuning study (docs/tune.md). The
+//! baseline, then each step with every earlier step's settings, then the
+//! baseline again to catch drift, each measured as one run under the usual
+//! run rules. Every setting is journalled before it is changed and restored
+//! however the study ends; `--restore` replays what a SIGKILL left behind.
+
+pub mod hotplug;
+pub mod plan;
+
+use crate::error::user;
+use crate::output::out;
+use crate::runner::{self, RunOptions};
+use anyhow::Result;
+use kscale_report::staircase::{self, StepData};
+use kscale_store::{NewRun, Store, TuneStep};
+use kscale_sys::settings::{self, LoopFs, Restore};
+use plan::{Plan, Setting};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+#[command(after_help = "Examples:
+  kscale tune examples/tune/netperf-gigabit.toml --quick     the seed's NetBench-style staircase
+  kscale tune plan.toml --check                              parse and validate only
+  kscale tune --restore                                      put back what a killed study changed")]
+pub struct Args {
+    /// The plan: a TOML file with [target] and [[step]]s (docs/tune.md).
+    #[arg(value_name = "PLAN.toml", required_unless_present = "restore")]
+    plan: Option<PathBuf>,
+    /// Restore every setting a killed kscale left changed, newest first, and exit.
+    #[arg(long, conflicts_with_all = ["plan", "check", "quick", "label"])]
+    restore: bool,
+    /// Parse and validate the plan, change nothing, measure nothing.
+    #[arg(long)]
+    check: bool,
+    /// A first look: CI 10@95, at most 5 trials, 0.2 s trials, shorter param sweeps.
+    #[arg(long)]
+    quick: bool,
+    /// Label of the study; each step's run is labelled LABEL.N-STEP (default: the plan's name).
+    #[arg(long)]
+    label: Option<String>,
+    /// Convergence target W@C (default 5@95, --quick 10@95).
+    #[arg(long, value_name = "W@C")]
+    ci: Option<String>,
+    /// Counted trials at most per case.
+    #[arg(long, value_name = "N")]
+    max_trials: Option<usize>,
+    /// Seconds one micro-benchmark trial lasts.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    trial_time: Option<f64>,
+    /// Directory for scratch files and the plan's loop filesystem (default: current directory).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Where to write the HTML report with the staircase chart (default: LABEL.html).
+    #[arg(short, long, value_name = "FILE.html")]
+    output: Option<PathBuf>,
+    /// Do not draw the progress bar.
+    #[arg(long)]
+    no_progress: bool,
+    /// How the target's CPU configuration is made: `affinity` confines the
+    /// workload, `hotplug` takes the other CPUs offline (root; restored).
+    #[arg(long, value_enum, default_value = "affinity")]
+    cpu_mode: hotplug::CpuMode,
+}
+
+pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
+    if args.restore {
+        let path = super::db_path(db.clone());
+        if !path.exists() {
+            out!("nothing to restore (no database at {})\n", path.display())?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        let store = super::open_existing(db)?;
+        return restore_command(&store);
+    }
+    let path = args.plan.clone().unwrap_or_default();
+    let (plan, text) = plan::load(&path)?;
+    if args.check {
+        out!(
+            "{}: {} workload(s), {} step(s): {}\n",
+            path.display(),
+            plan.workloads.len(),
+            plan.steps.len(),
+            plan.steps
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let label = match &args.label {
+        Some(l) => l.clone(),
+        None => path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "tune".into()),
+    };
+    if label.trim().is_empty() || label.parse::<i64>().is_ok() || label == "latest" {
+        return Err(user(format!(
+            "bad --label `{label}`: a label must not be empty, a number or `latest`"
+        )));
+    }
+    let dir = match &args.dir {
+        Some(d) => d.clone(),
+        None => std::env::current_dir()
+            .map_err(|e| user(format!("cannot use the current directory: {e}")))?,
+    };
+    // Run options (--ci, --trial-time, --dir …) are checked before anything changes.
+    let first = State {
+        params: plan.params.clone(),
+        cpus: plan.cpus.clone(),
+        mount_options: String::new(),
+        fs: None,
+    };
+    run_options(&args, &plan, &first, &label, &dir)?;
+    // Before any thread exists: a namespace is per thread.
+    if plan.netns {
+        settings::private_netns().map_err(user)?;
+    }
+    crate::signals::install();
+    let store = super::open_store(db)?;
+    refuse_if_unrestored(&store)?;
+
+    let tune_id = store.create_tune(&label, &path.display().to_string(), &text)?;
+    let journal = Journal {
+        store: &store,
+        tune_id: Some(tune_id),
+    };
+    eprintln!(
+        "kscale: tune {tune_id} ({label}): baseline, {} step(s), baseline again; db {}",
+        plan.steps.len(),
+        store.path().display()
+    );
+    let outcome = measure_all(&args, &plan, &label, &dir, tune_id, &journal);
+    // Every ending comes through here: normal, failed, interrupted.
+    let restore_errors = journal.restore_all();
+    for e in &restore_errors {
+        eprintln!("kscale: could not restore: {e}");
+    }
+    let status = match &outcome {
+        Ok(_) => "complete",
+        Err(e) if e.downcast_ref::<crate::error::Interrupted>().is_some() => "interrupted",
+        Err(_) => "failed",
+    };
+    store.set_tune_status(tune_id, status)?;
+    if !restore_errors.is_empty() {
+        anyhow::bail!(
+            "{} setting(s) could not be restored; `kscale tune --restore` retries them",
+            restore_errors.len()
+        );
+    }
+    match outcome {
+        Ok(()) => {}
+        Err(e) => {
+            if let Some(i) = e.downcast_ref::<crate::error::Interrupted>() {
+                eprintln!(
+                    "kscale: interrupted by signal {}; every setting was restored",
+                    i.0
+                );
+                return Ok(ExitCode::from((128 + i.0).clamp(0, 255) as u8));
+            }
+            return Err(e);
+        }
+    }
+    let steps = load_steps(&store, tune_id)?;
+    let stairs = staircase::build(&steps, &super::Registry);
+    let tables: Vec<kscale_report::Table> = stairs.iter().map(staircase::table).collect();
+    out!(
+        "{}",
+        super::render_tables(&tables, super::TableFormat::Terminal)
+    )?;
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{label}.html")));
+    write_report(&store, tune_id, &output)?;
+    eprintln!(
+        "kscale: report with the staircase chart: {}",
+        output.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The steps of a stored study with their runs, as the report takes them.
+pub fn load_steps(store: &Store, tune_id: i64) -> Result<Vec<StepData>> {
+    let tune = store.tune(tune_id)?;
+    let plan = plan::parse(&tune.plan_file, &tune.plan).ok();
+    let mut out = Vec::new();
+    for s in store.tune_steps(tune_id)? {
+        let settings = plan
+            .as_ref()
+            .and_then(|p| p.steps.iter().find(|x| x.name == s.name))
+            .map(|x| x.settings.iter().map(Setting::describe).collect())
+            .unwrap_or_default();
+        out.push(StepData {
+            name: s.name,
+            rationale: s.rationale,
+            settings,
+            run: match s.run_id {
+                Some(id) => Some(store.load_run(id)?),
+                None => None,
+            },
+            error: s.error,
+        });
+    }
+    Ok(out)
+}
+
+/// The HTML report of a study: its staircases first, then the step runs
+/// compared with the baseline as `kscale report` compares runs.
+pub fn write_report(store: &Store, tune_id: i64, path: &Path) -> Result<()> {
+    let steps = load_steps(store, tune_id)?;
+    let tune = store.tune(tune_id)?;
+    let runs: Vec<&kscale_store::RunData> = steps.iter().filter_map(|s| s.run.as_ref()).collect();
+    let mut report = kscale_report::html::build(&runs, &super::Registry);
+    report.title = format!("Tuning study {}", tune.label);
+    report
+        .sections
+        .insert(0, staircase::section(&steps, &super::Registry));
+    let text = kscale_report::html::render(&report)
+        .map_err(|e| anyhow::anyhow!("rendering the report: {e}"))?;
+    std::fs::write(path, text)
+        .map_err(|e| user(format!("cannot write {}: {e}", path.display())))?;
+    Ok(())
+}
+
+/// What the measured steps share and change as they accumulate.
+struct State {
+    params: Vec<(String, Vec<String>)>,
+    cpus: String,
+    mount_options: String,
+    fs: Option<LoopFs>,
+}
+
+fn measure_all(
+    args: &Args,
+    plan: &Plan,
+    label: &str,
+    dir: &Path,
+    tune_id: i64,
+    journal: &Journal<'_>,
+) -> Result<()> {
+    let initial = State {
+        params: plan.params.clone(),
+        cpus: plan.cpus.clone(),
+        mount_options: plan
+            .fs
+            .as_ref()
+            .map(|f| f.options.clone())
+            .unwrap_or_default(),
+        fs: None,
+    };
+    let mut state = State {
+        params: initial.params.clone(),
+        cpus: initial.cpus.clone(),
+        mount_options: initial.mount_options.clone(),
+        fs: None,
+    };
+    if let Some(f) = &plan.fs {
+        if !dir.is_dir() {
+            return Err(user(format!("--dir {} is not a directory", dir.display())));
+        }
+        let fs = LoopFs::in_dir(dir, &tune_id.to_string());
+        journal
+            .create_fs(&fs, f.size, &f.options)
+            .map_err(|e| user(format!("cannot make the plan's filesystem: {e}")))?;
+        state.fs = Some(fs);
+    }
+    let store = journal.store;
+    let n = plan.steps.len();
+    for seq in 0..n + 2 {
+        if let Some(sig) = crate::signals::interrupted() {
+            return Err(crate::error::Interrupted(sig, 0).into());
+        }
+        let (name, rationale) = if seq == 0 {
+            (
+                "baseline".to_string(),
+                "The target as the plan gives it, nothing changed.".to_string(),
+            )
+        } else if seq == n + 1 {
+            // Drift check: every setting back as it was, measured again.
+            journal.restore_keeping_fs();
+            state.params = initial.params.clone();
+            state.cpus = initial.cpus.clone();
+            state.mount_options = initial.mount_options.clone();
+            (
+                "baseline-again".to_string(),
+                "The baseline re-measured after the steps, every setting restored: guards against drift.".to_string(),
+            )
+        } else {
+            let s = &plan.steps[seq - 1];
+            (s.name.clone(), s.rationale.clone())
+        };
+        let mut step = TuneStep {
+            seq: seq as i64,
+            name: name.clone(),
+            rationale,
+            run_id: None,
+            error: None,
+        };
+        if (1..=n).contains(&seq) {
+            let mark = journal.mark()?;
+            let saved = (
+                state.params.clone(),
+                state.cpus.clone(),
+                state.mount_options.clone(),
+            );
+            if let Err(e) = apply_step(&plan.steps[seq - 1], &mut state, journal) {
+                eprintln!("kscale: step {seq} ({name}) failed: {e}");
+                // Later steps build on the ones that worked.
+                for err in journal.restore_since(mark) {
+                    eprintln!("kscale: could not restore: {err}");
+                }
+                (state.params, state.cpus, state.mount_options) = saved;
+                step.error = Some(e);
+                store.add_tune_step(tune_id, &step)?;
+                continue;
+            }
+        }
+        eprintln!("kscale: step {seq}: {name}");
+        let label = format!("{label}.{seq}-{name}");
+        match measure_step(store, args, plan, &state, &label, dir) {
+            Ok(id) => {
+                step.run_id = Some(id);
+                store.add_tune_step(tune_id, &step)?;
+            }
+            Err(e) => {
+                step.error = Some(format!("{e:#}"));
+                store.add_tune_step(tune_id, &step)?;
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Applies one step's settings in order; the first that cannot be changed
+/// fails the step with its reason.
+fn apply_step(step: &plan::Step, state: &mut State, journal: &Journal<'_>) -> Result<(), String> {
+    for s in &step.settings {
+        match s {
+            Setting::File { kind, key, value } => {
+                let path = match *kind {
+                    "sysctl" => settings::sysctl_path(key)?,
+                    "thp" => settings::thp_path(key)?,
+                    "sched" => settings::sched_path(key)?,
+                    "nic" => {
+                        let mtu: u32 = value.parse().map_err(|_| format!("bad MTU {value}"))?;
+                        journal.set_mtu(key, mtu)?;
+                        continue;
+                    }
+                    other => return Err(format!("unknown file setting {other}")),
+                };
+                journal.set_file(kind, &path, value)?;
+            }
+            Setting::Irq { spec, cpus } => {
+                let irqs = settings::irqs_matching(spec)?;
+                if irqs.is_empty() {
+                    return Err(format!("no IRQ in /proc/interrupts matches `{spec}`"));
+                }
+                for irq in irqs {
+                    journal.set_file("irq_affinity", &settings::irq_path(irq), cpus)?;
+                }
+            }
+            Setting::Affinity(c) => state.cpus = c.clone(),
+            Setting::Param(k, v) => {
+                state.params.retain(|(n, _)| n != k);
+                state.params.push((k.clone(), vec![v.clone()]));
+            }
+            Setting::Mount(o) => {
+                let fs = state
+                    .fs
+                    .as_ref()
+                    .ok_or("a mount setting needs [target.fs]")?;
+                let new = plan::merge_mount_options(&state.mount_options, o);
+                journal.remount(fs, &state.mount_options, &new)?;
+                state.mount_options = new;
+            }
+            Setting::NicOffload { dev, what, .. } => {
+                eprintln!(
+                    "kscale: skipped nic {dev}.{what}: setting offloads needs ethtool's \
+                     SIOCETHTOOL feature ioctl, which kscale does not implement"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Measures the target under the current state as one stored run, under
+/// `kscale run`'s own option rules.
+fn measure_step(
+    store: &Store,
+    args: &Args,
+    plan: &Plan,
+    state: &State,
+    label: &str,
+    dir: &Path,
+) -> Result<i64> {
+    let opts = run_options(args, plan, state, label, dir)?;
+    let new = NewRun {
+        label: label.to_string(),
+        kscale_version: super::run::VERSION.into(),
+        git_rev: super::run::GIT_REV.into(),
+        args: std::env::args().collect(),
+        options: serde_json::to_value(&opts)?,
+        snapshot: kscale_sys::snapshot::take(super::run::VERSION, super::run::GIT_REV),
+    };
+    let id = store.create_run(&new)?;
+    use std::io::IsTerminal;
+    let progress = !args.no_progress && std::io::stderr().is_terminal();
+    match runner::execute(store, id, &opts, progress, None) {
+        Ok(()) => {
+            let row = store.run(id)?;
+            let all_failed = row.cases_total > 0 && row.cases_failed == row.cases_total;
+            store.set_run_status(id, if all_failed { "failed" } else { "complete" })?;
+            Ok(id)
+        }
+        Err(e) => {
+            let interrupted = e.downcast_ref::<crate::error::Interrupted>().is_some();
+            let _ = store.set_run_status(id, if interrupted { "interrupted" } else { "failed" });
+            Err(e)
+        }
+    }
+}
+
+/// The options of one step's run, by `kscale run`'s own rules.
+fn run_options(
+    args: &Args,
+    plan: &Plan,
+    state: &State,
+    label: &str,
+    dir: &Path,
+) -> Result<RunOptions> {
+    let mut argv: Vec<String> = vec!["run".into()];
+    argv.extend(plan.workloads.iter().map(|w| w.id()));
+    argv.extend(["--cpus".into(), state.cpus.clone()]);
+    for (k, vs) in &state.params {
+        argv.extend(["--param".into(), format!("{k}={}", vs.join(","))]);
+    }
+    let run_dir = state.fs.as_ref().map_or(dir, |f| f.mountpoint.as_path());
+    argv.extend(["--dir".into(), run_dir.display().to_string()]);
+    argv.extend(["--label".into(), label.to_string()]);
+    if args.quick {
+        argv.push("--quick".into());
+    }
+    if let Some(c) = &args.ci {
+        argv.extend(["--ci".into(), c.clone()]);
+    }
+    if let Some(n) = args.max_trials {
+        argv.extend(["--max-trials".into(), n.to_string()]);
+    }
+    if args.cpu_mode == hotplug::CpuMode::Hotplug {
+        argv.extend(["--cpu-mode".into(), "hotplug".into()]);
+    }
+    if let Some(t) = args.trial_time {
+        argv.extend(["--trial-time".into(), t.to_string()]);
+    }
+    #[derive(clap::Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        run: super::run::Args,
+    }
+    use clap::Parser;
+    let wrap = Wrap::try_parse_from(&argv).map_err(|e| {
+        let text = e.to_string();
+        user(
+            text.lines()
+                .next()
+                .unwrap_or("bad run options")
+                .trim_start_matches("error: ")
+                .to_string(),
+        )
+    })?;
+    super::run::options(&wrap.run)
+}
+
+/// Journalled changes of this process: each written to the store, and
+/// committed, before it is made.
+pub struct Journal<'a> {
+    pub store: &'a Store,
+    pub tune_id: Option<i64>,
+}
+
+impl Journal<'_> {
+    fn mark(&self) -> Result<i64> {
+        Ok(self
+            .store
+            .journal_unrestored(Some(std::process::id() as i64))?
+            .first()
+            .map_or(0, |e| e.id))
+    }
+
+    fn record(&self, kind: &str, target: &str, old: &str, new: &str) -> Result<i64, String> {
+        self.store
+            .journal_add(self.tune_id, kind, target, old, new)
+            .map_err(|e| format!("cannot journal the change, so it is not made: {e}"))
+    }
+
+    fn not_applied(&self, id: i64, why: &str) {
+        let _ = self
+            .store
+            .journal_restored(id, Some(&format!("not applied: {why}")));
+    }
+
+    pub fn set_file(&self, kind: &str, path: &Path, value: &str) -> Result<(), String> {
+        let old = settings::read_value(path)?;
+        let target = if settings::is_net_path(path) {
+            settings::in_netns(&path.display().to_string())
+        } else {
+            path.display().to_string()
+        };
+        let id = self.record(kind, &target, &old, value)?;
+        if let Err(e) = settings::write_value(path, value) {
+            self.not_applied(id, &e);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    fn set_mtu(&self, dev: &str, mtu: u32) -> Result<(), String> {
+        let old = settings::nic_mtu(dev, None)?;
+        let id = self.record(
+            "nic",
+            &settings::in_netns(dev),
+            &old.to_string(),
+            &mtu.to_string(),
+        )?;
+        if let Err(e) = settings::nic_mtu(dev, Some(mtu)) {
+            self.not_applied(id, &e);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    fn create_fs(&self, fs: &LoopFs, size: u64, options: &str) -> Result<(), String> {
+        let id = self.record(settings::MOUNT, &fs.encode(), "", options)?;
+        if let Err(e) = fs.create(size, options) {
+            let _ = fs.remove();
+            self.not_applied(id, &e);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    fn remount(&self, fs: &LoopFs, old: &str, new: &str) -> Result<(), String> {
+        self.record(settings::MOUNT_OPTS, &fs.encode(), old, new)?;
+        // A failed remount leaves the entry to restore the old options.
+        fs.remount(new)
+    }
+
+    fn restore_entries(&self, keep: impl Fn(&kscale_store::JournalEntry) -> bool) -> Vec<String> {
+        let entries = match self
+            .store
+            .journal_unrestored(Some(std::process::id() as i64))
+        {
+            Ok(e) => e,
+            Err(e) => return vec![format!("cannot read the journal: {e}")],
+        };
+        restore_list(self.store, entries.into_iter().filter(|e| !keep(e)))
+    }
+
+    /// Restores everything this process changed, newest first.
+    pub fn restore_all(&self) -> Vec<String> {
+        self.restore_entries(|_| false)
+    }
+
+    fn restore_since(&self, mark: i64) -> Vec<String> {
+        self.restore_entries(|e| e.id <= mark)
+    }
+
+    /// Restores every setting but the scratch filesystem itself.
+    fn restore_keeping_fs(&self) {
+        for e in self.restore_entries(|e| e.kind == settings::MOUNT) {
+            eprintln!("kscale: could not restore: {e}");
+        }
+    }
+}
+
+fn restore_list(
+    store: &Store,
+    entries: impl Iterator<Item = kscale_store::JournalEntry>,
+) -> Vec<String> {
+    let mut errors = Vec::new();
+    for e in entries {
+        match settings::restore(&e.kind, &e.target, &e.old_value) {
+            Ok(()) => {
+                if let Err(err) = store.journal_restored(e.id, None) {
+                    errors.push(format!("{} {}: {err}", e.kind, e.target));
+                }
+            }
+            Err(err) => {
+                let _ = store.journal_note(e.id, &err.to_string());
+                errors.push(format!("{} {}: {err}", e.kind, e.target));
+            }
+        }
+    }
+    errors
+}
+
+/// `kscale tune --restore`: replays every unrestored entry of a process
+/// that is gone, newest first.
+fn restore_command(store: &Store) -> Result<ExitCode> {
+    let entries = store.journal_unrestored(None)?;
+    if entries.is_empty() {
+        out!("nothing to restore\n")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let me = std::process::id() as i64;
+    let (live, dead): (Vec<_>, Vec<_>) = entries
+        .into_iter()
+        .partition(|e| e.pid != me && kscale_sys::process::alive(e.pid as i32));
+    for e in &live {
+        eprintln!(
+            "kscale: left {} {}: kscale pid {} is still running and restores it itself",
+            e.kind, e.target, e.pid
+        );
+    }
+    let n = dead.len();
+    let mut failed = 0;
+    for e in dead {
+        let what = format!(
+            "{} {} = {}",
+            e.kind,
+            e.target.replace('\n', " on "),
+            e.old_value
+        );
+        match settings::restore(&e.kind, &e.target, &e.old_value) {
+            Ok(()) => {
+                store.journal_restored(e.id, None)?;
+                out!("restored {what}\n")?;
+            }
+            Err(err) => {
+                failed += 1;
+                store.journal_note(e.id, &err.to_string())?;
+                eprintln!("kscale: could not restore {what}: {err}");
+                if matches!(err, Restore::Elsewhere(_)) {
+                    continue;
+                }
+            }
+        }
+    }
+    if failed > 0 {
+        anyhow::bail!("{failed} of {n} setting(s) could not be restored (see above)");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `kscale run` and `kscale tune` start only on a machine kscale has put
+/// back as it was.
+pub fn refuse_if_unrestored(store: &Store) -> Result<()> {
+    let entries = store.journal_unrestored(None)?;
+    let Some(first) = entries.last() else {
+        return Ok(());
+    };
+    let running = entries
+        .iter()
+        .find(|e| kscale_sys::process::alive(e.pid as i32) && e.pid != std::process::id() as i64);
+    if let Some(e) = running {
+        return Err(user(format!(
+            "{} setting(s) are changed by a running kscale (pid {}); wait for it to end",
+            entries.len(),
+            e.pid
+        )));
+    }
+    Err(user(format!(
+        "{} setting(s) changed by kscale (pid {}, {}) were never restored: run `kscale --db {} tune --restore` first",
+        entries.len(),
+        first.pid,
+        first.applied_at,
+        store.path().display()
+    )))
+}

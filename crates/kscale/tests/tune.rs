@@ -1,0 +1,613 @@
+//! `kscale tune`: the guarantee that every setting comes back however a
+//! study ends (docs/tune.md). Sysctls are changed only inside network
+//! namespaces the tests create (net.ipv4.* is per namespace), filesystems
+//! are loop mounts in temp dirs, so nothing host-wide is touched while
+//! other tests run beside these.
+
+mod common;
+
+use common::netns::Netns;
+use common::{skip, Env};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+fn root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// A value read inside the namespace.
+fn read_in(ns: &Netns, path: &str) -> String {
+    let out = Command::new("ip")
+        .args(["netns", "exec", &ns.name, "cat", path])
+        .output()
+        .expect("ip netns exec cat");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn write_in(ns: &Netns, path: &str, value: &str) {
+    let ok = Command::new("ip")
+        .args(["netns", "exec", &ns.name, "sh", "-c"])
+        .arg(format!("echo {value} > {path}"))
+        .status()
+        .expect("ip netns exec sh")
+        .success();
+    assert!(ok, "cannot write {path} in {}", ns.name);
+}
+
+const FIN: &str = "/proc/sys/net/ipv4/tcp_fin_timeout";
+const KEEPALIVE: &str = "/proc/sys/net/ipv4/tcp_keepalive_time";
+
+/// A plan of two sysctl steps and, when `fs`, a scratch filesystem whose
+/// options a third step changes. syscall.null keeps the figure cheap: the
+/// point is the journal.
+fn plan(dir: &Path, fin: u32, keepalive: u32, fs: bool) -> std::path::PathBuf {
+    let mut text = String::from("[target]\nworkloads = [\"syscall.null\"]\ncpus = \"1\"\n");
+    if fs {
+        text.push_str("fs = { size = \"32m\", options = \"data=ordered\" }\n");
+    }
+    text.push_str(&format!(
+        r#"
+[[step]]
+name = "fin"
+rationale = "a shorter FIN timeout"
+settings = [{{ kind = "sysctl", key = "net.ipv4.tcp_fin_timeout", value = {fin} }}]
+
+[[step]]
+name = "keepalive"
+rationale = "a shorter keepalive"
+settings = [{{ kind = "sysctl", key = "net.ipv4.tcp_keepalive_time", value = {keepalive} }}]
+"#
+    ));
+    if fs {
+        text.push_str(
+            r#"
+[[step]]
+name = "writeback"
+rationale = "metadata-only journalling"
+settings = [{ kind = "mount", value = "data=writeback,noatime" }]
+"#,
+        );
+    }
+    let p = dir.join("plan.toml");
+    std::fs::write(&p, text).expect("write plan");
+    p
+}
+
+/// Namespace and a root check, or the reason to skip.
+fn setup(tag: &str) -> Option<(Env, Netns)> {
+    if !root() {
+        skip("kscale tune tests change sysctls and mount loop devices: need root");
+        return None;
+    }
+    match Netns::new(tag) {
+        Ok(ns) => Some((Env::new(), ns)),
+        Err(e) => {
+            skip(&format!("cannot make a network namespace: {e}"));
+            None
+        }
+    }
+}
+
+fn db_count(env: &Env, sql: &str) -> i64 {
+    let Ok(c) = rusqlite::Connection::open(env.db()) else {
+        return 0;
+    };
+    c.query_row(sql, [], |r| r.get(0)).unwrap_or(0)
+}
+
+/// Starts a study in the namespace with trials long enough to be caught
+/// mid-step.
+fn start(env: &Env, ns: &Netns, plan: &Path) -> Child {
+    ns.kscale(env, None)
+        .args(["tune", "--quick", "--trial-time", "1", "--no-progress"])
+        .arg(plan)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start kscale tune")
+}
+
+/// Waits until `unrestored` journal entries exist and the run of step
+/// `runs - 1` has started: the study is in the middle of that step.
+fn wait_mid_step(env: &Env, unrestored: i64, runs: i64) {
+    let ok = common::wait_for(
+        || {
+            db_count(
+                env,
+                "SELECT count(*) FROM journal WHERE restored_at IS NULL",
+            ) >= unrestored
+                && db_count(env, "SELECT count(*) FROM runs") >= runs
+        },
+        90,
+    );
+    assert!(ok, "the study never reached the step");
+    std::thread::sleep(Duration::from_millis(300));
+}
+
+fn wait_exit(child: &mut Child) -> std::process::Output {
+    let out = std::mem::replace(child, Command::new("true").spawn().expect("true"));
+    let out = out.wait_with_output().expect("wait");
+    let _ = child.wait();
+    out
+}
+
+fn loop_devices_of(image: &Path) -> String {
+    let out = Command::new("losetup").arg("-a").output();
+    let text = out
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    text.lines()
+        .filter(|l| l.contains(&*image.to_string_lossy()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The study's scratch filesystem image in `dir`, if one is there.
+fn images_in(dir: &Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.to_string_lossy().contains(".kscale-tune-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn sigkill_mid_step_then_restore_brings_every_sysctl_back_and_runs_refuse_until_then() {
+    let Some((env, ns)) = setup("tk") else { return };
+    // Values unlike any default, so a restore cannot pass by accident.
+    write_in(&ns, FIN, "57");
+    write_in(&ns, KEEPALIVE, "7111");
+    let p = plan(env.path(), 23, 3333, false);
+    let mut child = start(&env, &ns, &p);
+    // Both steps applied, the second one's run under way.
+    wait_mid_step(&env, 2, 3);
+    assert_eq!(read_in(&ns, FIN), "23");
+    assert_eq!(read_in(&ns, KEEPALIVE), "3333");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill");
+    let _ = child.wait();
+    // Nothing restored itself: SIGKILL gives no chance.
+    assert_eq!(read_in(&ns, KEEPALIVE), "3333");
+
+    // run and tune refuse, in one line naming the restore command.
+    for args in [
+        vec!["run", "syscall.null", "--quick"],
+        vec!["tune", p.to_str().expect("utf-8 path")],
+    ] {
+        let out = ns.kscale(&env, None).args(&args).output().expect("run");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains("tune --restore"), "{err}");
+    }
+
+    let out = ns
+        .kscale(&env, None)
+        .args(["tune", "--restore"])
+        .output()
+        .expect("restore");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches("restored").count(), 2, "{text}");
+    assert_eq!(read_in(&ns, FIN), "57");
+    assert_eq!(read_in(&ns, KEEPALIVE), "7111");
+    // The journal is clean: a run may start again.
+    let out = ns
+        .kscale(&env, None)
+        .args(["tune", "--restore"])
+        .output()
+        .expect("restore again");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nothing to restore"));
+}
+
+#[test]
+fn sigkill_with_a_loop_mount_then_restore_unmounts_and_removes_it() {
+    if !root() {
+        skip("loop mounts need root");
+        return;
+    }
+    let env = Env::new();
+    // On the host: only the loop mount under the temp dir changes here.
+    let text = r#"[target]
+workloads = ["syscall.null"]
+cpus = "1"
+fs = { size = "32m", options = "data=ordered" }
+
+[[step]]
+name = "writeback"
+rationale = "metadata-only journalling"
+settings = [{ kind = "mount", value = "data=writeback,noatime" }]
+"#;
+    let p = env.path().join("plan.toml");
+    std::fs::write(&p, text).expect("plan");
+    let mut child = Command::new(common::bin())
+        .current_dir(env.path())
+        .env_remove("KSCALE_DB")
+        .arg("--db")
+        .arg(env.db())
+        .args(["tune", "--quick", "--trial-time", "1", "--no-progress"])
+        .arg(&p)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start");
+    // The mount and its new options journalled, the step's run started.
+    wait_mid_step(&env, 2, 2);
+    let images = images_in(env.path());
+    let mp = images
+        .iter()
+        .find(|p| p.extension().is_some_and(|e| e == "mnt"))
+        .cloned();
+    let image = images
+        .iter()
+        .find(|p| p.extension().is_some_and(|e| e == "img"))
+        .cloned();
+    let (Some(mp), Some(image)) = (mp, image) else {
+        let _ = child.kill();
+        let out = wait_exit(&mut child);
+        // A machine without loop devices fails the study's set-up.
+        skip(&format!(
+            "no loop filesystem was made: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+        return;
+    };
+    let opts = kscale_mount_options(&mp);
+    assert!(
+        opts.as_deref().is_some_and(|o| o.contains("noatime")),
+        "{opts:?}"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        kscale_mount_options(&mp).is_some(),
+        "SIGKILL left it mounted"
+    );
+
+    let out = env.cmd(&["tune", "--restore"]).output().expect("restore");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(kscale_mount_options(&mp), None);
+    assert!(!image.exists() && !mp.exists());
+    assert_eq!(loop_devices_of(&image), "");
+}
+
+/// Options of whatever is mounted at `mp`, from /proc/mounts.
+fn kscale_mount_options(mp: &Path) -> Option<String> {
+    let text = std::fs::read_to_string("/proc/mounts").ok()?;
+    let mp = mp.to_string_lossy();
+    text.lines().rev().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() >= 4 && f[1] == mp).then(|| f[3].to_string())
+    })
+}
+
+/// SIGINT (Ctrl-C) and SIGTERM restore everything without --restore.
+fn signal_restores(sig: nix::sys::signal::Signal, tag: &str) {
+    let Some((env, ns)) = setup(tag) else { return };
+    write_in(&ns, FIN, "58");
+    write_in(&ns, KEEPALIVE, "7222");
+    let p = plan(env.path(), 24, 3444, true);
+    let mut child = start(&env, &ns, &p);
+    // fs, fin, keepalive and the mount options: the last step under way.
+    wait_mid_step(&env, 4, 4);
+    assert_eq!(read_in(&ns, FIN), "24");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).expect("signal");
+    let out = wait_exit(&mut child);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + sig as i32), "{err}");
+    assert!(err.contains("every setting was restored"), "{err}");
+    assert_eq!(read_in(&ns, FIN), "58");
+    assert_eq!(read_in(&ns, KEEPALIVE), "7222");
+    assert_eq!(
+        db_count(
+            &env,
+            "SELECT count(*) FROM journal WHERE restored_at IS NULL"
+        ),
+        0
+    );
+    assert!(images_in(env.path()).is_empty(), "the filesystem was left");
+    let out = env.cmd(&["tune", "--restore"]).output().expect("restore");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nothing to restore"));
+}
+
+#[test]
+fn ctrl_c_restores_without_restore() {
+    signal_restores(nix::sys::signal::Signal::SIGINT, "ti");
+}
+
+#[test]
+fn sigterm_restores_without_restore() {
+    signal_restores(nix::sys::signal::Signal::SIGTERM, "tt");
+}
+
+#[test]
+fn a_whole_study_prints_the_staircase_writes_the_chart_and_restores() {
+    let Some((env, ns)) = setup("tw") else { return };
+    write_in(&ns, FIN, "59");
+    let p = plan(env.path(), 25, 3555, false);
+    let out = ns
+        .kscale(&env, None)
+        .args(["tune", "--quick", "--trial-time", "0.05", "--no-progress"])
+        .arg(&p)
+        .args(["-o", "study.html"])
+        .output()
+        .expect("tune");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    for step in [
+        "baseline",
+        "fin",
+        "keepalive",
+        "baseline-again",
+        "vs baseline",
+    ] {
+        assert!(text.contains(step), "{step} missing from\n{text}");
+    }
+    assert!(text.contains("drift"), "{text}");
+    assert_eq!(read_in(&ns, FIN), "59");
+    let html = std::fs::read_to_string(env.path().join("study.html")).expect("report");
+    assert!(html.contains(r#"data-kind="staircase""#));
+    assert!(html.matches(r#"<rect class="mark""#).count() >= 4);
+    // Laid out whole in a browser: no text outside a chart, no mark outside
+    // its plot (the report's own check, docs/report.md).
+    if Command::new("which")
+        .arg("chromium")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        let out = Command::new("timeout")
+            .args([
+                "120",
+                "chromium",
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+            ])
+            .arg(format!(
+                "--user-data-dir={}",
+                env.path().join("chromium").display()
+            ))
+            .arg("--dump-dom")
+            .arg(format!(
+                "file://{}",
+                env.path().join("study.html").display()
+            ))
+            .output()
+            .expect("chromium");
+        let dom = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            dom.contains(r#"data-geometry-problems="0""#),
+            "{}",
+            &dom[dom.len().saturating_sub(600)..]
+        );
+        assert!(!dom.contains(r#"data-charts-rendered="0""#));
+    } else {
+        skip("no chromium to lay the report out (apt-get install chromium)");
+    }
+    // compare works step by step: each step is a run.
+    let out = env
+        .cmd(&[
+            "compare",
+            "plan.0-baseline",
+            "plan.1-fin",
+            "plan.2-keepalive",
+        ])
+        .output()
+        .expect("compare");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_setting_that_cannot_be_changed_fails_its_step_in_one_line() {
+    let Some((env, ns)) = setup("tf") else { return };
+    let text = r#"[target]
+workloads = ["syscall.null"]
+cpus = "1"
+
+[[step]]
+name = "absent"
+rationale = "a sysctl this kernel does not have"
+settings = [{ kind = "sysctl", key = "net.ipv4.no_such_knob_here", value = 1 }]
+"#;
+    let p = env.path().join("plan.toml");
+    std::fs::write(&p, text).expect("plan");
+    let out = ns
+        .kscale(&env, None)
+        .args(["tune", "--quick", "--trial-time", "0.05", "--no-progress"])
+        .arg(&p)
+        .output()
+        .expect("tune");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("step 1 (absent) failed"))
+        .unwrap_or_default();
+    assert!(line.contains("absent on this kernel"), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("failed: cannot read"));
+}
+
+#[test]
+fn bad_plans_are_refused_with_file_line_and_column() {
+    let env = Env::new();
+    let cases: &[(&str, &str)] = &[
+        (
+            "[target]\nworkloads = [\"syscall.null\"]\nbogus = 1\n",
+            "plan.toml:3:1: ",
+        ),
+        (
+            "[target]\nworkloads = [\"nope.nope\"]\n",
+            "plan.toml:2:14: unknown workload",
+        ),
+        (
+            "[target]\nworkloads = [\"syscall.null\"]\n\n[[step]]\nname = \"a\"\nrationale = \"r\"\nsettings = [{ kind = \"sysctl\", key = \"kernel.x\", value = 1 }]\n\n[[step]]\nname = \"a\"\nrationale = \"r\"\nsettings = [{ kind = \"affinity\", value = \"1\" }]\n",
+            "plan.toml:10:8: duplicate step `a`",
+        ),
+        (
+            "[target]\nworkloads = [\"syscall.null\"]\n\n[[step]]\nname = \"a\"\nrationale = \"r\"\nsettings = [{ kind = \"thp\", key = \"enabled\", value = \"sometimes\" }]\n",
+            "plan.toml:7:",
+        ),
+        ("[target\n", "plan.toml:1:"),
+    ];
+    for (text, want) in cases {
+        std::fs::write(env.path().join("plan.toml"), text).expect("plan");
+        let out = env.cmd(&["tune", "plan.toml"]).output().expect("tune");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with(&format!("kscale: error: {want}")),
+            "want {want}, got {err}"
+        );
+        // Refused before anything changed: no study, no journal.
+        assert_eq!(db_count(&env, "SELECT count(*) FROM tunes"), 0);
+    }
+}
+
+#[test]
+fn every_example_plan_parses_and_validates() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tune");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).expect("examples/tune") {
+        let p = e.expect("entry").path();
+        if p.extension().is_none_or(|x| x != "toml") {
+            continue;
+        }
+        n += 1;
+        let out = common::kscale()
+            .args(["tune", "--check"])
+            .arg(&p)
+            .output()
+            .expect("check");
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            p.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(n >= 3, "only {n} example plans");
+}
+
+/// `--cpu-mode hotplug` takes CPUs offline: the whole machine feels it, so
+/// these run only when asked for, one at a time:
+/// `KSCALE_TEST_HOTPLUG=1 cargo test -p kscale --test tune hotplug -- --test-threads=1`.
+fn hotplug_wanted() -> bool {
+    if std::env::var_os("KSCALE_TEST_HOTPLUG").is_some_and(|v| v == "1") {
+        return true;
+    }
+    eprintln!("not run: set KSCALE_TEST_HOTPLUG=1 to take CPUs offline in this test");
+    false
+}
+
+fn online_cpus() -> String {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn hotplug_runs_bring_every_cpu_back_after_a_normal_end_and_after_sigkill() {
+    if !hotplug_wanted() {
+        return;
+    }
+    if !root() || !Path::new("/sys/devices/system/cpu/cpu1/online").exists() {
+        skip("hotplug needs root and a CPU 1 that can go offline");
+        return;
+    }
+    let before = online_cpus();
+    let env = Env::new();
+    env.cmd(&[
+        "run",
+        "syscall.null",
+        "--cpus",
+        "1",
+        "--cpu-mode",
+        "hotplug",
+        "--quick",
+        "--trial-time",
+        "0.05",
+        "--no-progress",
+    ])
+    .assert()
+    .success();
+    assert_eq!(online_cpus(), before);
+    let opts = env.export("latest");
+    assert_eq!(opts["run"]["options"]["cpu_mode"], "hotplug", "{opts}");
+
+    let mut child = Command::new(common::bin())
+        .current_dir(env.path())
+        .args(["--db"])
+        .arg(env.db())
+        .args([
+            "run",
+            "syscall.null",
+            "--cpus",
+            "1",
+            "--cpu-mode",
+            "hotplug",
+            "--quick",
+            "--trial-time",
+            "1",
+            "--no-progress",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start");
+    wait_mid_step(&env, 1, 2);
+    assert_ne!(online_cpus(), before, "no CPU went offline");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_ne!(online_cpus(), before, "SIGKILL gives no chance to restore");
+    env.cmd(&["tune", "--restore"]).assert().success();
+    assert_eq!(online_cpus(), before);
+}
+
+#[test]
+fn hotplug_is_refused_in_one_line_before_anything_is_measured_without_root() {
+    // Changes nothing: the refusal comes before any CPU is touched.
+    if !root() || !Path::new("/usr/bin/setpriv").exists() {
+        skip("needs root and setpriv to run kscale as nobody");
+        return;
+    }
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(common::bin())
+        .args([
+            "--db",
+            "/nonexistent/k.db",
+            "run",
+            "syscall.null",
+            "--cpus",
+            "1",
+        ])
+        .args(["--cpu-mode", "hotplug", "--quick", "--dir", "/tmp"])
+        .output()
+        .expect("setpriv");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("needs root"), "{err}");
+}
