@@ -359,7 +359,9 @@ fn a_whole_study_prints_the_staircase_writes_the_chart_and_restores() {
     ] {
         assert!(text.contains(step), "{step} missing from\n{text}");
     }
-    assert!(text.contains("drift"), "{text}");
+    // Either verdict of the drift check ("Drift: …" or "No significant
+    // drift: …"), whichever this machine's noise gives.
+    assert!(text.to_lowercase().contains("drift"), "{text}");
     assert_eq!(read_in(&ns, FIN), "59");
     let html = std::fs::read_to_string(env.path().join("study.html")).expect("report");
     assert!(html.contains(r#"data-kind="staircase""#));
