@@ -9,7 +9,6 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-pub const STDERR: &str = "stderr.txt";
 pub const HOME: &str = "home";
 pub const TMP: &str = "tmp";
 pub const MAILRC: &str = "mailrc";

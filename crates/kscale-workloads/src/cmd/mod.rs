@@ -265,8 +265,11 @@ struct Prepared {
     cwd: CString,
     stdin: CString,
     stdout: CString,
-    stderr: CString,
-    stderr_path: PathBuf,
+    /// The command's stderr: an in-memory file, emptied before each run and
+    /// read for the first line when a run fails. A file in the scratch
+    /// directory would be truncated on every run, and on a journalling file
+    /// system that alone costs hundreds of µs — time no user's command pays.
+    stderr: std::os::fd::OwnedFd,
     status: i32,
     line: &'static str,
 }
@@ -300,8 +303,16 @@ impl Prepared {
                 Some(f) => rel(f)?,
                 None => CString::from(c"/dev/null"),
             },
-            stderr: rel(inputs::STDERR)?,
-            stderr_path: work.join(inputs::STDERR),
+            stderr: {
+                // SAFETY: a NUL-terminated name and valid flags.
+                let fd =
+                    unsafe { libc::memfd_create(c"kscale-cmd-stderr".as_ptr(), libc::MFD_CLOEXEC) };
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error()).context("memfd_create");
+                }
+                // SAFETY: fd was just created here and is owned by nothing else.
+                unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) }
+            },
             status: c.status,
             line: c.line,
         })
@@ -314,6 +325,11 @@ impl Prepared {
         argv.push(std::ptr::null());
         let mut envp: Vec<*const libc::c_char> = self.envp.iter().map(|a| a.as_ptr()).collect();
         envp.push(std::ptr::null());
+        let err = std::os::fd::AsRawFd::as_raw_fd(&self.stderr);
+        // SAFETY: our own memfd; empties it and rewinds the shared offset.
+        if unsafe { libc::ftruncate(err, 0) != 0 || libc::lseek(err, 0, libc::SEEK_SET) != 0 } {
+            return Err(std::io::Error::last_os_error()).context("emptying the stderr capture");
+        }
         let start = Instant::now();
         // SAFETY: the worker is single-threaded; the child only makes
         // async-signal-safe calls on memory prepared before the fork and
@@ -325,12 +341,8 @@ impl Prepared {
         if pid == 0 {
             // SAFETY: see above; every pointer outlives the child's use of it.
             unsafe {
-                let err = libc::open(
-                    self.stderr.as_ptr(),
-                    libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC,
-                    0o644,
-                );
-                if err < 0 || libc::dup2(err, 2) < 0 {
+                // dup2 clears close-on-exec on fd 2.
+                if libc::dup2(err, 2) < 0 {
                     libc::_exit(126);
                 }
                 let say = |msg: &[u8]| {
@@ -354,7 +366,7 @@ impl Prepared {
                     say(b"kscale: cannot open the command's output\n");
                     libc::_exit(126);
                 }
-                for fd in [err, input, output] {
+                for fd in [input, output] {
                     if fd > 2 {
                         libc::close(fd);
                     }
@@ -380,16 +392,26 @@ impl Prepared {
         if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == self.status {
             return Ok(took);
         }
-        let first = std::fs::read(&self.stderr_path)
-            .ok()
-            .and_then(|b| {
-                String::from_utf8_lossy(&b)
-                    .lines()
-                    .map(str::trim)
-                    .find(|l| !l.is_empty())
-                    .map(str::to_string)
-            })
-            .unwrap_or_else(|| "nothing on stderr".into());
+        // The child's writes moved the shared offset; read from the start.
+        let mut captured = vec![0u8; 4096];
+        let first = std::os::unix::fs::FileExt::read_at(
+            &std::fs::File::from(self.stderr.try_clone()?),
+            &mut captured,
+            0,
+        )
+        .ok()
+        .map(|n| {
+            captured.truncate(n);
+            captured
+        })
+        .and_then(|b| {
+            String::from_utf8_lossy(&b)
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| "nothing on stderr".into());
         if libc::WIFSIGNALED(status) {
             bail!(
                 "`{}` was killed by signal {}: {first}",
