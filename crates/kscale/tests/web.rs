@@ -32,22 +32,14 @@ fn quick_run_against_nginx_reports_specweb99_metrics() {
         return;
     }
     let env = Env::new();
-    let out = env
-        .cmd(&[
-            "run",
-            "web.nginx",
-            "--quick",
-            "--param",
-            "duration=1",
-            "--no-progress",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    env.run_ok(&[
+        "run",
+        "web.nginx",
+        "--quick",
+        "--param",
+        "duration=1",
+        "--no-progress",
+    ]);
     let j = env.export("latest");
     let results = j["results"].as_array().unwrap();
     for conns in ["50", "200", "800"] {
@@ -102,28 +94,20 @@ fn unthrottled_single_class_runs_faster_than_the_throttle() {
         return;
     }
     let env = Env::new();
-    let out = env
-        .cmd(&[
-            "run",
-            "web.nginx",
-            "--quick",
-            "--param",
-            "conns=4",
-            "--param",
-            "rate=0",
-            "--param",
-            "mix=class1",
-            "--param",
-            "duration=0.5",
-            "--no-progress",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    env.run_ok(&[
+        "run",
+        "web.nginx",
+        "--quick",
+        "--param",
+        "conns=4",
+        "--param",
+        "rate=0",
+        "--param",
+        "mix=class1",
+        "--param",
+        "duration=0.5",
+        "--no-progress",
+    ]);
     let j = env.export("latest");
     let results = j["results"].as_array().unwrap();
     let kbps = metric(results, "4", "kbps")["mean"].as_f64().unwrap();
@@ -196,24 +180,16 @@ fn own_metric<'a>(
 #[test]
 fn quick_run_of_the_own_server_in_both_modes() {
     let env = Env::new();
-    let out = env
-        .cmd(&[
-            "run",
-            "web.own",
-            "--quick",
-            "--param",
-            "conns=50,200",
-            "--param",
-            "duration=1",
-            "--no-progress",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    env.run_ok(&[
+        "run",
+        "web.own",
+        "--quick",
+        "--param",
+        "conns=50,200",
+        "--param",
+        "duration=1",
+        "--no-progress",
+    ]);
     let j = env.export("latest");
     let results = j["results"].as_array().unwrap();
     for mode in ["thread-pool", "epoll"] {
@@ -336,28 +312,20 @@ fn target_drives_an_nginx_serving_a_written_fileset() {
     let server = TestNginx::start(&nginx, &www);
     let url = format!("http://127.0.0.1:{}/", server.port);
     for (dynamic, static_only) in [("/", false), ("none", true)] {
-        let out = env
-            .cmd(&[
-                "run",
-                "web",
-                "--target",
-                &url,
-                "--quick",
-                "--param",
-                "conns=20",
-                "--param",
-                "duration=1",
-                "--param",
-                &format!("dynamic={dynamic}"),
-                "--no-progress",
-            ])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        env.run_ok(&[
+            "run",
+            "web",
+            "--target",
+            &url,
+            "--quick",
+            "--param",
+            "conns=20",
+            "--param",
+            "duration=1",
+            "--param",
+            &format!("dynamic={dynamic}"),
+            "--no-progress",
+        ]);
         let j = env.export("latest");
         let results = j["results"].as_array().unwrap();
         assert!(results.iter().all(|r| r["workload"] == "web.target"), "{j}");
@@ -499,24 +467,16 @@ fn ten_thousand_connections_are_held() {
         return;
     }
     let env = Env::new();
-    let out = env
-        .cmd(&[
-            "run",
-            "web.nginx",
-            "--quick",
-            "--param",
-            "conns=10000",
-            "--param",
-            "duration=3",
-            "--no-progress",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    env.run_ok(&[
+        "run",
+        "web.nginx",
+        "--quick",
+        "--param",
+        "conns=10000",
+        "--param",
+        "duration=3",
+        "--no-progress",
+    ]);
     let j = env.export("latest");
     let results = j["results"].as_array().unwrap();
     let v = |m: &str| metric(results, "10000", m)["mean"].as_f64().unwrap();
@@ -535,24 +495,16 @@ fn ten_thousand_connections_are_held() {
 #[ignore]
 fn ten_thousand_connections_are_held_by_the_own_server() {
     let env = Env::new();
-    let out = env
-        .cmd(&[
-            "run",
-            "web.own",
-            "--quick",
-            "--param",
-            "conns=10000",
-            "--param",
-            "duration=3",
-            "--no-progress",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    env.run_ok(&[
+        "run",
+        "web.own",
+        "--quick",
+        "--param",
+        "conns=10000",
+        "--param",
+        "duration=3",
+        "--no-progress",
+    ]);
     let j = env.export("latest");
     let results = j["results"].as_array().unwrap();
     for mode in ["thread-pool", "epoll"] {

@@ -37,16 +37,20 @@ impl Env {
             .args(args);
         c
     }
-    pub fn export(&self, run: &str) -> serde_json::Value {
-        let out = self
-            .cmd(&["export", run, "--format", "json"])
-            .output()
-            .expect("export");
+    /// Runs `kscale ARGS` to the end and fails the test, with its stderr,
+    /// unless it succeeded.
+    pub fn run_ok(&self, args: &[&str]) -> std::process::Output {
+        let out = self.cmd(args).output().expect("start kscale");
         assert!(
             out.status.success(),
-            "{}",
+            "kscale {}: {}",
+            args.join(" "),
             String::from_utf8_lossy(&out.stderr)
         );
+        out
+    }
+    pub fn export(&self, run: &str) -> serde_json::Value {
+        let out = self.run_ok(&["export", run, "--format", "json"]);
         serde_json::from_slice(&out.stdout).expect("json")
     }
 }
