@@ -15,6 +15,13 @@ pub struct StopRule {
     pub confidence_pct: f64,
     pub min_trials: usize,
     pub max_trials: usize,
+    /// Seconds of trial wall time (warm-up included) a case may take before
+    /// it stops unconverged. Noise on a shared machine comes in spells of a
+    /// few hundred milliseconds to seconds (docs/method.md, "trials and
+    /// budgets"): many short trials spread over a budget sample more spells
+    /// than a few long ones, so the budget, not a trial count, bounds a case.
+    #[serde(default)]
+    pub case_budget_s: Option<f64>,
 }
 
 impl StopRule {
@@ -23,12 +30,16 @@ impl StopRule {
         confidence_pct: 95.0,
         min_trials: 3,
         max_trials: 30,
+        case_budget_s: None,
     };
+    /// `--quick`: used with 0.05 s trials, so a case that is still noisy at
+    /// 2 s has had about 25 trials.
     pub const QUICK: StopRule = StopRule {
         width_pct: 10.0,
         confidence_pct: 95.0,
         min_trials: 3,
-        max_trials: 5,
+        max_trials: 60,
+        case_budget_s: Some(2.0),
     };
 
     /// Parses `W@C`, e.g. `5@95`.
@@ -44,14 +55,16 @@ impl StopRule {
         values.len() >= 2 && Summary::of(values, self.confidence_pct).width_pct() <= self.width_pct
     }
 
-    pub fn decide(&self, values: &[f64]) -> Decision {
+    /// Whether a case goes on, given its counted values and the trial wall
+    /// time it has spent so far.
+    pub fn decide(&self, values: &[f64], spent_s: f64) -> Decision {
         let n = values.len();
         if n < self.min_trials {
             return Decision::Continue;
         }
         if self.is_converged(values) {
             Decision::Converged
-        } else if n >= self.max_trials {
+        } else if n >= self.max_trials || self.case_budget_s.is_some_and(|b| spent_s >= b) {
             Decision::NotConverged
         } else {
             Decision::Continue
@@ -283,21 +296,35 @@ mod tests {
     fn stopping_decisions() {
         let r = StopRule::DEFAULT;
         // Too few trials: always continue, even if identical.
-        assert_eq!(r.decide(&[1.0, 1.0]), Decision::Continue);
+        assert_eq!(r.decide(&[1.0, 1.0], 0.0), Decision::Continue);
         // Tight: converged at the minimum.
-        assert_eq!(r.decide(&[100.0, 100.5, 99.8]), Decision::Converged);
+        assert_eq!(r.decide(&[100.0, 100.5, 99.8], 0.0), Decision::Converged);
         // Wide but below max: continue.
-        assert_eq!(r.decide(&[50.0, 150.0, 100.0]), Decision::Continue);
+        assert_eq!(r.decide(&[50.0, 150.0, 100.0], 0.0), Decision::Continue);
         // Wide at the maximum: not converged.
         let wide: Vec<f64> = (0..30)
             .map(|i| if i % 2 == 0 { 50.0 } else { 150.0 })
             .collect();
-        assert_eq!(r.decide(&wide), Decision::NotConverged);
+        assert_eq!(r.decide(&wide, 0.0), Decision::NotConverged);
         // Quick: wide at 5 → not converged.
         assert_eq!(
-            StopRule::QUICK.decide(&[1.0, 2.0, 1.0, 2.0, 1.0]),
+            StopRule::QUICK.decide(&[1.0, 2.0, 1.0, 2.0, 1.0], 2.0),
             Decision::NotConverged
         );
+    }
+
+    #[test]
+    fn the_budget_stops_a_noisy_case_and_spares_a_steady_one() {
+        let q = StopRule::QUICK;
+        let wide = [1.0, 2.0, 1.0, 2.0, 1.0];
+        assert_eq!(q.decide(&wide, 1.9), Decision::Continue);
+        assert_eq!(q.decide(&wide, 2.0), Decision::NotConverged);
+        // Below the minimum the budget does not end a case: a CI needs trials.
+        assert_eq!(q.decide(&[1.0, 2.0], 50.0), Decision::Continue);
+        // A converged case is converged whatever it spent.
+        assert_eq!(q.decide(&[1.0, 1.0, 1.0], 50.0), Decision::Converged);
+        // No budget: only the trial count ends it.
+        assert_eq!(StopRule::DEFAULT.decide(&wide, 1e9), Decision::Continue);
     }
 
     #[test]
@@ -309,6 +336,7 @@ mod tests {
             confidence_pct: 95.0,
             min_trials: 3,
             max_trials: 30,
+            case_budget_s: None,
         };
         let mk = |half_pct: f64| {
             // three values m-d, m, m+d: half = 4.303*d/sqrt(3)
@@ -386,7 +414,7 @@ mod tests {
         #[test]
         fn decision_respects_bounds(v in prop::collection::vec(0.001f64..1e6, 0..40)) {
             let r = StopRule::DEFAULT;
-            match r.decide(&v) {
+            match r.decide(&v, 0.0) {
                 Decision::Continue => prop_assert!(v.len() < r.max_trials),
                 Decision::Converged => prop_assert!(v.len() >= r.min_trials),
                 Decision::NotConverged => prop_assert!(v.len() >= r.max_trials),

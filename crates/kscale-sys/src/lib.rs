@@ -2,6 +2,7 @@
 //! kernel interfaces lives here, so the other crates stay portable and safe.
 
 pub mod affinity;
+pub mod fsinfo;
 pub mod kallsyms;
 pub mod perf;
 pub mod process;

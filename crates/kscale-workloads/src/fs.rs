@@ -6,8 +6,12 @@
 //! directory as lat_fs lays them out, so directory size does not grow with
 //! the iteration count. `create` times creat + write of `size` bytes + close
 //! per file; `delete` times unlink of files created (untimed) just before.
-//! Every batch's tree is removed when the batch ends, on errors too. The
-//! figure is the median of short batches, as lat_fs's benchmp reports.
+//! Every batch's tree is removed when the batch ends, on errors too, except
+//! where `create` keeps its files (the `keep` param): on ext4 without a
+//! journal, where freeing inodes slows the next creations for 30 s, they stay
+//! in the run's scratch directory, which the runner removes however the run
+//! ends. The figure is the median of short batches, as lat_fs's benchmp
+//! reports.
 
 use crate::{ChartDef, Family, TrialCtx, TrialOutput, WorkloadDef};
 use anyhow::{ensure, Context, Result};
@@ -37,6 +41,18 @@ const SIZE: ParamDef = ParamDef {
     quick: &[],
 };
 
+const KEEP: ParamDef = ParamDef {
+    name: "keep",
+    help: "What happens to the created files: `no` unlinks each batch right after timing it \
+           (lat_fs); `yes` keeps them until the run ends; `auto` keeps them only on ext4 \
+           without a journal, which skips inodes freed in the last 30 s when allocating, so \
+           there creations right after deletions slow down with every deletion and never \
+           settle (docs/families/fs.md).",
+    kind: ParamKind::Choice(&["auto", "yes", "no"]),
+    default: &["auto"],
+    quick: &[],
+};
+
 pub static FAMILY: Family = Family {
     name: "fs",
     title: "Filesystem",
@@ -47,9 +63,13 @@ pub static FAMILY: Family = Family {
             family: "fs",
             name: "create",
             title: "File creations",
-            help: "Files created per second: creat, write `size` bytes, close (lmbench lat_fs).",
-            params: &[SIZE],
+            help: "Files created per second: creat, write `size` bytes, close (lmbench lat_fs). \
+                   lat_fs unlinks each batch before the next; on ext4 without a journal that \
+                   makes every later creation slower for 30 s, so there kscale keeps the files \
+                   until the run ends (`keep=no` measures as lat_fs does).",
+            params: &[SIZE, KEEP],
             metrics: &[CREATES],
+            caveat: create_caveat,
             geomean_over: Some("size"),
             charts: &[ChartDef::against("size")],
             timeout: Duration::from_secs(300),
@@ -153,6 +173,12 @@ impl Tree {
         Ok(())
     }
 
+    /// Leaves the tree on disk: the run's scratch directory holding it is
+    /// removed when the run ends.
+    fn keep(mut self) {
+        self.root = PathBuf::new();
+    }
+
     /// Removes the tree, reporting failure (Drop can only try).
     fn remove(mut self) -> Result<()> {
         let root = std::mem::take(&mut self.root);
@@ -217,6 +243,7 @@ const BATCH: u64 = 100;
 /// benchmp reports over its repetitions.
 fn rate(
     ctx: &TrialCtx,
+    keep_in: Option<&Path>,
     mut timed_part: impl FnMut(&Tree) -> Result<Duration>,
 ) -> Result<(f64, u64)> {
     ensure!(
@@ -229,9 +256,13 @@ fn rate(
         per_file.clear();
         let start = Instant::now();
         for _ in 0..n {
-            let tree = Tree::new(&ctx.dir, BATCH)?;
+            let tree = Tree::new(keep_in.unwrap_or(&ctx.dir), BATCH)?;
             let t = timed_part(&tree)?;
-            tree.remove()?;
+            if keep_in.is_some() {
+                tree.keep();
+            } else {
+                tree.remove()?;
+            }
             per_file.push(t.as_secs_f64() / BATCH as f64);
         }
         Ok(start.elapsed())
@@ -244,23 +275,94 @@ fn rate(
     Ok((1.0 / median, batches))
 }
 
+/// On ext4 without a journal every file deleted there by anyone in the last
+/// 30 s makes each creation scan past its inode, so creation rates follow
+/// the machine's other file activity: on the 2-vCPU test VM a concurrent
+/// `cargo build` halved them and runs one after the other differed threefold.
+fn create_caveat(_: &kscale_core::Params, dir: &Path) -> Option<String> {
+    let dev = kscale_sys::fsinfo::ext4_without_journal(dir)?;
+    Some(format!(
+        "{} is on ext4 without a journal ({dev}): creating a file there costs more for every \
+         file anyone deleted on it in the last 30 s, so creation rates follow the machine's \
+         other file activity and may not converge; --dir on tmpfs or a journalled filesystem \
+         measures creation alone (docs/families/fs.md)",
+        dir.display()
+    ))
+}
+
+/// Where `create` keeps its files this trial, and the note saying why; `None`
+/// when each batch is unlinked as lat_fs does.
+fn kept_files(ctx: &TrialCtx) -> Result<(Option<PathBuf>, Option<String>)> {
+    /// Keeping stops while less than this much space or this many inodes is
+    /// available, so a long run cannot fill the disk: a default run of all
+    /// four sizes keeps up to a few GiB.
+    const ROOM_BYTES: u64 = 8 << 30;
+    const ROOM_INODES: u64 = 2_000_000;
+    let keep = match ctx.params.get("keep").unwrap_or("auto") {
+        "no" => return Ok((None, None)),
+        "yes" => None,
+        "auto" => match kscale_sys::fsinfo::ext4_without_journal(&ctx.dir) {
+            Some(dev) => Some(dev),
+            None => return Ok((None, None)),
+        },
+        other => anyhow::bail!("bad keep={other}: expected auto, yes or no"),
+    };
+    let why = match &keep {
+        Some(dev) => format!(
+            "{} is on ext4 without a journal ({dev}), which skips inodes freed in the last 30 s \
+             when allocating",
+            ctx.dir.display()
+        ),
+        None => "keep=yes".to_string(),
+    };
+    if !kscale_sys::fsinfo::has_room(&ctx.dir, ROOM_BYTES, ROOM_INODES) {
+        return Ok((
+            None,
+            Some(format!(
+                "files unlinked after each batch although {why}: less than {} GiB or {} inodes \
+                 are free, so creations slow down with the recent deletions",
+                ROOM_BYTES >> 30,
+                ROOM_INODES
+            )),
+        ));
+    }
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let dir = ctx.dir.join(format!(
+        "kscale-fs-kept-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok((
+        Some(dir),
+        Some(format!(
+            "created files kept until the run ends, not unlinked after each batch: {why}"
+        )),
+    ))
+}
+
 fn create(ctx: &TrialCtx) -> Result<TrialOutput> {
     let size = size_param(ctx)?;
     let buf = vec![0u8; size.clamp(1, CHUNK)];
-    let (rate, n) = rate(ctx, |tree| {
+    let (keep_in, note) = kept_files(ctx)?;
+    let (rate, n) = rate(ctx, keep_in.as_deref(), |tree| {
         let start = Instant::now();
         tree.create_all(size, &buf)?;
         let t = start.elapsed();
-        tree.unlink_all()?;
+        if keep_in.is_none() {
+            tree.unlink_all()?;
+        }
         Ok(t)
     })?;
-    Ok(TrialOutput::new(n).with(&CREATES, rate))
+    let mut out = TrialOutput::new(n).with(&CREATES, rate);
+    out.notes.extend(note);
+    Ok(out)
 }
 
 fn delete(ctx: &TrialCtx) -> Result<TrialOutput> {
     let size = size_param(ctx)?;
     let buf = vec![0u8; size.clamp(1, CHUNK)];
-    let (rate, n) = rate(ctx, |tree| {
+    let (rate, n) = rate(ctx, None, |tree| {
         tree.create_all(size, &buf)?;
         let start = Instant::now();
         tree.unlink_all()?;
@@ -274,7 +376,7 @@ mod tests {
     use super::*;
 
     fn ctx_in(dir: &Path, size: &str, trial_ms: u64) -> TrialCtx {
-        crate::test_ctx(&[("size", size)], trial_ms).in_dir(dir)
+        crate::test_ctx(&[("size", size), ("keep", "no")], trial_ms).in_dir(dir)
     }
 
     fn is_empty(dir: &Path) -> bool {
@@ -292,6 +394,51 @@ mod tests {
                 assert!(is_empty(dir.path()), "{} left files behind", w.id());
             }
         }
+    }
+
+    #[test]
+    fn kept_files_stay_in_one_directory_and_say_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ctx = crate::test_ctx(&[("size", "1k"), ("keep", "yes")], 20).in_dir(dir.path());
+        ctx.iterations = Some(3);
+        let out = create(&ctx).unwrap();
+        assert!(
+            out.notes.iter().any(|n| n.contains("kept")),
+            "{:?}",
+            out.notes
+        );
+        let top: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+        assert_eq!(top.len(), 1, "one kept directory");
+        let kept = top[0].path();
+        assert!(kept
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("kscale-fs-kept-"));
+        // Three batches of 100 files, each of 1 KiB, in their trees.
+        let files = walk(&kept);
+        assert_eq!(files.len(), 300);
+        assert!(files.iter().all(|f| f.metadata().unwrap().len() == 1024));
+        ctx.params = kscale_core::Params(
+            [("size", "0"), ("keep", "maybe")]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        );
+        let err = create(&ctx).unwrap_err().to_string();
+        assert!(err.contains("keep=maybe") && err.contains("auto"), "{err}");
+    }
+
+    fn walk(dir: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                out.extend(walk(&e.path()));
+            } else {
+                out.push(e.path());
+            }
+        }
+        out
     }
 
     #[test]
@@ -317,7 +464,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut ctx = ctx_in(dir.path(), "1k", 20);
         ctx.iterations = Some(2);
-        let err = rate(&ctx, |tree| {
+        let err = rate(&ctx, None, |tree| {
             tree.create_all(1024, &[0u8; 1024])?;
             anyhow::bail!("injected failure")
         });

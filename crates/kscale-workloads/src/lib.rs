@@ -87,6 +87,11 @@ pub struct WorkloadDef {
     /// records the case as skipped with this reason: a missing program is a
     /// fact about the machine, not a failure of the kernel being measured.
     pub unavailable: fn(&WorkloadDef) -> Option<String>,
+    /// Why this case's figures may not settle in `dir`, the run's directory
+    /// (a filesystem whose costs depend on what else ran there), or `None`.
+    /// The runner says it before the first trial, so a user learns it before
+    /// waiting for a case that cannot converge.
+    pub caveat: fn(&Params, &std::path::Path) -> Option<String>,
     /// `run --capacity` searches this Int param for the largest value at
     /// which the primary metric still equals it (SPECweb99's capacity: the
     /// most connections that all conform). `None`: no capacity search.
@@ -95,6 +100,12 @@ pub struct WorkloadDef {
 
 /// [`WorkloadDef::unavailable`] for workloads that need nothing beyond kscale.
 fn always_available(_: &WorkloadDef) -> Option<String> {
+    None
+}
+
+/// [`WorkloadDef::caveat`] for workloads whose figures do not depend on
+/// where the run's directory is.
+fn no_caveat(_: &Params, _: &std::path::Path) -> Option<String> {
     None
 }
 
@@ -190,6 +201,7 @@ impl WorkloadDef {
         rule: RunRule::Converge,
         quick: true,
         unavailable: always_available,
+        caveat: no_caveat,
         capacity: None,
     };
 

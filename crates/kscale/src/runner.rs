@@ -53,6 +53,9 @@ struct Unit {
     next_idx: i64,
     warmup_iterations: Option<u64>,
     counted: Vec<f64>,
+    /// Trial wall time spent so far, warm-up included: what a case budget
+    /// limits.
+    spent_s: f64,
     notes: Vec<String>,
     finished: bool,
 }
@@ -138,6 +141,7 @@ fn execute_with(
             next_idx: 0,
             warmup_iterations: None,
             counted: Vec::new(),
+            spent_s: 0.0,
             notes: Vec::new(),
             finished: false,
         };
@@ -150,6 +154,7 @@ fn execute_with(
                 .find(|t| t.warmup)
                 .and_then(|t| t.iterations);
             unit.counted = old.values(workload.primary().name);
+            unit.spent_s = old.trials.iter().map(|t| t.wall_s).sum();
         }
         if !unit.finished {
             if let Some(reason) = (workload.unavailable)(workload) {
@@ -160,6 +165,16 @@ fn execute_with(
         units.push(unit);
     }
 
+    // Said once per workload before its first trial, not after a wait.
+    let mut said = std::collections::HashSet::new();
+    for u in units.iter().filter(|u| !u.finished) {
+        let params = kscale_core::Params(u.entry.params.clone());
+        if let Some(c) = (u.workload.caveat)(&params, &opts.dir) {
+            if said.insert((u.entry.workload.clone(), c.clone())) {
+                eprintln!("  {}: {c}", u.entry.workload);
+            }
+        }
+    }
     let pending = units.iter().filter(|u| !u.finished).count();
     let per_case = 1 + opts.rule.min_trials as u64;
     let bar = progress_bar(show_progress, pending as u64 * per_case);
@@ -291,9 +306,10 @@ fn run_trial(
 }
 
 /// The stopping decision under the workload's run rule.
-fn decide(w: &WorkloadDef, rule: &kscale_core::StopRule, counted: &[f64]) -> Decision {
+fn decide(w: &WorkloadDef, rule: &kscale_core::StopRule, u: &Unit) -> Decision {
+    let counted = &u.counted;
     match w.rule {
-        RunRule::Converge => rule.decide(counted),
+        RunRule::Converge => rule.decide(counted, u.spent_s),
         RunRule::MedianOf(n) if counted.len() >= n => Decision::NotConverged,
         RunRule::MedianOf(_) => Decision::Continue,
     }
@@ -330,6 +346,8 @@ fn run_group(
                 u.entry.cpus_name,
                 if warmup {
                     "warm-up".to_string()
+                } else if let Some(b) = opts.rule.case_budget_s {
+                    format!("trial {} ({:.1}/{b} s)", counted_n + 1, u.spent_s)
                 } else {
                     format!("trial {}/≤{}", counted_n + 1, opts.rule.max_trials)
                 }
@@ -377,6 +395,7 @@ fn run_group(
                         },
                     )?;
                     u.next_idx += 1;
+                    u.spent_s += wall;
                     // A case keeps the notes of its latest trial: notes state
                     // facts (the source of a figure, a verified precondition)
                     // and some carry that trial's numbers, which must not pile up.
@@ -390,7 +409,7 @@ fn run_group(
                     if u.counted.len() <= opts.rule.min_trials {
                         bar.inc(1);
                     }
-                    match decide(u.workload, &opts.rule, &u.counted) {
+                    match decide(u.workload, &opts.rule, u) {
                         Decision::Continue => {
                             if u.counted.len() >= opts.rule.min_trials {
                                 bar.inc_length(1);

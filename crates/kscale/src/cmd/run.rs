@@ -34,7 +34,7 @@ pub struct Args {
     /// Label of the system being measured (default: the kernel release).
     #[arg(long)]
     pub label: Option<String>,
-    /// A first look: CI 10@95, at most 5 trials, 0.2 s trials, shorter param sweeps.
+    /// A first look: CI 10@95, 0.05 s trials until converged or 2 s per case, shorter param sweeps.
     #[arg(long)]
     pub quick: bool,
     /// Convergence target W@C: full CI width ≤ W % of the mean at C % confidence (default 5@95).
@@ -43,12 +43,16 @@ pub struct Args {
     /// Counted trials at least (default 3).
     #[arg(long, value_name = "N")]
     pub min_trials: Option<usize>,
-    /// Counted trials at most (default 30, --quick 5).
+    /// Counted trials at most (default 30, --quick 60).
     #[arg(long, value_name = "N")]
     pub max_trials: Option<usize>,
-    /// Seconds one micro-benchmark trial lasts (default 0.5, --quick 0.2).
+    /// Seconds one micro-benchmark trial lasts (default 0.5, --quick 0.05).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub trial_time: Option<f64>,
+    /// Seconds of trials (warm-up included) after which a case stops
+    /// unconverged (default none, --quick 2).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub case_budget: Option<f64>,
     /// Directory for the run's scratch files and the fs workloads (default: current directory).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
@@ -66,7 +70,7 @@ pub struct Args {
     #[arg(long = "param", value_name = "NAME=VALUE[,VALUE…]")]
     pub params: Vec<String>,
     /// Continue a killed or interrupted run from its first unfinished case.
-    #[arg(long, value_name = "RUN", conflicts_with_all = ["targets", "suite", "cpus", "label", "quick", "ci", "min_trials", "max_trials", "trial_time", "params", "profile", "peers", "target", "capacity"])]
+    #[arg(long, value_name = "RUN", conflicts_with_all = ["targets", "suite", "cpus", "label", "quick", "ci", "min_trials", "max_trials", "trial_time", "case_budget", "params", "profile", "peers", "target", "capacity"])]
     pub resume: Option<String>,
     /// Add one uncounted trial per case sampled with perf (CPU clock at 997 Hz,
     /// instructions, cache misses) on the case's CPUs: top routines, kernel /
@@ -125,9 +129,17 @@ pub fn options(args: &Args) -> Result<RunOptions> {
             rule.max_trials, rule.min_trials
         )));
     }
+    if let Some(b) = args.case_budget {
+        if !(b.is_finite() && b > 0.0) {
+            return Err(user(format!(
+                "bad --case-budget {b}: expected seconds greater than 0"
+            )));
+        }
+        rule.case_budget_s = Some(b);
+    }
     let trial_time_s = args
         .trial_time
-        .unwrap_or(if args.quick { 0.2 } else { 0.5 });
+        .unwrap_or(if args.quick { 0.05 } else { 0.5 });
     if !(trial_time_s.is_finite() && (0.001..=3600.0).contains(&trial_time_s)) {
         return Err(user(format!(
             "bad --trial-time {trial_time_s}: expected seconds between 0.001 and 3600"
@@ -316,13 +328,17 @@ pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store,
         };
         let id = store.create_run(&new)?;
         eprintln!(
-            "kscale: run {id} ({}): {} cases, CI {}@{}, {}–{} trials, db {}",
+            "kscale: run {id} ({}): {} cases, CI {}@{}, {}–{} trials{}, db {}",
             new.label,
             opts.plan.len(),
             opts.rule.width_pct,
             opts.rule.confidence_pct,
             opts.rule.min_trials,
             opts.rule.max_trials,
+            opts.rule
+                .case_budget_s
+                .map(|b| format!(" or {b} s a case"))
+                .unwrap_or_default(),
             store.path().display()
         );
         (store, id, opts)

@@ -16,7 +16,7 @@ use std::process::ExitCode;
   kscale study --label 6.8-tuned           micro and macro suites under a label
   kscale study --suite micro --quick       the lmbench-style half only")]
 pub struct Args {
-    /// Quick run rules (CI 10@95, at most 5 trials, shorter sweeps).
+    /// Quick run rules (CI 10@95, 0.05 s trials until converged or 2 s a case, shorter sweeps).
     #[arg(long)]
     quick: bool,
     /// The suites to study, comma-separated (see `kscale list`).
@@ -25,7 +25,7 @@ pub struct Args {
     /// Label of the system (default: the kernel release).
     #[arg(long)]
     label: Option<String>,
-    /// Seconds one micro-benchmark trial lasts (default 0.5, --quick 0.2).
+    /// Seconds one micro-benchmark trial lasts (default 0.5, --quick 0.05).
     #[arg(long, value_name = "SECONDS")]
     trial_time: Option<f64>,
     /// Directory for scratch files and the fs workloads (default: current directory).
@@ -58,6 +58,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         min_trials: None,
         max_trials: None,
         trial_time: args.trial_time,
+        case_budget: None,
         dir: args.dir.clone(),
         params: vec![],
         target: None,

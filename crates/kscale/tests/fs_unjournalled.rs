@@ -1,0 +1,104 @@
+//! fs.create on ext4 without a journal, where freeing inodes slows the next
+//! creations for 30 s: the run says so before its first trial, keeps the
+//! created files until it ends (the case note says why), and leaves nothing
+//! behind. On a journalled ext4 none of that happens. Each filesystem is a
+//! loop mount in a mount namespace of the test's own, unmounted by the
+//! script's trap; the loop device goes with it (mount -o loop sets autoclear).
+
+mod common;
+use common::{skip, Env};
+
+/// Runs fs.create size=0 on a fresh ext4 made with `mkfs_opts`; returns the
+/// script's stdout and stderr, or `None` after printing why it was skipped.
+fn run_on_ext4(env: &Env, mkfs_opts: &str) -> Option<(String, String)> {
+    let img = env.path().join(format!("fs{}.img", mkfs_opts.len()));
+    let mnt = env.path().join(format!("mnt{}", mkfs_opts.len()));
+    std::fs::create_dir(&mnt).unwrap();
+    let f = std::fs::File::create(&img).unwrap();
+    f.set_len(256 << 20).unwrap();
+    drop(f);
+    let script = r#"img=$1 mnt=$2 kscale=$3 db=$4 opts=$5
+mkfs.ext4 -q -F $opts "$img" >&2 || exit 98
+mount -o loop "$img" "$mnt" || exit 99
+trap 'umount "$mnt"' EXIT
+"$kscale" --db "$db" run fs.create --param size=0 --cpus 1 --min-trials 2 \
+    --max-trials 2 --trial-time 0.02 --no-progress --dir "$mnt" || exit 1
+echo "left: $(find "$mnt" -mindepth 1 -not -path "$mnt/lost+found*" | wc -l)""#;
+    let out = std::process::Command::new("unshare")
+        .args([
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            script,
+            "sh",
+        ])
+        .arg(&img)
+        .arg(&mnt)
+        .arg(common::bin())
+        .arg(env.db())
+        .arg(mkfs_opts)
+        .env("NO_COLOR", "1")
+        .output();
+    let out = match out {
+        Ok(o)
+            if !matches!(o.status.code(), Some(98) | Some(99))
+                && !o.stderr.starts_with(b"unshare:") =>
+        {
+            o
+        }
+        Ok(o) => {
+            skip(&format!(
+                "cannot make an ext4 loop mount (needs root and loop devices): {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            ));
+            return None;
+        }
+        Err(e) => {
+            skip(&format!("unshare: {e}"));
+            return None;
+        }
+    };
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{text}\n{err}");
+    assert!(text.contains("left: 0"), "files left behind:\n{text}");
+    let attached = std::process::Command::new("losetup")
+        .arg("-j")
+        .arg(&img)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    assert_eq!(attached, "", "loop device left attached");
+    Some((text, err))
+}
+
+#[test]
+fn unjournalled_ext4_is_named_before_the_run_and_created_files_are_kept() {
+    let env = Env::new();
+    let Some((text, err)) = run_on_ext4(&env, "-O ^has_journal") else {
+        return;
+    };
+    let caveat = err
+        .lines()
+        .position(|l| l.contains("ext4 without a journal") && l.contains("30 s"))
+        .unwrap_or_else(|| panic!("no caveat on stderr:\n{err}"));
+    // Before the first trial: the run's header comes first, nothing else
+    // has been measured yet.
+    assert!(
+        err.lines().take(caveat).all(|l| !l.contains("failed")),
+        "{err}"
+    );
+    assert!(text.contains("kept until the run ends"), "{text}");
+}
+
+#[test]
+fn journalled_ext4_gets_no_caveat_and_lat_fs_unlinking() {
+    let env = Env::new();
+    let Some((text, err)) = run_on_ext4(&env, "") else {
+        return;
+    };
+    assert!(!err.contains("without a journal"), "{err}");
+    assert!(!text.contains("kept until"), "{text}");
+}
