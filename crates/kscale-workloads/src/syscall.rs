@@ -6,7 +6,9 @@
 //! lmbench's on the same machine: std's wrappers add flags (`O_CLOEXEC`) and
 //! checks that lmbench does not pay for.
 
-use crate::util::{fork_child, read_exact, write_exact, ChildGuard, Mapping};
+use crate::util::{
+    place_help, read_exact, write_exact, ChildGuard, Mapping, Placement, PLACE_PARAM,
+};
 use crate::{timed, Family, TrialCtx, TrialOutput, WorkloadDef};
 use anyhow::{ensure, Context, Result};
 use kscale_core::stats::median;
@@ -113,20 +115,32 @@ pub static FAMILY: Family = Family {
              signal handler overhead measured in the same trial (lmbench lat_sig prot).",
             prot_fault,
         ),
-        workload(
-            "pipe",
-            "Pipe latency",
-            "1-byte round trip between two processes over two pipes (lmbench lat_pipe; \
-             perf bench sched pipe).",
-            pipe,
-        ),
-        workload(
-            "unix",
-            "AF_UNIX sock stream latency",
-            "1-byte round trip between two processes over an AF_UNIX stream socketpair \
-             (lmbench lat_unix).",
-            unix,
-        ),
+        WorkloadDef {
+            params: PLACE_PARAMS,
+            ..workload(
+                "pipe",
+                "Pipe latency",
+                concat!(
+                    "1-byte round trip between two processes over two pipes (lmbench \
+                     lat_pipe; perf bench sched pipe).",
+                    place_help!()
+                ),
+                pipe,
+            )
+        },
+        WorkloadDef {
+            params: PLACE_PARAMS,
+            ..workload(
+                "unix",
+                "AF_UNIX sock stream latency",
+                concat!(
+                    "1-byte round trip between two processes over an AF_UNIX stream \
+                     socketpair (lmbench lat_unix).",
+                    place_help!()
+                ),
+                unix,
+            )
+        },
         workload(
             "fork_exit",
             "Process fork+exit",
@@ -168,6 +182,9 @@ const HELPER_PARAMS: &[ParamDef] = &[ParamDef {
     default: &["static"],
     quick: &[],
 }];
+
+/// Where pipe's and unix's two processes run (docs/families/syscall.md).
+const PLACE_PARAMS: &[ParamDef] = &[PLACE_PARAM];
 
 /// The file stat and open_close work on (docs/families/syscall.md).
 const FILE_PARAMS: &[ParamDef] = &[ParamDef {
@@ -698,8 +715,10 @@ fn ping_pong(
     (parent_w, parent_r): (OwnedFd, OwnedFd),
     (child_r, child_w): (OwnedFd, OwnedFd),
 ) -> Result<TrialOutput> {
+    let place = Placement::from_ctx(ctx)?;
+    place.pin(0)?;
     let (cr, cw) = (child_r.as_raw_fd(), child_w.as_raw_fd());
-    let _peer = ChildGuard(fork_child(move || echo(cr, cw))?);
+    let _peer = ChildGuard(place.fork(1, move || echo(cr, cw))?);
     drop((child_r, child_w));
     let (w, r) = (parent_w.as_raw_fd(), parent_r.as_raw_fd());
     // One exchange before timing so both processes are running (as lmbench).
@@ -712,7 +731,7 @@ fn ping_pong(
             Ok(())
         })
     })?;
-    Ok(latency(per_op, n))
+    Ok(latency(per_op, n).note(place.note(2, "partner")))
 }
 
 fn pipe(ctx: &TrialCtx) -> Result<TrialOutput> {
@@ -927,6 +946,7 @@ fn fork_sh(ctx: &TrialCtx) -> Result<TrialOutput> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::util::fork_child;
     use nix::sys::wait::{waitpid, WaitStatus};
 
     fn ctx(dir: &Path, trial: Duration, params: &[(&str, &str)]) -> TrialCtx {

@@ -1,6 +1,7 @@
 //! Small helpers shared by workload families.
 
 use anyhow::{ensure, Context, Result};
+use kscale_core::{ParamDef, ParamKind};
 use nix::unistd::{fork, ForkResult, Pid};
 use std::alloc::Layout;
 use std::io;
@@ -213,3 +214,180 @@ impl Drop for Mapping {
         unsafe { libc::munmap(self.addr, self.len) };
     }
 }
+
+/// Where the processes of a pair or ring go (docs/families/syscall.md,
+/// "Placement"). Unpinned, the scheduler puts a token-passing pair on one
+/// CPU in some trials and on two in others, and the two costs differ by up
+/// to 10x, so trials never converge; pinning makes every trial the same
+/// case.
+pub const PLACE_PARAM: ParamDef = ParamDef {
+    name: "place",
+    help: "Where the processes exchanging the token run. spread: process r of the pair or \
+           ring (0 = the measuring worker, 1 = its first forked partner, …) is pinned to CPU \
+           r mod n of the configuration's n CPUs, so on 2 CPUs every hop crosses CPUs; \
+           same: every process pinned to the configuration's first CPU; os: no pinning \
+           beyond the configuration, the scheduler's choice (lmbench does not pin, so this \
+           reproduces it, with its run-to-run swings).",
+    kind: ParamKind::Choice(PLACE_CHOICES),
+    default: &["spread"],
+    quick: &[],
+};
+
+const PLACE_CHOICES: &[&str] = &["spread", "same", "os"];
+
+/// The sentence every pair or ring workload's help ends with, so that the
+/// meaning of `place` is stated the same way everywhere.
+macro_rules! place_help {
+    () => {
+        " `place` pins the processes: spread (default) one after another over the \
+         configuration's CPUs, same all on its first CPU, os not at all (lmbench does not \
+         pin; place=os reproduces it)."
+    };
+}
+pub(crate) use place_help;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    Spread,
+    Same,
+    Os,
+}
+
+/// The `place` param of one trial applied to its CPU configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    pub place: Place,
+    cpus: Vec<usize>,
+}
+
+impl Placement {
+    /// Reads `place` (absent: spread, the default); an unknown value is an
+    /// error naming it and the accepted ones.
+    pub fn from_ctx(ctx: &crate::TrialCtx) -> Result<Placement> {
+        Placement::new(ctx.params.get("place").unwrap_or("spread"), &ctx.cpus)
+    }
+
+    pub fn new(value: &str, cpus: &[usize]) -> Result<Placement> {
+        let place = match value {
+            "spread" => Place::Spread,
+            "same" => Place::Same,
+            "os" => Place::Os,
+            other => anyhow::bail!(
+                "place={other}: unknown placement (accepted: {})",
+                PLACE_CHOICES.join(", ")
+            ),
+        };
+        ensure!(!cpus.is_empty(), "the CPU configuration is empty");
+        Ok(Placement {
+            place,
+            cpus: cpus.to_vec(),
+        })
+    }
+
+    /// The CPU process `rank` is pinned to (0 is the worker), or `None`
+    /// for place=os.
+    pub fn cpu(&self, rank: usize) -> Option<usize> {
+        match self.place {
+            Place::Spread => Some(self.cpus[rank % self.cpus.len()]),
+            Place::Same => Some(self.cpus[0]),
+            Place::Os => None,
+        }
+    }
+
+    /// Pins the calling process to the CPU of `rank`; nothing for place=os.
+    /// The worker calls it with rank 0 before forking, partners through
+    /// [`Placement::fork`]. Nothing is restored: a worker lives one trial.
+    pub fn pin(&self, rank: usize) -> Result<()> {
+        match self.cpu(rank) {
+            Some(cpu) => kscale_sys::affinity::pin_one(cpu)
+                .with_context(|| format!("pinning process {rank} of the trial to CPU {cpu}")),
+            None => Ok(()),
+        }
+    }
+
+    /// [`fork_child`] for partner `rank`: the child pins itself before
+    /// anything else and reports over a pipe, and this returns only then,
+    /// so placement is fixed before the first exchange and a pinning
+    /// failure is the parent's error, naming the CPU.
+    pub fn fork(&self, rank: usize, f: impl FnOnce() -> i32) -> Result<Pid> {
+        let (status_r, status_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+            .context("pipe for the partner's pinning status")?;
+        let r_raw = status_r.as_raw_fd();
+        let child = fork_child(move || {
+            // SAFETY: the child's own copy of the read end, closed once.
+            unsafe { libc::close(r_raw) };
+            // One write of at most PIPE_BUF bytes arrives whole: a status
+            // byte (0: pinned), then the error. The parent does not wait for
+            // end of file, which any process forked meanwhile could delay.
+            let report = match self.pin(rank) {
+                Ok(()) => vec![0u8],
+                Err(e) => {
+                    let mut r = vec![1u8];
+                    r.extend(format!("{e:#}").bytes().take(1000));
+                    r
+                }
+            };
+            if write_exact(status_w.as_raw_fd(), &report).is_err() || report[0] != 0 {
+                return PIN_FAILED;
+            }
+            drop(status_w);
+            f()
+        })?;
+        let guard = ChildGuard(child);
+        let mut buf = [0u8; 1024];
+        let n = loop {
+            match nix::unistd::read(&status_r, &mut buf) {
+                Err(nix::errno::Errno::EINTR) => {}
+                other => break other.context("reading the partner's pinning status")?,
+            }
+        };
+        match buf[..n] {
+            [0] => {
+                std::mem::forget(guard);
+                Ok(child)
+            }
+            [] => anyhow::bail!("process {rank} of the trial died before pinning itself"),
+            _ => anyhow::bail!("{}", String::from_utf8_lossy(&buf[1..n])),
+        }
+    }
+
+    /// What a trial's note says, e.g. `placement: spread (worker on CPU 0,
+    /// partner on CPU 1)`; `procs` counts the worker, `partner` names the
+    /// other process of a pair ("partner", "server").
+    pub fn note(&self, procs: usize, partner: &str) -> String {
+        let name = match self.place {
+            Place::Spread => "spread",
+            Place::Same => "same",
+            Place::Os => "os",
+        };
+        let list = |cpus: &mut dyn Iterator<Item = usize>| {
+            cpus.map(|c| c.to_string()).collect::<Vec<_>>().join(", ")
+        };
+        let detail = match (self.cpu(0), procs) {
+            (None, _) => format!(
+                "not pinned: the scheduler places the {procs} processes on CPUs {}",
+                list(&mut self.cpus.iter().copied())
+            ),
+            (Some(w), 2) => format!(
+                "worker on CPU {w}, {partner} on CPU {}",
+                self.cpu(1).unwrap_or(w)
+            ),
+            (Some(w), _) if self.place == Place::Same => {
+                format!("all {procs} processes on CPU {w}")
+            }
+            (Some(w), _) => {
+                let shown = (procs - 1).min(4);
+                let more = if procs - 1 > shown { ", …" } else { "" };
+                format!(
+                    "worker on CPU {w}, the {} others in ring order on CPUs {}{more}",
+                    procs - 1,
+                    list(&mut (1..=shown).filter_map(|r| self.cpu(r)))
+                )
+            }
+        };
+        format!("placement: {name} ({detail})")
+    }
+}
+
+/// Exit status of a partner that could not pin itself.
+const PIN_FAILED: i32 = 3;
