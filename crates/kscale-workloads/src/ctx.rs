@@ -277,7 +277,11 @@ mod tests {
     #[test]
     fn ring_reports_a_plausible_switch_time() {
         for (size, procs) in [("0", "2"), ("16k", "4")] {
-            let out = lat(&ctx_with(size, procs, 20)).unwrap();
+            let ctx = ctx_with(size, procs, 20);
+            let out = std::thread::spawn(move || lat(&ctx))
+                .join()
+                .unwrap()
+                .unwrap();
             let v = out.values[LAT.name];
             assert!(
                 v.is_finite() && v > 0.0 && v < 10_000.0,
@@ -292,7 +296,32 @@ mod tests {
     fn fixed_iterations_are_honoured() {
         let mut ctx = ctx_with("0", "2", 20);
         ctx.iterations = Some(50);
-        assert_eq!(lat(&ctx).unwrap().iterations, 50);
+        let out = std::thread::spawn(move || lat(&ctx)).join().unwrap();
+        assert_eq!(out.unwrap().iterations, 50);
+    }
+
+    /// A ring on two CPUs alternates them with place=spread and stays on the
+    /// first with place=same (each child's mask is checked before the note
+    /// is written). In a scratch thread: the worker pins itself.
+    #[test]
+    fn the_ring_is_placed() {
+        let Some(cpus) = crate::util::tests::two_cpus() else {
+            return;
+        };
+        for place in ["spread", "same", "os"] {
+            let on = cpus.clone();
+            let out = std::thread::spawn(move || {
+                let mut ctx =
+                    crate::test_ctx(&[("size", "0"), ("procs", "3"), ("place", place)], 20);
+                ctx.cpus = on;
+                lat(&ctx)
+            })
+            .join()
+            .unwrap()
+            .unwrap_or_else(|e| panic!("{place}: {e:#}"));
+            let want = Placement::new(place, &cpus).unwrap().note(3, "partner");
+            assert_eq!(out.notes, [want], "{place}");
+        }
     }
 
     #[test]

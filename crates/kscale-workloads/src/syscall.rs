@@ -961,6 +961,16 @@ mod tests {
     /// handler is gone), which would measure and break the wrong thing.
     /// Returns (latency, iterations, notes).
     fn run_in_child(name: &str, trial: Duration, params: &[(&str, &str)]) -> (f64, u64, String) {
+        run_in_child_on(name, trial, params, &[0])
+    }
+
+    /// [`run_in_child`] on the CPU configuration `cpus`.
+    fn run_in_child_on(
+        name: &str,
+        trial: Duration,
+        params: &[(&str, &str)],
+        cpus: &[usize],
+    ) -> (f64, u64, String) {
         let w = FAMILY
             .workloads
             .iter()
@@ -970,7 +980,9 @@ mod tests {
         let work = root.path().join("work");
         std::fs::create_dir(&work).unwrap();
         let result = root.path().join("result");
-        let pid = fork_child(|| match (w.run)(&ctx(&work, trial, params)) {
+        let mut c = ctx(&work, trial, params);
+        c.cpus = cpus.to_vec();
+        let pid = fork_child(|| match (w.run)(&c) {
             Ok(out) => {
                 let line = format!(
                     "{} {} {}",
@@ -1144,6 +1156,34 @@ mod tests {
     #[test]
     fn fork_exit() {
         run_one("fork_exit");
+    }
+
+    /// On two CPUs each `place` puts the pair where its note says; the
+    /// partner's mask is checked by `Placement::fork` before the note is
+    /// written, so a note is only there if the kernel holds the placement.
+    #[test]
+    fn pipe_and_unix_place_their_pair() {
+        let Some(cpus) = crate::util::tests::two_cpus() else {
+            return;
+        };
+        for name in ["pipe", "unix"] {
+            for place in ["spread", "same", "os"] {
+                let (v, _, notes) =
+                    run_in_child_on(name, Duration::from_millis(20), &[("place", place)], &cpus);
+                assert!(v > 0.0, "{name} {place}: {v}");
+                let want = Placement::new(place, &cpus).unwrap().note(2, "partner");
+                assert_eq!(notes, want, "{name} {place}");
+            }
+        }
+        let (.., notes) = run_in_child_on("pipe", Duration::from_millis(20), &[], &cpus);
+        assert_eq!(
+            notes,
+            format!(
+                "placement: spread (worker on CPU {}, partner on CPU {})",
+                cpus[0], cpus[1]
+            ),
+            "spread is the default"
+        );
     }
     #[test]
     fn fork_exec() {

@@ -823,11 +823,44 @@ mod tests {
             .iter()
             .find(|w| w.name == name)
             .expect("workload");
-        let out = (w.run)(&quick_ctx()).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+        // In a scratch thread: the worker pins itself, the test thread must not.
+        let out = std::thread::spawn(move || (w.run)(&quick_ctx()))
+            .join()
+            .unwrap()
+            .unwrap_or_else(|e| panic!("{name}: {e:#}"));
         let v = out.values["latency"];
         assert!(v.is_finite() && v > 0.0 && v < 100_000.0, "{name}: {v}");
         assert!(out.iterations > 0);
         v
+    }
+
+    /// Every ipc workload puts client and server where `place` says on two
+    /// CPUs (the server's mask is checked before the note is written).
+    #[test]
+    fn every_workload_places_client_and_server() {
+        let Some(cpus) = crate::util::tests::two_cpus() else {
+            return;
+        };
+        for w in FAMILY.workloads {
+            for place in ["spread", "same"] {
+                let on = cpus.clone();
+                let out = std::thread::spawn(move || {
+                    let mut ctx = crate::test_ctx(&[("place", place)], 10);
+                    ctx.cpus = on;
+                    (w.run)(&ctx)
+                })
+                .join()
+                .unwrap()
+                .unwrap_or_else(|e| panic!("{} {place}: {e:#}", w.name));
+                let want = Placement::new(place, &cpus).unwrap().note(2, "server");
+                assert!(
+                    out.notes.contains(&want),
+                    "{} {place}: {:?}",
+                    w.name,
+                    out.notes
+                );
+            }
+        }
     }
 
     #[test]
@@ -873,7 +906,10 @@ mod tests {
     fn fixed_iterations_are_honoured() {
         let mut ctx = quick_ctx();
         ctx.iterations = Some(123);
-        let out = tcp(&ctx).unwrap();
+        let out = std::thread::spawn(move || tcp(&ctx))
+            .join()
+            .unwrap()
+            .unwrap();
         assert_eq!(out.iterations, 123);
     }
 
