@@ -239,8 +239,8 @@ const PLACE_CHOICES: &[&str] = &["spread", "same", "os"];
 /// meaning of `place` is stated the same way everywhere.
 macro_rules! place_help {
     () => {
-        " `place` pins the processes: spread (default) one after another over the \
-         configuration's CPUs, same all on its first CPU, os not at all (lmbench does not \
+        " `place` pins the processes: spread (default) one per CPU of the configuration in \
+         turn, same all on its first CPU, os not at all (lmbench does not \
          pin; place=os reproduces it)."
     };
 }
