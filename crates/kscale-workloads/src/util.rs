@@ -217,9 +217,9 @@ impl Drop for Mapping {
 
 /// Where the processes of a pair or ring go (docs/families/syscall.md,
 /// "Placement"). Unpinned, the scheduler puts a token-passing pair on one
-/// CPU in some trials and on two in others, and the two costs differ by up
-/// to 10x, so trials never converge; pinning makes every trial the same
-/// case.
+/// CPU in some trials and on two in others, and the two costs differ up to
+/// tenfold, so the trials mix two cases; pinned, every trial measures the
+/// same one.
 pub const PLACE_PARAM: ParamDef = ParamDef {
     name: "place",
     help: "Where the processes exchanging the token run. spread: process r of the pair or \
