@@ -12,7 +12,7 @@
 //! lat_ctx's benchmp reports.
 
 use crate::timing::{median_of_reps, median_time_per_op, reps};
-use crate::util::{fork_child, ChildGuard};
+use crate::util::{place_help, ChildGuard, Placement, PLACE_PARAM};
 use crate::{timed, ChartDef, Family, TrialCtx, TrialOutput, WorkloadDef};
 use anyhow::{bail, ensure, Context, Result};
 use kscale_core::{MetricDef, ParamDef, ParamKind};
@@ -34,9 +34,13 @@ pub static FAMILY: Family = Family {
         family: "ctx",
         name: "lat",
         title: "Context switching latency",
-        help: "µs per context switch in a ring of `procs` processes, each summing its own \
-               `size`-byte array before passing the token on; the same pipe traffic and \
-               summing in one process is subtracted (lmbench lat_ctx -s size procs).",
+        help: concat!(
+            "µs per context switch in a ring of `procs` processes, each summing its own \
+             `size`-byte array before passing the token on; the same pipe traffic and \
+             summing in one process, on the worker's CPU, is subtracted (lmbench lat_ctx \
+             -s size procs).",
+            place_help!()
+        ),
         params: &[
             ParamDef {
                 name: "size",
@@ -55,6 +59,7 @@ pub static FAMILY: Family = Family {
                 default: &["2", "4", "8", "16", "24", "32", "64", "96"],
                 quick: &["2", "8", "32"],
             },
+            PLACE_PARAM,
         ],
         metrics: &[LAT, OVERHEAD],
         geomean_over: Some("procs"),
@@ -128,7 +133,10 @@ struct Ring {
 }
 
 impl Ring {
-    fn start(procs: usize, bytes: usize) -> Result<Ring> {
+    /// Pins the worker (rank 0) where `place` says, then forks ring
+    /// processes 1..procs, each pinned to its own rank's CPU.
+    fn start(procs: usize, bytes: usize, place: &Placement) -> Result<Ring> {
+        place.pin(0)?;
         let mut pipes = pipes(procs)?;
         let all: Vec<RawFd> = pipes
             .iter()
@@ -139,25 +147,26 @@ impl Ring {
             let rd = pipes[i - 1].0.as_raw_fd();
             let wr = pipes[i].1.as_raw_fd();
             let all = &all;
-            let pid = fork_child(move || {
-                for &fd in all {
-                    if fd != rd && fd != wr {
-                        // SAFETY: the child owns its copies of the inherited fds.
-                        unsafe { libc::close(fd) };
+            let pid = place
+                .fork(i, move || {
+                    for &fd in all {
+                        if fd != rd && fd != wr {
+                            // SAFETY: the child owns its copies of the inherited fds.
+                            unsafe { libc::close(fd) };
+                        }
                     }
-                }
-                let data = private_array(bytes);
-                let mut tok: Token = [0; 4];
-                // Runs until the worker closes its end or kills the ring.
-                while recv(rd, &mut tok).is_ok() {
-                    black_box(sum_words(black_box(&data)));
-                    if send(wr, &tok).is_err() {
-                        break;
+                    let data = private_array(bytes);
+                    let mut tok: Token = [0; 4];
+                    // Runs until the worker closes its end or kills the ring.
+                    while recv(rd, &mut tok).is_ok() {
+                        black_box(sum_words(black_box(&data)));
+                        if send(wr, &tok).is_err() {
+                            break;
+                        }
                     }
-                }
-                0
-            })
-            .with_context(|| format!("forking ring process {i} of {procs}"))?;
+                    0
+                })
+                .with_context(|| format!("forking ring process {i} of {procs}"))?;
             children.push(ChildGuard(pid));
         }
         let (last_r, _) = pipes.pop().context("ring has no pipes")?;
@@ -228,13 +237,15 @@ fn lat(ctx: &TrialCtx) -> Result<TrialOutput> {
         "procs must be at least 2 (a ring of one process never switches), got {procs}"
     );
     let bytes = usize::try_from(ctx.params.size("size")?).context("size too large")?;
+    let place = Placement::from_ctx(ctx)?;
     let data = private_array(bytes);
 
     let (per_trip, trips) = {
-        let ring = Ring::start(procs, bytes)?;
+        let ring = Ring::start(procs, bytes, &place)?;
         median_time_per_op(ctx, |n| ring.run(n, &data))?
     };
-    // Measured after the ring is gone so no idle child shares the CPU, with
+    // Measured after the ring is gone so no idle child shares the CPU (and
+    // on the worker's CPU, where place pinned it), with
     // exactly the hops the ring made, so both sides do the same work.
     let hops = trips.saturating_mul(procs as u64);
     let ovh = overhead(procs, hops, reps(ctx), &data)?;
@@ -250,12 +261,14 @@ fn lat(ctx: &TrialCtx) -> Result<TrialOutput> {
     }
     Ok(TrialOutput::new(trips)
         .with(&LAT, switch * 1e6)
-        .with(&OVERHEAD, ovh * 1e6))
+        .with(&OVERHEAD, ovh * 1e6)
+        .note(place.note(procs, "partner")))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::util::fork_child;
 
     fn ctx_with(size: &str, procs: &str, trial_ms: u64) -> TrialCtx {
         crate::test_ctx(&[("size", size), ("procs", procs)], trial_ms)
@@ -264,7 +277,11 @@ mod tests {
     #[test]
     fn ring_reports_a_plausible_switch_time() {
         for (size, procs) in [("0", "2"), ("16k", "4")] {
-            let out = lat(&ctx_with(size, procs, 20)).unwrap();
+            let ctx = ctx_with(size, procs, 20);
+            let out = std::thread::spawn(move || lat(&ctx))
+                .join()
+                .unwrap()
+                .unwrap();
             let v = out.values[LAT.name];
             assert!(
                 v.is_finite() && v > 0.0 && v < 10_000.0,
@@ -279,7 +296,32 @@ mod tests {
     fn fixed_iterations_are_honoured() {
         let mut ctx = ctx_with("0", "2", 20);
         ctx.iterations = Some(50);
-        assert_eq!(lat(&ctx).unwrap().iterations, 50);
+        let out = std::thread::spawn(move || lat(&ctx)).join().unwrap();
+        assert_eq!(out.unwrap().iterations, 50);
+    }
+
+    /// A ring on two CPUs alternates them with place=spread and stays on the
+    /// first with place=same (each child's mask is checked before the note
+    /// is written). In a scratch thread: the worker pins itself.
+    #[test]
+    fn the_ring_is_placed() {
+        let Some(cpus) = crate::util::tests::two_cpus() else {
+            return;
+        };
+        for place in ["spread", "same", "os"] {
+            let on = cpus.clone();
+            let out = std::thread::spawn(move || {
+                let mut ctx =
+                    crate::test_ctx(&[("size", "0"), ("procs", "3"), ("place", place)], 20);
+                ctx.cpus = on;
+                lat(&ctx)
+            })
+            .join()
+            .unwrap()
+            .unwrap_or_else(|e| panic!("{place}: {e:#}"));
+            let want = Placement::new(place, &cpus).unwrap().note(3, "partner");
+            assert_eq!(out.notes, [want], "{place}");
+        }
     }
 
     #[test]

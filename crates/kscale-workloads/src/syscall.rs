@@ -6,7 +6,9 @@
 //! lmbench's on the same machine: std's wrappers add flags (`O_CLOEXEC`) and
 //! checks that lmbench does not pay for.
 
-use crate::util::{fork_child, read_exact, write_exact, ChildGuard, Mapping};
+use crate::util::{
+    place_help, read_exact, write_exact, ChildGuard, Mapping, Placement, PLACE_PARAM,
+};
 use crate::{timed, Family, TrialCtx, TrialOutput, WorkloadDef};
 use anyhow::{ensure, Context, Result};
 use kscale_core::stats::median;
@@ -113,20 +115,32 @@ pub static FAMILY: Family = Family {
              signal handler overhead measured in the same trial (lmbench lat_sig prot).",
             prot_fault,
         ),
-        workload(
-            "pipe",
-            "Pipe latency",
-            "1-byte round trip between two processes over two pipes (lmbench lat_pipe; \
-             perf bench sched pipe).",
-            pipe,
-        ),
-        workload(
-            "unix",
-            "AF_UNIX sock stream latency",
-            "1-byte round trip between two processes over an AF_UNIX stream socketpair \
-             (lmbench lat_unix).",
-            unix,
-        ),
+        WorkloadDef {
+            params: PLACE_PARAMS,
+            ..workload(
+                "pipe",
+                "Pipe latency",
+                concat!(
+                    "1-byte round trip between two processes over two pipes (lmbench \
+                     lat_pipe; perf bench sched pipe).",
+                    place_help!()
+                ),
+                pipe,
+            )
+        },
+        WorkloadDef {
+            params: PLACE_PARAMS,
+            ..workload(
+                "unix",
+                "AF_UNIX sock stream latency",
+                concat!(
+                    "1-byte round trip between two processes over an AF_UNIX stream \
+                     socketpair (lmbench lat_unix).",
+                    place_help!()
+                ),
+                unix,
+            )
+        },
         workload(
             "fork_exit",
             "Process fork+exit",
@@ -168,6 +182,9 @@ const HELPER_PARAMS: &[ParamDef] = &[ParamDef {
     default: &["static"],
     quick: &[],
 }];
+
+/// Where pipe's and unix's two processes run (docs/families/syscall.md).
+const PLACE_PARAMS: &[ParamDef] = &[PLACE_PARAM];
 
 /// The file stat and open_close work on (docs/families/syscall.md).
 const FILE_PARAMS: &[ParamDef] = &[ParamDef {
@@ -698,8 +715,10 @@ fn ping_pong(
     (parent_w, parent_r): (OwnedFd, OwnedFd),
     (child_r, child_w): (OwnedFd, OwnedFd),
 ) -> Result<TrialOutput> {
+    let place = Placement::from_ctx(ctx)?;
+    place.pin(0)?;
     let (cr, cw) = (child_r.as_raw_fd(), child_w.as_raw_fd());
-    let _peer = ChildGuard(fork_child(move || echo(cr, cw))?);
+    let _peer = ChildGuard(place.fork(1, move || echo(cr, cw))?);
     drop((child_r, child_w));
     let (w, r) = (parent_w.as_raw_fd(), parent_r.as_raw_fd());
     // One exchange before timing so both processes are running (as lmbench).
@@ -712,7 +731,7 @@ fn ping_pong(
             Ok(())
         })
     })?;
-    Ok(latency(per_op, n))
+    Ok(latency(per_op, n).note(place.note(2, "partner")))
 }
 
 fn pipe(ctx: &TrialCtx) -> Result<TrialOutput> {
@@ -927,6 +946,7 @@ fn fork_sh(ctx: &TrialCtx) -> Result<TrialOutput> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::util::fork_child;
     use nix::sys::wait::{waitpid, WaitStatus};
 
     fn ctx(dir: &Path, trial: Duration, params: &[(&str, &str)]) -> TrialCtx {
@@ -941,6 +961,16 @@ mod tests {
     /// handler is gone), which would measure and break the wrong thing.
     /// Returns (latency, iterations, notes).
     fn run_in_child(name: &str, trial: Duration, params: &[(&str, &str)]) -> (f64, u64, String) {
+        run_in_child_on(name, trial, params, &[0])
+    }
+
+    /// [`run_in_child`] on the CPU configuration `cpus`.
+    fn run_in_child_on(
+        name: &str,
+        trial: Duration,
+        params: &[(&str, &str)],
+        cpus: &[usize],
+    ) -> (f64, u64, String) {
         let w = FAMILY
             .workloads
             .iter()
@@ -950,7 +980,9 @@ mod tests {
         let work = root.path().join("work");
         std::fs::create_dir(&work).unwrap();
         let result = root.path().join("result");
-        let pid = fork_child(|| match (w.run)(&ctx(&work, trial, params)) {
+        let mut c = ctx(&work, trial, params);
+        c.cpus = cpus.to_vec();
+        let pid = fork_child(|| match (w.run)(&c) {
             Ok(out) => {
                 let line = format!(
                     "{} {} {}",
@@ -1124,6 +1156,34 @@ mod tests {
     #[test]
     fn fork_exit() {
         run_one("fork_exit");
+    }
+
+    /// On two CPUs each `place` puts the pair where its note says; the
+    /// partner's mask is checked by `Placement::fork` before the note is
+    /// written, so a note is only there if the kernel holds the placement.
+    #[test]
+    fn pipe_and_unix_place_their_pair() {
+        let Some(cpus) = crate::util::tests::two_cpus() else {
+            return;
+        };
+        for name in ["pipe", "unix"] {
+            for place in ["spread", "same", "os"] {
+                let (v, _, notes) =
+                    run_in_child_on(name, Duration::from_millis(20), &[("place", place)], &cpus);
+                assert!(v > 0.0, "{name} {place}: {v}");
+                let want = Placement::new(place, &cpus).unwrap().note(2, "partner");
+                assert_eq!(notes, want, "{name} {place}");
+            }
+        }
+        let (.., notes) = run_in_child_on("pipe", Duration::from_millis(20), &[], &cpus);
+        assert_eq!(
+            notes,
+            format!(
+                "placement: spread (worker on CPU {}, partner on CPU {})",
+                cpus[0], cpus[1]
+            ),
+            "spread is the default"
+        );
     }
     #[test]
     fn fork_exec() {

@@ -94,6 +94,12 @@ fn bad_inputs_exit_2_with_one_line() {
         &["run", "syscall.null", "--param", "size"],
         "bad --param",
     );
+    // A choice param names the bad value and every accepted one.
+    refused(
+        &env,
+        &["run", "syscall.pipe", "--param", "place=foo"],
+        "bad value `foo` for syscall.pipe param `place`: expected one of spread, same, os",
+    );
     refused(
         &env,
         &["run", "syscall.null", "--dir", "/nonexistent/dir"],

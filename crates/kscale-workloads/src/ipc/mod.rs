@@ -11,10 +11,10 @@
 
 pub mod rpc;
 
-use crate::util::{fork_child, poll_many, wait_readable, ChildGuard};
+use crate::util::{place_help, poll_many, wait_readable, ChildGuard, Placement, PLACE_PARAM};
 use crate::{timed, Family, TrialCtx, TrialOutput, WorkloadDef};
 use anyhow::{bail, ensure, Context, Result};
-use kscale_core::MetricDef;
+use kscale_core::{MetricDef, ParamDef};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
@@ -37,6 +37,9 @@ const SERVER_EXIT: Duration = Duration::from_secs(5);
 /// fixes TCP at 4 bytes too.
 const MSG: usize = 4;
 
+/// Where the client (this worker) and its server run (docs/families/ipc.md).
+const PLACE_PARAMS: &[ParamDef] = &[PLACE_PARAM];
+
 const fn workload(
     name: &'static str,
     title: &'static str,
@@ -48,7 +51,7 @@ const fn workload(
         name,
         title,
         help,
-        params: &[],
+        params: PLACE_PARAMS,
         metrics: LAT_METRICS,
         run,
         ..WorkloadDef::BASE
@@ -65,35 +68,51 @@ pub static FAMILY: Family = Family {
         workload(
             "udp",
             "UDP latency",
-            "4-byte datagram sent to a server on 127.0.0.1 that echoes it back (lmbench lat_udp).",
+            concat!(
+                "4-byte datagram sent to a server on 127.0.0.1 that echoes it back (lmbench \
+                 lat_udp).",
+                place_help!()
+            ),
             udp,
         ),
         workload(
             "tcp",
             "TCP latency",
-            "4-byte message echoed over an established TCP_NODELAY connection on 127.0.0.1 \
-             (lmbench lat_tcp -m 4, netperf TCP_RR).",
+            concat!(
+                "4-byte message echoed over an established TCP_NODELAY connection on 127.0.0.1 \
+                 (lmbench lat_tcp -m 4, netperf TCP_RR).",
+                place_help!()
+            ),
             tcp,
         ),
         workload(
             "rpc_tcp",
             "RPC/tcp latency",
-            "ONC RPC v2 call (RFC 5531, record marking) over TCP to a procedure that echoes an \
-             XDR unsigned int (lmbench lat_rpc -p tcp).",
+            concat!(
+                "ONC RPC v2 call (RFC 5531, record marking) over TCP to a procedure that echoes an \
+                 XDR unsigned int (lmbench lat_rpc -p tcp).",
+                place_help!()
+            ),
             rpc_tcp,
         ),
         workload(
             "rpc_udp",
             "RPC/udp latency",
-            "ONC RPC v2 call (RFC 5531) over UDP to a procedure that echoes an XDR unsigned int \
-             (lmbench lat_rpc -p udp).",
+            concat!(
+                "ONC RPC v2 call (RFC 5531) over UDP to a procedure that echoes an XDR unsigned int \
+                 (lmbench lat_rpc -p udp).",
+                place_help!()
+            ),
             rpc_udp,
         ),
         workload(
             "tcp_connect",
             "TCP/IP connection cost",
-            "connect() to a server on 127.0.0.1, then close() without waiting for the \
-             server, which accepts, reads to the client's FIN and closes (lmbench lat_connect).",
+            concat!(
+                "connect() to a server on 127.0.0.1, then close() without waiting for the \
+                 server, which accepts, reads to the client's FIN and closes (lmbench lat_connect).",
+                place_help!()
+            ),
             tcp_connect,
         ),
     ],
@@ -103,10 +122,12 @@ fn loopback() -> SocketAddr {
     SocketAddr::from((Ipv4Addr::LOCALHOST, 0))
 }
 
-/// Forks a server running `f`; its error, if any, goes to stderr and makes
-/// the child exit 1 so [`finish_server`] can report it.
-fn spawn_server(f: impl FnOnce() -> Result<()>) -> Result<ChildGuard> {
-    let pid = fork_child(|| match f() {
+/// Pins this worker (the client, rank 0) and forks a server (rank 1)
+/// running `f` where `place` says; its error, if any, goes to stderr and
+/// makes the child exit 1 so [`finish_server`] can report it.
+fn spawn_server(place: &Placement, f: impl FnOnce() -> Result<()>) -> Result<ChildGuard> {
+    place.pin(0)?;
+    let pid = place.fork(1, || match f() {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("ipc server: {e:#}");
@@ -199,7 +220,8 @@ fn read_msg(s: &mut TcpStream, buf: &mut [u8]) -> Result<bool> {
 fn udp(ctx: &TrialCtx) -> Result<TrialOutput> {
     let server = UdpSocket::bind(loopback()).context("binding UDP server socket")?;
     let addr = server.local_addr().context("UDP server address")?;
-    let guard = spawn_server(move || udp_echo_server(server))?;
+    let place = Placement::from_ctx(ctx)?;
+    let guard = spawn_server(&place, move || udp_echo_server(server))?;
 
     let client = UdpSocket::bind(loopback()).context("binding UDP client socket")?;
     client.connect(addr).context("connecting UDP client")?;
@@ -229,7 +251,9 @@ fn udp(ctx: &TrialCtx) -> Result<TrialOutput> {
     // An empty datagram tells the server to exit.
     client.send(&[]).context("UDP stop message")?;
     finish_server(guard)?;
-    Ok(TrialOutput::new(n).with(&LAT, per_op * 1e6))
+    Ok(TrialOutput::new(n)
+        .with(&LAT, per_op * 1e6)
+        .note(place.note(2, "server")))
 }
 
 fn udp_echo_server(sock: UdpSocket) -> Result<()> {
@@ -250,7 +274,8 @@ fn udp_echo_server(sock: UdpSocket) -> Result<()> {
 fn tcp(ctx: &TrialCtx) -> Result<TrialOutput> {
     let listener = TcpListener::bind(loopback()).context("binding TCP server socket")?;
     let addr = listener.local_addr().context("TCP server address")?;
-    let guard = spawn_server(move || tcp_echo_server(listener))?;
+    let place = Placement::from_ctx(ctx)?;
+    let guard = spawn_server(&place, move || tcp_echo_server(listener))?;
 
     let mut s = TcpStream::connect(addr).context("connecting to TCP echo server")?;
     s.set_nodelay(true).context("TCP_NODELAY")?;
@@ -273,7 +298,9 @@ fn tcp(ctx: &TrialCtx) -> Result<TrialOutput> {
     // End of stream tells the server to exit.
     drop(s);
     finish_server(guard)?;
-    Ok(TrialOutput::new(n).with(&LAT, per_op * 1e6))
+    Ok(TrialOutput::new(n)
+        .with(&LAT, per_op * 1e6)
+        .note(place.note(2, "server")))
 }
 
 fn tcp_echo_server(listener: TcpListener) -> Result<()> {
@@ -317,7 +344,8 @@ fn tcp_connect(ctx: &TrialCtx) -> Result<TrialOutput> {
         .iter()
         .map(|l| l.local_addr().context("TCP server address"))
         .collect::<Result<Vec<_>>>()?;
-    let guard = spawn_server(move || {
+    let place = Placement::from_ctx(ctx)?;
+    let guard = spawn_server(&place, move || {
         std::thread::scope(|s| {
             let servers: Vec<_> = listeners
                 .into_iter()
@@ -353,7 +381,9 @@ fn tcp_connect(ctx: &TrialCtx) -> Result<TrialOutput> {
     })?;
     // The servers have no connection to see closing; the guard kills them.
     drop(guard);
-    let out = TrialOutput::new(n).with(&LAT, per_op * 1e6);
+    let out = TrialOutput::new(n)
+        .with(&LAT, per_op * 1e6)
+        .note(place.note(2, "server"));
     Ok(if no_port > 0 {
         out.note(format!(
             "{no_port} connect(s) found every local port in TIME_WAIT and were retried"
@@ -545,7 +575,8 @@ impl TcpRpcClient {
 fn rpc_tcp(ctx: &TrialCtx) -> Result<TrialOutput> {
     let listener = TcpListener::bind(loopback()).context("binding RPC/tcp server socket")?;
     let addr = listener.local_addr().context("RPC/tcp server address")?;
-    let guard = spawn_server(move || rpc_tcp_server(listener))?;
+    let place = Placement::from_ctx(ctx)?;
+    let guard = spawn_server(&place, move || rpc_tcp_server(listener))?;
 
     let mut client = TcpRpcClient::connect(addr)?;
     let mut v: u32 = 0;
@@ -561,7 +592,9 @@ fn rpc_tcp(ctx: &TrialCtx) -> Result<TrialOutput> {
     // End of stream tells the server to exit.
     drop(client);
     finish_server(guard)?;
-    Ok(TrialOutput::new(n).with(&LAT, per_op * 1e6))
+    Ok(TrialOutput::new(n)
+        .with(&LAT, per_op * 1e6)
+        .note(place.note(2, "server")))
 }
 
 /// Serves the way libtirpc's svc_run + svc_vc do, so the per-call kernel
@@ -700,7 +733,8 @@ impl UdpRpcClient {
 fn rpc_udp(ctx: &TrialCtx) -> Result<TrialOutput> {
     let server = UdpSocket::bind(loopback()).context("binding RPC/udp server socket")?;
     let addr = server.local_addr().context("RPC/udp server address")?;
-    let guard = spawn_server(move || rpc_udp_server(server))?;
+    let place = Placement::from_ctx(ctx)?;
+    let guard = spawn_server(&place, move || rpc_udp_server(server))?;
 
     let mut client = UdpRpcClient::connect(addr)?;
     let mut v: u32 = 0;
@@ -716,7 +750,9 @@ fn rpc_udp(ctx: &TrialCtx) -> Result<TrialOutput> {
     let (xid, reply) = client.call(PROC_EXIT, &[])?;
     rpc::expect_success(reply, xid).context("RPC/udp exit call")?;
     finish_server(guard)?;
-    Ok(TrialOutput::new(n).with(&LAT, per_op * 1e6))
+    Ok(TrialOutput::new(n)
+        .with(&LAT, per_op * 1e6)
+        .note(place.note(2, "server")))
 }
 
 /// svc_run + svc_dg in miniature: poll, recvmsg, dispatch, sendmsg. Like
@@ -787,11 +823,44 @@ mod tests {
             .iter()
             .find(|w| w.name == name)
             .expect("workload");
-        let out = (w.run)(&quick_ctx()).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+        // In a scratch thread: the worker pins itself, the test thread must not.
+        let out = std::thread::spawn(move || (w.run)(&quick_ctx()))
+            .join()
+            .unwrap()
+            .unwrap_or_else(|e| panic!("{name}: {e:#}"));
         let v = out.values["latency"];
         assert!(v.is_finite() && v > 0.0 && v < 100_000.0, "{name}: {v}");
         assert!(out.iterations > 0);
         v
+    }
+
+    /// Every ipc workload puts client and server where `place` says on two
+    /// CPUs (the server's mask is checked before the note is written).
+    #[test]
+    fn every_workload_places_client_and_server() {
+        let Some(cpus) = crate::util::tests::two_cpus() else {
+            return;
+        };
+        for w in FAMILY.workloads {
+            for place in ["spread", "same"] {
+                let on = cpus.clone();
+                let out = std::thread::spawn(move || {
+                    let mut ctx = crate::test_ctx(&[("place", place)], 10);
+                    ctx.cpus = on;
+                    (w.run)(&ctx)
+                })
+                .join()
+                .unwrap()
+                .unwrap_or_else(|e| panic!("{} {place}: {e:#}", w.name));
+                let want = Placement::new(place, &cpus).unwrap().note(2, "server");
+                assert!(
+                    out.notes.contains(&want),
+                    "{} {place}: {:?}",
+                    w.name,
+                    out.notes
+                );
+            }
+        }
     }
 
     #[test]
@@ -837,7 +906,10 @@ mod tests {
     fn fixed_iterations_are_honoured() {
         let mut ctx = quick_ctx();
         ctx.iterations = Some(123);
-        let out = tcp(&ctx).unwrap();
+        let out = std::thread::spawn(move || tcp(&ctx))
+            .join()
+            .unwrap()
+            .unwrap();
         assert_eq!(out.iterations, 123);
     }
 
@@ -900,7 +972,7 @@ mod tests {
     fn client_rejects_bad_replies() {
         let listener = TcpListener::bind(loopback()).unwrap();
         let addr = listener.local_addr().unwrap();
-        let guard = spawn_server(move || {
+        let guard = spawn_server(&Placement::new("os", &[0]).unwrap(), move || {
             let (mut s, _) = listener.accept()?;
             let mut rr = rpc::RecordReader::new(MAX_RECORD);
             let mut req = Vec::new();
@@ -935,7 +1007,7 @@ mod tests {
     fn rpc_udp_retransmits_and_skips_stale_replies() {
         let server = UdpSocket::bind(loopback()).unwrap();
         let addr = server.local_addr().unwrap();
-        let guard = spawn_server(move || {
+        let guard = spawn_server(&Placement::new("os", &[0]).unwrap(), move || {
             let mut buf = [0u8; 512];
             let mut out = Vec::new();
             // Drop the first transmission of call 1.
