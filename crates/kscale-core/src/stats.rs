@@ -33,13 +33,13 @@ impl StopRule {
         case_budget_s: None,
     };
     /// `--quick`: used with 0.05 s trials, so a case that is still noisy at
-    /// 2 s has had about 25 trials.
+    /// 3.5 s has had 30–60 trials (docs/method.md, "trials and budgets").
     pub const QUICK: StopRule = StopRule {
         width_pct: 10.0,
         confidence_pct: 95.0,
         min_trials: 3,
         max_trials: 60,
-        case_budget_s: Some(2.0),
+        case_budget_s: Some(3.5),
     };
 
     /// Parses `W@C`, e.g. `5@95`.
@@ -308,7 +308,7 @@ mod tests {
         assert_eq!(r.decide(&wide, 0.0), Decision::NotConverged);
         // Quick: wide at 5 → not converged.
         assert_eq!(
-            StopRule::QUICK.decide(&[1.0, 2.0, 1.0, 2.0, 1.0], 2.0),
+            StopRule::QUICK.decide(&[1.0, 2.0, 1.0, 2.0, 1.0], 3.5),
             Decision::NotConverged
         );
     }
@@ -317,8 +317,8 @@ mod tests {
     fn the_budget_stops_a_noisy_case_and_spares_a_steady_one() {
         let q = StopRule::QUICK;
         let wide = [1.0, 2.0, 1.0, 2.0, 1.0];
-        assert_eq!(q.decide(&wide, 1.9), Decision::Continue);
-        assert_eq!(q.decide(&wide, 2.0), Decision::NotConverged);
+        assert_eq!(q.decide(&wide, 3.4), Decision::Continue);
+        assert_eq!(q.decide(&wide, 3.5), Decision::NotConverged);
         // Below the minimum the budget does not end a case: a CI needs trials.
         assert_eq!(q.decide(&[1.0, 2.0], 50.0), Decision::Continue);
         // A converged case is converged whatever it spent.
