@@ -98,6 +98,27 @@ pub struct WorkloadDef {
     pub capacity: Option<&'static str>,
 }
 
+impl WorkloadDef {
+    /// A workload with these names and run function and [`WorkloadDef::BASE`]
+    /// for the rest: what each family's own constructor starts from.
+    pub const fn new(
+        family: &'static str,
+        name: &'static str,
+        title: &'static str,
+        help: &'static str,
+        run: fn(&TrialCtx) -> Result<TrialOutput>,
+    ) -> WorkloadDef {
+        WorkloadDef {
+            family,
+            name,
+            title,
+            help,
+            run,
+            ..WorkloadDef::BASE
+        }
+    }
+}
+
 /// [`WorkloadDef::unavailable`] for workloads that need nothing beyond kscale.
 fn always_available(_: &WorkloadDef) -> Option<String> {
     None

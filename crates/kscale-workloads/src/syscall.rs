@@ -32,15 +32,10 @@ const fn workload(
     run: fn(&TrialCtx) -> Result<TrialOutput>,
 ) -> WorkloadDef {
     WorkloadDef {
-        family: "syscall",
-        name,
-        title,
-        help,
         params: &[],
         metrics: LAT_METRICS,
         timeout: Duration::from_secs(60),
-        run,
-        ..WorkloadDef::BASE
+        ..WorkloadDef::new("syscall", name, title, help, run)
     }
 }
 

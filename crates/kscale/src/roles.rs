@@ -13,7 +13,7 @@ use kscale_workloads::roles::{
 };
 use kscale_workloads::{TrialOutput, TrialRequest, WorkloadDef};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -33,23 +33,9 @@ impl RoleProc {
     /// Starts `kscale __worker` for one role in a new process group and hands
     /// it the request; the worker pins itself to `req.cpus`.
     pub fn spawn(req: &TrialRequest) -> Result<RoleProc, String> {
-        use std::os::unix::process::CommandExt;
-        let mut child = Command::new(crate::runner::self_exe()?)
-            .arg("__worker")
-            .process_group(0)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot start a role worker: {e}"))?;
+        let (mut child, registered) = crate::runner::spawn_worker(req)?;
         let pid = child.id() as i32;
-        let registered = signals::Registered::new(pid);
-        let mut stdin = child.stdin.take();
-        let body = serde_json::to_string(req).map_err(|e| e.to_string())?;
-        if let Some(s) = stdin.as_mut() {
-            let _ = writeln!(s, "{body}");
-            let _ = s.flush();
-        }
+        let stdin = child.stdin.take();
         let (tx, lines) = mpsc::channel();
         if let Some(out) = child.stdout.take() {
             std::thread::spawn(move || {

@@ -513,10 +513,13 @@ pub(crate) fn self_exe() -> Result<std::path::PathBuf, String> {
     }
 }
 
-/// Starts `kscale __worker` in its own process group, hands it the request,
-/// and waits at most `timeout`. The whole group is killed afterwards so no
-/// server or grandchild survives the trial.
-pub(crate) fn run_worker(req: &TrialRequest, timeout: Duration) -> Result<TrialOutput, String> {
+/// Starts `kscale __worker` in its own process group with piped stdio,
+/// registered so a signal to kscale kills its group, and writes `req` to its
+/// stdin as one JSON line. Stdin stays open: a role worker takes further
+/// messages there; a plain worker's caller closes it.
+pub(crate) fn spawn_worker(
+    req: &TrialRequest,
+) -> Result<(std::process::Child, signals::Registered), String> {
     use std::os::unix::process::CommandExt;
     let mut child = Command::new(self_exe()?)
         .arg("__worker")
@@ -525,14 +528,23 @@ pub(crate) fn run_worker(req: &TrialRequest, timeout: Duration) -> Result<TrialO
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot start worker: {e}"))?;
-    let pid = child.id() as i32;
-    let _registered = signals::Registered::new(pid);
+        .map_err(|e| format!("cannot start a worker: {e}"))?;
+    let registered = signals::Registered::new(child.id() as i32);
     let mut body = serde_json::to_vec(req).map_err(|e| e.to_string())?;
     body.push(b'\n');
-    if let Some(mut stdin) = child.stdin.take() {
+    if let Some(stdin) = child.stdin.as_mut() {
         let _ = stdin.write_all(&body);
+        let _ = stdin.flush();
     }
+    Ok((child, registered))
+}
+
+/// Starts a worker for `req` and waits at most `timeout`. The whole group is
+/// killed afterwards so no server or grandchild survives the trial.
+pub(crate) fn run_worker(req: &TrialRequest, timeout: Duration) -> Result<TrialOutput, String> {
+    let (mut child, _registered) = spawn_worker(req)?;
+    let pid = child.id() as i32;
+    drop(child.stdin.take());
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(child.wait_with_output());

@@ -3,7 +3,7 @@
 //! its clients and their trees with it.
 
 mod common;
-use common::{assert_no_marked_processes, comm, marked_processes, skip, wait_for, Env};
+use common::{assert_no_marked_processes, comm, marked_processes, wait_for, Env};
 use std::path::Path;
 use std::process::Stdio;
 
@@ -168,34 +168,16 @@ fn a_read_only_dir_is_refused() {
     std::fs::create_dir(&ro).unwrap();
     let script = r#"mount -t tmpfs -o ro kscale-ro "$1" || exit 99
 exec "$2" --db "$3" run fileserver.mix --quick --dir "$1""#;
-    let out = std::process::Command::new("unshare")
-        .args([
-            "--mount",
-            "--propagation",
-            "private",
-            "sh",
-            "-c",
-            script,
-            "sh",
-        ])
-        .arg(&ro)
-        .arg(common::bin())
-        .arg(env.db())
-        .env("NO_COLOR", "1")
-        .output();
-    let out = match out {
-        Ok(o) if o.status.code() != Some(99) && !o.stderr.starts_with(b"unshare:") => o,
-        Ok(o) => {
-            skip(&format!(
-                "cannot mount a read-only tmpfs: {}",
-                String::from_utf8_lossy(&o.stderr).trim()
-            ));
-            return;
-        }
-        Err(e) => {
-            skip(&format!("unshare: {e}"));
-            return;
-        }
+    let Some(out) = common::in_mount_ns(
+        "cannot mount a read-only tmpfs",
+        script,
+        &[
+            ro.as_os_str(),
+            common::bin().as_os_str(),
+            env.db().as_os_str(),
+        ],
+    ) else {
+        return;
     };
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -366,34 +348,16 @@ fn the_note_names_the_mount_of_dir() {
     std::fs::create_dir(&mnt).unwrap();
     let script = r#"mount -t tmpfs -o size=64m,nr_inodes=9999 kscale-fs "$1" || exit 99
 exec "$2" --db "$3" run fileserver.mix --param clients=1 --param duration=0.3 --min-trials 2 --max-trials 2 --no-progress --dir "$1""#;
-    let out = std::process::Command::new("unshare")
-        .args([
-            "--mount",
-            "--propagation",
-            "private",
-            "sh",
-            "-c",
-            script,
-            "sh",
-        ])
-        .arg(&mnt)
-        .arg(common::bin())
-        .arg(env.db())
-        .env("NO_COLOR", "1")
-        .output();
-    let out = match out {
-        Ok(o) if o.status.code() != Some(99) && !o.stderr.starts_with(b"unshare:") => o,
-        Ok(o) => {
-            skip(&format!(
-                "cannot mount a tmpfs: {}",
-                String::from_utf8_lossy(&o.stderr).trim()
-            ));
-            return;
-        }
-        Err(e) => {
-            skip(&format!("unshare: {e}"));
-            return;
-        }
+    let Some(out) = common::in_mount_ns(
+        "cannot mount a tmpfs",
+        script,
+        &[
+            mnt.as_os_str(),
+            common::bin().as_os_str(),
+            env.db().as_os_str(),
+        ],
+    ) else {
+        return;
     };
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(

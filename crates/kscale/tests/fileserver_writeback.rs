@@ -6,7 +6,7 @@
 //! test checks.
 
 mod common;
-use common::{skip, Env};
+use common::Env;
 
 #[test]
 fn runs_unchanged_on_an_ext4_loop_mount_with_data_writeback() {
@@ -25,40 +25,17 @@ trap 'umount "$mnt"' EXIT
 findmnt -n -o FSTYPE,OPTIONS "$mnt" >&2
 "$kscale" --db "$db" run fileserver.mix --quick --param duration=1 --min-trials 2 \
     --max-trials 2 --no-progress --dir "$mnt""#;
-    let out = std::process::Command::new("unshare")
-        .args([
-            "--mount",
-            "--propagation",
-            "private",
-            "sh",
-            "-c",
-            script,
-            "sh",
-        ])
-        .arg(&img)
-        .arg(&mnt)
-        .arg(common::bin())
-        .arg(env.db())
-        .env("NO_COLOR", "1")
-        .output();
-    let out = match out {
-        Ok(o)
-            if !matches!(o.status.code(), Some(98) | Some(99))
-                && !o.stderr.starts_with(b"unshare:") =>
-        {
-            o
-        }
-        Ok(o) => {
-            skip(&format!(
-                "cannot make an ext4 loop mount (needs root and loop devices): {}",
-                String::from_utf8_lossy(&o.stderr).trim()
-            ));
-            return;
-        }
-        Err(e) => {
-            skip(&format!("unshare: {e}"));
-            return;
-        }
+    let Some(out) = common::in_mount_ns(
+        "cannot make an ext4 loop mount (needs root and loop devices)",
+        script,
+        &[
+            img.as_os_str(),
+            mnt.as_os_str(),
+            common::bin().as_os_str(),
+            env.db().as_os_str(),
+        ],
+    ) else {
+        return;
     };
     let text = String::from_utf8_lossy(&out.stdout);
     let err = String::from_utf8_lossy(&out.stderr);

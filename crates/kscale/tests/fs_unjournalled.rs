@@ -6,7 +6,7 @@
 //! script's trap; the loop device goes with it (mount -o loop sets autoclear).
 
 mod common;
-use common::{skip, Env};
+use common::Env;
 
 /// Runs fs.create size=0 on a fresh ext4 made with `mkfs_opts`; returns the
 /// script's stdout and stderr, or `None` after printing why it was skipped.
@@ -24,42 +24,17 @@ trap 'umount "$mnt"' EXIT
 "$kscale" --db "$db" run fs.create --param size=0 --cpus 1 --min-trials 2 \
     --max-trials 2 --trial-time 0.02 --no-progress --dir "$mnt" || exit 1
 echo "left: $(find "$mnt" -mindepth 1 -not -path "$mnt/lost+found*" | wc -l)""#;
-    let out = std::process::Command::new("unshare")
-        .args([
-            "--mount",
-            "--propagation",
-            "private",
-            "sh",
-            "-c",
-            script,
-            "sh",
-        ])
-        .arg(&img)
-        .arg(&mnt)
-        .arg(common::bin())
-        .arg(env.db())
-        .arg(mkfs_opts)
-        .env("NO_COLOR", "1")
-        .output();
-    let out = match out {
-        Ok(o)
-            if !matches!(o.status.code(), Some(98) | Some(99))
-                && !o.stderr.starts_with(b"unshare:") =>
-        {
-            o
-        }
-        Ok(o) => {
-            skip(&format!(
-                "cannot make an ext4 loop mount (needs root and loop devices): {}",
-                String::from_utf8_lossy(&o.stderr).trim()
-            ));
-            return None;
-        }
-        Err(e) => {
-            skip(&format!("unshare: {e}"));
-            return None;
-        }
-    };
+    let out = common::in_mount_ns(
+        "cannot make an ext4 loop mount (needs root and loop devices)",
+        script,
+        &[
+            img.as_os_str(),
+            mnt.as_os_str(),
+            common::bin().as_os_str(),
+            env.db().as_os_str(),
+            std::ffi::OsStr::new(mkfs_opts),
+        ],
+    )?;
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{text}\n{err}");

@@ -456,7 +456,7 @@ fn capacity_search_reports_a_conforming_connection_count() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("no capacity to search"));
 }
 
-/// SPEC §12: `web` holds 10,000 connections on the 2-core machine. Too
+/// `web` holds 10,000 connections on the 2-core machine (docs/families/web.md). Too
 /// heavy for every `cargo test` (and it needs RLIMIT_NOFILE ≥ 10,256);
 /// run with `cargo test -p kscale --test web -- --ignored`. Its figures
 /// are in the README.

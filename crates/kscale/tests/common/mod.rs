@@ -126,4 +126,47 @@ pub fn skip(reason: &str) {
     }
     eprintln!("SKIPPED: {reason}");
 }
+/// Runs `sh -c script sh ARGS…` in a mount namespace of its own (so its
+/// mounts vanish with it), with NO_COLOR set. A script exits 98 or 99 when
+/// its setup (mkfs, mount) is refused: that, or unshare itself failing, is a
+/// [`skip`] naming `what` and `None`.
+pub fn in_mount_ns(
+    what: &str,
+    script: &str,
+    args: &[&std::ffi::OsStr],
+) -> Option<std::process::Output> {
+    let out = std::process::Command::new("unshare")
+        .args([
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            script,
+            "sh",
+        ])
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output();
+    match out {
+        Ok(o)
+            if !matches!(o.status.code(), Some(98) | Some(99))
+                && !o.stderr.starts_with(b"unshare:") =>
+        {
+            Some(o)
+        }
+        Ok(o) => {
+            skip(&format!(
+                "{what}: {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            ));
+            None
+        }
+        Err(e) => {
+            skip(&format!("unshare: {e}"));
+            None
+        }
+    }
+}
+
 pub mod netns;
