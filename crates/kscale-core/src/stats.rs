@@ -33,13 +33,13 @@ impl StopRule {
         case_budget_s: None,
     };
     /// `--quick`: used with 0.05 s trials, so a case that is still noisy at
-    /// 3.5 s has had 30–60 trials (docs/method.md, "trials and budgets").
+    /// 5 s has had 30–100 trials (docs/method.md, "trials and budgets").
     pub const QUICK: StopRule = StopRule {
         width_pct: 10.0,
         confidence_pct: 95.0,
         min_trials: 3,
-        max_trials: 60,
-        case_budget_s: Some(3.5),
+        max_trials: 100,
+        case_budget_s: Some(5.0),
     };
 
     /// Parses `W@C`, e.g. `5@95`.
@@ -64,11 +64,47 @@ impl StopRule {
         }
         if self.is_converged(values) {
             Decision::Converged
-        } else if n >= self.max_trials || self.case_budget_s.is_some_and(|b| spent_s >= b) {
+        } else if n >= self.max_trials
+            || self.case_budget_s.is_some_and(|b| spent_s >= b)
+            || self.futile(values, spent_s)
+        {
             Decision::NotConverged
         } else {
             Decision::Continue
         }
+    }
+}
+
+impl StopRule {
+    /// Trials before a case may be judged futile: fewer say too little about
+    /// its spread.
+    const FUTILITY_MIN_TRIALS: usize = 8;
+
+    /// Whether a budgeted case cannot plausibly converge in what is left of
+    /// its budget: the trials its spread so far needs (normal quantile, so
+    /// the count is not inflated by small-n t values) are more than twice
+    /// the trials it has plus those the rest of its budget buys at its cost
+    /// per trial so far. A cross-CPU case whose trials spread by 80 % needs
+    /// about a thousand trials at 10 %; stopping it after eight leaves its
+    /// budget's worth of time to the run instead of spending it for nothing.
+    fn futile(&self, values: &[f64], spent_s: f64) -> bool {
+        let (Some(budget), n) = (self.case_budget_s, values.len()) else {
+            return false;
+        };
+        if n < Self::FUTILITY_MIN_TRIALS || spent_s <= 0.0 {
+            return false;
+        }
+        let s = Summary::of(values, self.confidence_pct);
+        if s.mean == 0.0 {
+            return false;
+        }
+        let cv = s.sd / s.mean.abs();
+        let z = t_quantile(self.confidence_pct, 1e6);
+        let needed = (2.0 * z * cv / (self.width_pct / 100.0)).powi(2);
+        // The warm-up is one of the trials that spent the time.
+        let per_trial = spent_s / (n + 1) as f64;
+        let affordable = ((budget - spent_s).max(0.0) / per_trial).floor();
+        needed > 2.0 * (n as f64 + affordable)
     }
 }
 
@@ -308,7 +344,7 @@ mod tests {
         assert_eq!(r.decide(&wide, 0.0), Decision::NotConverged);
         // Quick: wide at 5 → not converged.
         assert_eq!(
-            StopRule::QUICK.decide(&[1.0, 2.0, 1.0, 2.0, 1.0], 3.5),
+            StopRule::QUICK.decide(&[1.0, 2.0, 1.0, 2.0, 1.0], 5.0),
             Decision::NotConverged
         );
     }
@@ -318,13 +354,31 @@ mod tests {
         let q = StopRule::QUICK;
         let wide = [1.0, 2.0, 1.0, 2.0, 1.0];
         assert_eq!(q.decide(&wide, 3.4), Decision::Continue);
-        assert_eq!(q.decide(&wide, 3.5), Decision::NotConverged);
+        assert_eq!(q.decide(&wide, 5.0), Decision::NotConverged);
         // Below the minimum the budget does not end a case: a CI needs trials.
         assert_eq!(q.decide(&[1.0, 2.0], 50.0), Decision::Continue);
         // A converged case is converged whatever it spent.
         assert_eq!(q.decide(&[1.0, 1.0, 1.0], 50.0), Decision::Converged);
         // No budget: only the trial count ends it.
         assert_eq!(StopRule::DEFAULT.decide(&wide, 1e9), Decision::Continue);
+    }
+
+    #[test]
+    fn a_hopeless_case_stops_early_and_a_slow_one_goes_on() {
+        let q = StopRule::QUICK;
+        // Eight trials spread by ±60 % after 0.5 s: about a thousand needed,
+        // about eighty affordable.
+        let hopeless = [0.4, 1.6, 0.4, 1.6, 0.4, 1.6, 0.4, 1.6];
+        assert_eq!(q.decide(&hopeless, 0.5), Decision::NotConverged);
+        // Seven of them: too few to judge.
+        assert_eq!(q.decide(&hopeless[..7], 0.5), Decision::Continue);
+        // Spread by ±13 %: about 30 needed at this pace, so it goes on.
+        let slow = [0.87, 1.13, 0.87, 1.13, 0.87, 1.13, 0.87, 1.13];
+        assert_eq!(q.decide(&slow, 0.5), Decision::Continue);
+        // The same spread with its budget nearly spent: futile.
+        assert_eq!(q.decide(&slow, 3.3), Decision::NotConverged);
+        // Without a budget nothing is judged futile.
+        assert_eq!(StopRule::DEFAULT.decide(&hopeless, 0.5), Decision::Continue);
     }
 
     #[test]

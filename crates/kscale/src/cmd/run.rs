@@ -34,7 +34,7 @@ pub struct Args {
     /// Label of the system being measured (default: the kernel release).
     #[arg(long)]
     pub label: Option<String>,
-    /// A first look: CI 10@95, 0.05 s trials until converged or 3.5 s per case, shorter param sweeps.
+    /// A first look: CI 10@95, 0.05 s trials until converged or 5 s per case, shorter param sweeps.
     #[arg(long)]
     pub quick: bool,
     /// Convergence target W@C: full CI width ≤ W % of the mean at C % confidence (default 5@95).
@@ -43,14 +43,14 @@ pub struct Args {
     /// Counted trials at least (default 3).
     #[arg(long, value_name = "N")]
     pub min_trials: Option<usize>,
-    /// Counted trials at most (default 30, --quick 60).
+    /// Counted trials at most (default 30, --quick 100).
     #[arg(long, value_name = "N")]
     pub max_trials: Option<usize>,
     /// Seconds one micro-benchmark trial lasts (default 0.5, --quick 0.05).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub trial_time: Option<f64>,
     /// Seconds of trials (warm-up included) after which a case stops
-    /// unconverged (default none, --quick 3.5).
+    /// unconverged (default none, --quick 5).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub case_budget: Option<f64>,
     /// Directory for the run's scratch files and the fs workloads (default: current directory).

@@ -16,7 +16,7 @@ use std::process::ExitCode;
   kscale study --label 6.8-tuned           micro and macro suites under a label
   kscale study --suite micro --quick       the lmbench-style half only")]
 pub struct Args {
-    /// Quick run rules (CI 10@95, 0.05 s trials until converged or 3.5 s a case, shorter sweeps).
+    /// Quick run rules (CI 10@95, 0.05 s trials until converged or 5 s a case, shorter sweeps).
     #[arg(long)]
     quick: bool,
     /// The suites to study, comma-separated (see `kscale list`).

@@ -33,7 +33,7 @@ pub struct Args {
     /// Parse and validate the plan, change nothing, measure nothing.
     #[arg(long)]
     check: bool,
-    /// A first look: CI 10@95, 0.05 s trials until converged or 3.5 s per case, shorter param sweeps.
+    /// A first look: CI 10@95, 0.05 s trials until converged or 5 s per case, shorter param sweeps.
     #[arg(long)]
     quick: bool,
     /// Label of the study; each step's run is labelled LABEL.N-STEP (default: the plan's name).
