@@ -195,13 +195,9 @@ exec "$2" --db "$3" run fileserver.mix --quick --dir "$1""#;
 fn sigkill_of_the_parent_leaves_no_client_and_no_file() {
     let env = Env::new();
     let mark = format!("fskill-{}", std::process::id());
-    let mut child = std::process::Command::new(common::bin())
-        .current_dir(env.path())
-        .env("KSCALE_TEST_MARK", &mark)
-        .env("NO_COLOR", "1")
-        .arg("--db")
-        .arg(env.db())
-        .args([
+    let mut child = env.spawn_marked(
+        &mark,
+        &[
             "run",
             "fileserver.mix",
             "--param",
@@ -209,11 +205,8 @@ fn sigkill_of_the_parent_leaves_no_client_and_no_file() {
             "--param",
             "duration=30",
             "--no-progress",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        ],
+    );
     let clients = || {
         marked_processes(&mark)
             .into_iter()
@@ -242,13 +235,9 @@ fn sigkill_of_the_parent_leaves_no_client_and_no_file() {
 fn ctrl_c_leaves_no_client_and_no_file() {
     let env = Env::new();
     let mark = format!("fsint-{}", std::process::id());
-    let mut child = std::process::Command::new(common::bin())
-        .current_dir(env.path())
-        .env("KSCALE_TEST_MARK", &mark)
-        .env("NO_COLOR", "1")
-        .arg("--db")
-        .arg(env.db())
-        .args([
+    let mut child = env.spawn_marked(
+        &mark,
+        &[
             "run",
             "fileserver.mix",
             "--param",
@@ -256,11 +245,8 @@ fn ctrl_c_leaves_no_client_and_no_file() {
             "--param",
             "duration=30",
             "--no-progress",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        ],
+    );
     assert!(
         wait_for(
             || marked_processes(&mark)

@@ -4,26 +4,11 @@
 
 mod common;
 use common::{marked_processes, wait_for, Env};
-use std::process::{Command, Stdio};
 
 fn trials(env: &Env) -> i64 {
     rusqlite::Connection::open(env.db())
         .and_then(|c| c.query_row("SELECT count(*) FROM trials", [], |r| r.get(0)))
         .unwrap_or(0)
-}
-
-fn spawn(env: &Env, mark: &str, args: &[&str]) -> std::process::Child {
-    Command::new(common::bin())
-        .current_dir(env.path())
-        .env("KSCALE_TEST_MARK", mark)
-        .env("NO_COLOR", "1")
-        .arg("--db")
-        .arg(env.db())
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn kscale")
 }
 
 fn scratch_dirs(env: &Env) -> Vec<String> {
@@ -53,7 +38,7 @@ const SLOW_RUN: &[&str] = &[
 fn sigkill_then_resume_completes_the_run() {
     let env = Env::new();
     let mark = format!("kill-{}", std::process::id());
-    let mut child = spawn(&env, &mark, SLOW_RUN);
+    let mut child = env.spawn_marked(&mark, SLOW_RUN);
     assert!(wait_for(|| trials(&env) >= 4, 60), "no trials were stored");
     child.kill().unwrap(); // SIGKILL: no chance to clean up
     child.wait().unwrap();
@@ -116,7 +101,7 @@ fn sigkill_then_resume_completes_the_run() {
 fn interrupt_with(sig: nix::sys::signal::Signal, code: i32) {
     let env = Env::new();
     let mark = format!("sig{}-{}", sig as i32, std::process::id());
-    let mut child = spawn(&env, &mark, SLOW_RUN);
+    let mut child = env.spawn_marked(&mark, SLOW_RUN);
     assert!(wait_for(|| trials(&env) >= 2, 60), "no trials were stored");
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
     let status = child.wait().unwrap();

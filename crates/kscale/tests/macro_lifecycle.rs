@@ -215,12 +215,9 @@ fn a_hung_load_generator_is_killed() {
 fn sigkill_during_ctx_leaves_no_ring_process() {
     let env = Env::new();
     let mark = format!("mctx-{}", std::process::id());
-    let mut child = std::process::Command::new(common::bin())
-        .current_dir(env.path())
-        .env("KSCALE_TEST_MARK", &mark)
-        .arg("--db")
-        .arg(env.db())
-        .args([
+    let mut child = env.spawn_marked(
+        &mark,
+        &[
             "run",
             "ctx",
             "--param",
@@ -229,11 +226,8 @@ fn sigkill_during_ctx_leaves_no_ring_process() {
             "size=0",
             "--quick",
             "--no-progress",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        ],
+    );
     // The ring is up once the worker has forked its 15 other members.
     assert!(
         wait_for(|| marked_processes(&mark).len() >= 10, 60),

@@ -49,6 +49,22 @@ impl Env {
         );
         out
     }
+    /// Starts `kscale ARGS` in the background with `KSCALE_TEST_MARK=mark`
+    /// (so [`marked_processes`] finds everything it starts) and its output
+    /// discarded: for tests that signal or kill it midway.
+    pub fn spawn_marked(&self, mark: &str, args: &[&str]) -> std::process::Child {
+        std::process::Command::new(bin())
+            .current_dir(self.path())
+            .env("KSCALE_TEST_MARK", mark)
+            .env("NO_COLOR", "1")
+            .arg("--db")
+            .arg(self.db())
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn kscale")
+    }
     pub fn export(&self, run: &str) -> serde_json::Value {
         let out = self.run_ok(&["export", run, "--format", "json"]);
         serde_json::from_slice(&out.stdout).expect("json")
