@@ -65,7 +65,7 @@ impl StopRule {
         if self.is_converged(values) {
             Decision::Converged
         } else if n >= self.max_trials
-            || self.case_budget_s.is_some_and(|b| spent_s >= b)
+            || self.budget(n, spent_s).is_some_and(|b| spent_s >= b)
             || self.futile(values, spent_s)
         {
             Decision::NotConverged
@@ -79,6 +79,21 @@ impl StopRule {
     /// Trials before a case may be judged futile: fewer say too little about
     /// its spread.
     const FUTILITY_MIN_TRIALS: usize = 8;
+    /// Counted trials a budget always allows, whatever one costs: a
+    /// fixed-duration trial (a macro workload's window, a timed loop) can
+    /// outlast the whole budget, and such a case still gets the five the
+    /// quick rule gave every case before budgets.
+    const BUDGET_MIN_TRIALS: f64 = 5.0;
+
+    /// The case's budget in seconds after `n` counted trials (and the
+    /// warm-up) that took `spent_s`: the configured budget, or the warm-up
+    /// and [`Self::BUDGET_MIN_TRIALS`] trials at this case's pace if that is
+    /// more.
+    fn budget(&self, n: usize, spent_s: f64) -> Option<f64> {
+        let per_trial = spent_s / (n + 1) as f64;
+        self.case_budget_s
+            .map(|b| b.max((Self::BUDGET_MIN_TRIALS + 1.0) * per_trial))
+    }
 
     /// Whether a budgeted case cannot plausibly converge in what is left of
     /// its budget: the trials its spread so far needs (normal quantile, so
@@ -88,7 +103,8 @@ impl StopRule {
     /// about a thousand trials at 10 %; stopping it after eight leaves its
     /// budget's worth of time to the run instead of spending it for nothing.
     fn futile(&self, values: &[f64], spent_s: f64) -> bool {
-        let (Some(budget), n) = (self.case_budget_s, values.len()) else {
+        let n = values.len();
+        let Some(budget) = self.budget(n, spent_s) else {
             return false;
         };
         if n < Self::FUTILITY_MIN_TRIALS || spent_s <= 0.0 {
@@ -361,6 +377,11 @@ mod tests {
         assert_eq!(q.decide(&[1.0, 1.0, 1.0], 50.0), Decision::Converged);
         // No budget: only the trial count ends it.
         assert_eq!(StopRule::DEFAULT.decide(&wide, 1e9), Decision::Continue);
+        // Trials of 3 s each (a macro window): five counted trials whatever
+        // the budget, then it ends.
+        assert_eq!(q.decide(&[1.0, 2.0, 1.0], 12.0), Decision::Continue);
+        assert_eq!(q.decide(&[1.0, 2.0, 1.0, 2.0], 15.0), Decision::Continue);
+        assert_eq!(q.decide(&wide, 18.0), Decision::NotConverged);
     }
 
     #[test]
