@@ -40,13 +40,7 @@ findmnt -n -o FSTYPE,OPTIONS "$mnt" >&2
     let text = String::from_utf8_lossy(&out.stdout);
     let err = String::from_utf8_lossy(&out.stderr);
     // Whatever the run did, the image is no longer attached to a loop device.
-    let attached = std::process::Command::new("losetup")
-        .arg("-j")
-        .arg(&img)
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_default();
-    assert_eq!(attached, "", "loop device left attached");
+    common::assert_loop_detached(&img);
     assert!(out.status.success(), "{text}\n{err}");
     assert!(err.contains("data=writeback"), "mount options: {err}");
     assert!(text.contains("File serving"), "{text}");

@@ -39,13 +39,7 @@ echo "left: $(find "$mnt" -mindepth 1 -not -path "$mnt/lost+found*" | wc -l)""#;
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{text}\n{err}");
     assert!(text.contains("left: 0"), "files left behind:\n{text}");
-    let attached = std::process::Command::new("losetup")
-        .arg("-j")
-        .arg(&img)
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_default();
-    assert_eq!(attached, "", "loop device left attached");
+    common::assert_loop_detached(&img);
     Some((text, err))
 }
 

@@ -185,4 +185,16 @@ pub fn in_mount_ns(
     }
 }
 
+/// Fails unless the image file `img` is attached to no loop device: a loop
+/// mount made with `mount -o loop` detaches itself when unmounted.
+pub fn assert_loop_detached(img: &Path) {
+    let attached = std::process::Command::new("losetup")
+        .arg("-j")
+        .arg(img)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    assert_eq!(attached, "", "loop device left attached");
+}
+
 pub mod netns;
