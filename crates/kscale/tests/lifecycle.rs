@@ -3,7 +3,7 @@
 //! stay consistent.
 
 mod common;
-use common::{marked_processes, wait_for, Env};
+use common::{assert_exit, assert_no_marked_processes, marked_processes, signal, wait_for, Env};
 
 fn trials(env: &Env) -> i64 {
     rusqlite::Connection::open(env.db())
@@ -11,13 +11,15 @@ fn trials(env: &Env) -> i64 {
         .unwrap_or(0)
 }
 
-fn scratch_dirs(env: &Env) -> Vec<String> {
-    std::fs::read_dir(env.path())
+/// The result of workload `w` in an export.
+fn result_of(j: &serde_json::Value, w: &str) -> serde_json::Value {
+    j["results"]
+        .as_array()
         .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(".kscale-tmp-"))
-        .collect()
+        .iter()
+        .find(|r| r["workload"] == w)
+        .cloned()
+        .unwrap_or_else(|| panic!("no result for {w}: {j}"))
 }
 
 /// Three workloads on two configurations: enough trials to be stopped midway.
@@ -44,11 +46,7 @@ fn sigkill_then_resume_completes_the_run() {
     child.wait().unwrap();
 
     // Workers die with their parent (PDEATHSIG).
-    assert!(
-        wait_for(|| marked_processes(&mark).is_empty(), 10),
-        "left behind: {:?}",
-        marked_processes(&mark)
-    );
+    assert_no_marked_processes(&mark);
 
     // The database is consistent and the run is visibly unfinished.
     let c = rusqlite::Connection::open(env.db()).unwrap();
@@ -103,7 +101,7 @@ fn interrupt_with(sig: nix::sys::signal::Signal, code: i32) {
     let mark = format!("sig{}-{}", sig as i32, std::process::id());
     let mut child = env.spawn_marked(&mark, SLOW_RUN);
     assert!(wait_for(|| trials(&env) >= 2, 60), "no trials were stored");
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
+    signal(&child, sig);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(code), "{status:?}");
     assert!(
@@ -112,9 +110,9 @@ fn interrupt_with(sig: nix::sys::signal::Signal, code: i32) {
         marked_processes(&mark)
     );
     assert!(
-        scratch_dirs(&env).is_empty(),
+        env.scratch_dirs().is_empty(),
         "scratch dir left: {:?}",
-        scratch_dirs(&env)
+        env.scratch_dirs()
     );
     let j = env.export("latest");
     assert_eq!(j["run"]["status"], "interrupted");
@@ -148,30 +146,18 @@ fn crashing_worker_costs_one_case() {
         .env("KSCALE_FAULT", "crash:syscall.read")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("failed"), "{stdout}");
     let j = env.export("latest");
-    let by = |w: &str| {
-        j["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["workload"] == w)
-            .cloned()
-            .unwrap()
-    };
+    let by = |w: &str| result_of(&j, w);
     assert_eq!(by("syscall.null")["status"], "done");
     assert_eq!(by("syscall.read")["status"], "failed");
     assert!(by("syscall.read")["error"]
         .as_str()
         .unwrap()
         .contains("signal 6"));
-    assert!(scratch_dirs(&env).is_empty());
+    assert!(env.scratch_dirs().is_empty());
 }
 
 #[test]
@@ -195,18 +181,8 @@ fn hanging_worker_is_killed_with_its_group() {
         .env("KSCALE_TEST_MARK", &mark)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let j = env.export("latest");
-    let null = j["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["workload"] == "syscall.null")
-        .unwrap();
+    assert_exit(&out, 0);
+    let null = result_of(&env.export("latest"), "syscall.null");
     assert_eq!(null["status"], "failed");
     assert!(
         null["error"].as_str().unwrap().contains("timed out"),

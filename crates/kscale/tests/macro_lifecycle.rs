@@ -6,7 +6,9 @@
 
 mod common;
 use common::netns::Netns;
-use common::{assert_no_marked_processes, comm, marked_processes, skip, wait_for, Env};
+use common::{
+    assert_exit, assert_no_marked_processes, comm, marked_processes, signal, wait_for, Env,
+};
 use nix::sys::signal::Signal;
 use std::process::{Child, Stdio};
 
@@ -29,16 +31,6 @@ const TCP_RR: &[&str] = &[
     "--no-progress",
 ];
 
-fn netns(tag: &str) -> Option<Netns> {
-    match Netns::new(tag) {
-        Ok(n) => Some(n),
-        Err(e) => {
-            skip(&format!("network namespaces refused: {e}"));
-            None
-        }
-    }
-}
-
 fn spawn_in(ns: &Netns, env: &Env, mark: &str, args: &[&str], extra: &[(&str, &str)]) -> Child {
     let mut c = ns.kscale(env, Some(mark));
     c.args(args).stdout(Stdio::null()).stderr(Stdio::piped());
@@ -46,15 +38,6 @@ fn spawn_in(ns: &Netns, env: &Env, mark: &str, args: &[&str], extra: &[(&str, &s
         c.env(k, v);
     }
     c.spawn().expect("spawn kscale")
-}
-
-fn scratch_dirs(env: &Env) -> Vec<String> {
-    std::fs::read_dir(env.path())
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(".kscale-tmp-"))
-        .collect()
 }
 
 /// Nothing of the run is left: processes, listening sockets, scratch.
@@ -66,7 +49,7 @@ fn assert_clean(ns: &Netns, env: &Env, mark: &str, scratch_too: bool) {
         ns.listening_sockets()
     );
     if scratch_too {
-        assert!(scratch_dirs(env).is_empty(), "{:?}", scratch_dirs(env));
+        assert!(env.scratch_dirs().is_empty(), "{:?}", env.scratch_dirs());
     }
 }
 
@@ -77,26 +60,39 @@ fn wait_for_role(mark: &str, name: &str) -> bool {
     )
 }
 
+/// Runs [`TCP_RR`] in its own namespace with `extra` in its environment,
+/// waits for it to exit with `code`, and fails unless it left nothing
+/// behind; returns the run's export.
+fn run_to_end(tag: &str, code: i32, extra: &[(&str, &str)]) -> Option<serde_json::Value> {
+    let ns = Netns::or_skip(tag)?;
+    let env = Env::new();
+    let mark = format!("m{tag}-{}", std::process::id());
+    let child = spawn_in(&ns, &env, &mark, TCP_RR, extra);
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, code);
+    assert_clean(&ns, &env, &mark, true);
+    Some(env.export("latest"))
+}
+
+/// A run whose only case failed is `failed`, with the case's error.
+fn failed_case_error(j: &serde_json::Value) -> String {
+    assert_eq!(j["run"]["status"], "failed");
+    let r = &j["results"][0];
+    assert_eq!(r["status"], "failed", "{r}");
+    r["error"].as_str().unwrap_or("").to_string()
+}
+
 #[test]
 fn a_macro_run_that_ends_normally_leaves_nothing() {
-    let Some(ns) = netns("ok") else { return };
-    let env = Env::new();
-    let mark = format!("mok-{}", std::process::id());
-    let child = spawn_in(&ns, &env, &mark, TCP_RR, &[]);
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_clean(&ns, &env, &mark, true);
-    let j = env.export("latest");
+    let Some(j) = run_to_end("ok", 0, &[]) else {
+        return;
+    };
     let r = &j["results"][0];
     assert_eq!(r["status"], "done", "{r}");
 }
 
 fn interrupt_macro(sig: Signal, code: i32) {
-    let Some(ns) = netns(&format!("s{}", sig as i32)) else {
+    let Some(ns) = Netns::or_skip(&format!("s{}", sig as i32)) else {
         return;
     };
     let env = Env::new();
@@ -106,7 +102,7 @@ fn interrupt_macro(sig: Signal, code: i32) {
         wait_for_role(&mark, "kscale-load"),
         "no load generator appeared"
     );
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
+    signal(&child, sig);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(code), "{status:?}");
     assert_clean(&ns, &env, &mark, true);
@@ -125,7 +121,9 @@ fn sigterm_stops_server_and_load() {
 
 #[test]
 fn sigkill_of_the_parent_takes_every_role_with_it() {
-    let Some(ns) = netns("kill") else { return };
+    let Some(ns) = Netns::or_skip("kill") else {
+        return;
+    };
     let env = Env::new();
     let mark = format!("mkill-{}", std::process::id());
     let mut child = spawn_in(&ns, &env, &mark, TCP_RR, &[]);
@@ -142,30 +140,12 @@ fn sigkill_of_the_parent_takes_every_role_with_it() {
 
 #[test]
 fn a_crashing_server_costs_its_case() {
-    let Some(ns) = netns("crash") else { return };
-    let env = Env::new();
-    let mark = format!("mcrash-{}", std::process::id());
-    let child = spawn_in(
-        &ns,
-        &env,
-        &mark,
-        TCP_RR,
-        &[("KSCALE_FAULT", "crash:net.tcp_rr:server")],
-    );
-    let out = child.wait_with_output().unwrap();
     // The run's only case failed: the run is `failed`, status 1.
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_clean(&ns, &env, &mark, true);
-    let j = env.export("latest");
-    assert_eq!(j["run"]["status"], "failed");
-    let r = &j["results"][0];
-    assert_eq!(r["status"], "failed", "{r}");
-    let err = r["error"].as_str().unwrap_or("");
+    let fault = [("KSCALE_FAULT", "crash:net.tcp_rr:server")];
+    let Some(j) = run_to_end("crash", 1, &fault) else {
+        return;
+    };
+    let err = failed_case_error(&j);
     assert!(
         err.contains("signal 6") || err.contains("closed") || err.contains("failed"),
         "{err}"
@@ -174,39 +154,16 @@ fn a_crashing_server_costs_its_case() {
 
 #[test]
 fn a_hung_load_generator_is_killed() {
-    let Some(ns) = netns("hang") else { return };
-    let env = Env::new();
-    let mark = format!("mhang-{}", std::process::id());
-    let child = spawn_in(
-        &ns,
-        &env,
-        &mark,
-        TCP_RR,
-        &[
-            ("KSCALE_FAULT", "hang:net.tcp_rr:load"),
-            ("KSCALE_TRIAL_TIMEOUT", "3"),
-        ],
-    );
-    let out = child.wait_with_output().unwrap();
     // The run's only case failed: the run is `failed`, status 1.
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_clean(&ns, &env, &mark, true);
-    let j = env.export("latest");
-    assert_eq!(j["run"]["status"], "failed");
-    let r = &j["results"][0];
-    assert_eq!(r["status"], "failed", "{r}");
-    assert!(
-        r["error"]
-            .as_str()
-            .unwrap_or("")
-            .contains("did not answer in time"),
-        "{r}"
-    );
+    let fault = [
+        ("KSCALE_FAULT", "hang:net.tcp_rr:load"),
+        ("KSCALE_TRIAL_TIMEOUT", "3"),
+    ];
+    let Some(j) = run_to_end("hang", 1, &fault) else {
+        return;
+    };
+    let err = failed_case_error(&j);
+    assert!(err.contains("did not answer in time"), "{err}");
 }
 
 /// ctx's worker forks a ring of processes: a SIGKILLed run takes all of
@@ -236,9 +193,5 @@ fn sigkill_during_ctx_leaves_no_ring_process() {
     );
     child.kill().unwrap();
     child.wait().unwrap();
-    assert!(
-        wait_for(|| marked_processes(&mark).is_empty(), 10),
-        "left behind: {:?}",
-        marked_processes(&mark)
-    );
+    assert_no_marked_processes(&mark);
 }

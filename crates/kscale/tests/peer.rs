@@ -4,18 +4,17 @@
 
 mod common;
 use common::netns::Pair;
-use common::{marked_processes, skip, wait_for, Env};
+use common::{assert_exit, assert_refused, marked_processes, wait_for, Env};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn pair(tag: &str) -> Option<Pair> {
-    match Pair::new(tag) {
-        Ok(p) => Some(p),
-        Err(e) => {
-            skip(&format!("network namespaces refused: {e}"));
-            None
-        }
-    }
+/// A veth pair and a peer in its `b` end taking token `token`, with
+/// processes marked `p{tag}-PID`; or `None` after a skip.
+fn pair_with_peer(tag: &str, token: &str) -> Option<(Pair, Peer, String)> {
+    let p = Pair::or_skip(tag)?;
+    let mark = format!("p{tag}-{}", std::process::id());
+    let peer = Peer::start(&p, &mark, token, &[]);
+    Some((p, peer, mark))
 }
 
 /// A peer in namespace `b`, listening on its veth address.
@@ -83,28 +82,37 @@ fn run_args<'a>(peer: &'a str, token: &'a str, duration: &'a str) -> Vec<&'a str
 }
 
 fn run_in_a(p: &Pair, env: &Env, args: &[&str]) -> std::process::Output {
-    p.a.command(&common::bin())
-        .current_dir(env.path())
-        .env("NO_COLOR", "1")
-        .arg("--db")
-        .arg(env.db())
+    p.a.kscale(env, None)
         .args(args)
         .output()
         .expect("kscale run")
 }
 
+/// A 30 s run in namespace `a` with its load on `peer`, started in the
+/// background once the peer's load process (a second marked process) runs.
+fn long_run_in_a(p: &Pair, env: &Env, peer: &Peer, mark: &str) -> Child {
+    let run =
+        p.a.kscale(env, None)
+            .args(run_args(&peer.addr, "t", "duration=30"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+    assert!(
+        wait_for(|| marked_processes(mark).len() >= 2, 30),
+        "the peer never started a load"
+    );
+    run
+}
+
 #[test]
 fn a_peer_in_another_namespace_drives_the_load() {
-    let Some(p) = pair("ok") else { return };
-    let mark = format!("pok-{}", std::process::id());
-    let peer = Peer::start(&p, &mark, "s3cret", &[]);
+    let Some((p, peer, mark)) = pair_with_peer("ok", "s3cret") else {
+        return;
+    };
     let env = Env::new();
     let out = run_in_a(&p, &env, &run_args(&peer.addr, "s3cret", "duration=0.3"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let j = env.export("latest");
     let peers = &j["system"]["peers"];
     assert_eq!(peers[0]["addr"], peer.addr.as_str(), "{peers}");
@@ -139,26 +147,11 @@ fn a_peer_in_another_namespace_drives_the_load() {
 
 #[test]
 fn the_peer_stops_its_load_when_the_run_dies() {
-    let Some(p) = pair("lost") else { return };
-    let mark = format!("plost-{}", std::process::id());
-    let peer = Peer::start(&p, &mark, "t", &[]);
+    let Some((p, peer, mark)) = pair_with_peer("lost", "t") else {
+        return;
+    };
     let env = Env::new();
-    let args = run_args(&peer.addr, "t", "duration=30");
-    let mut run =
-        p.a.command(&common::bin())
-            .current_dir(env.path())
-            .arg("--db")
-            .arg(env.db())
-            .args(&args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-    // Wait for the peer's load process (a second marked process).
-    assert!(
-        wait_for(|| marked_processes(&mark).len() >= 2, 30),
-        "the peer never started a load"
-    );
+    let mut run = long_run_in_a(&p, &env, &peer, &mark);
     run.kill().unwrap();
     run.wait().unwrap();
     let killed = Instant::now();
@@ -176,16 +169,12 @@ fn the_peer_stops_its_load_when_the_run_dies() {
 
 #[test]
 fn refusals_are_one_line_and_exit_2() {
-    let Some(p) = pair("bad") else { return };
-    let mark = format!("pbad-{}", std::process::id());
-    let peer = Peer::start(&p, &mark, "right", &[]);
+    let Some((p, peer, mark)) = pair_with_peer("bad", "right") else {
+        return;
+    };
     let env = Env::new();
     let check = |args: &[&str], needle: &str| {
-        let out = run_in_a(&p, &env, args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{err}");
-        assert!(err.contains(needle), "{err}");
-        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert_refused(&run_in_a(&p, &env, args), needle, &format!("{args:?}"));
     };
     check(
         &run_args(&peer.addr, "wrong", "duration=0.3"),
@@ -235,25 +224,11 @@ fn refusals_are_one_line_and_exit_2() {
 /// reaches the peer) is taken for lost within a second.
 #[test]
 fn the_peer_stops_its_load_when_the_link_goes_silent() {
-    let Some(p) = pair("cut") else { return };
-    let mark = format!("pcut-{}", std::process::id());
-    let peer = Peer::start(&p, &mark, "t", &[]);
+    let Some((p, peer, mark)) = pair_with_peer("cut", "t") else {
+        return;
+    };
     let env = Env::new();
-    let args = run_args(&peer.addr, "t", "duration=30");
-    let mut run =
-        p.a.command(&common::bin())
-            .current_dir(env.path())
-            .arg("--db")
-            .arg(env.db())
-            .args(&args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-    assert!(
-        wait_for(|| marked_processes(&mark).len() >= 2, 30),
-        "the peer never started a load"
-    );
+    let mut run = long_run_in_a(&p, &env, &peer, &mark);
     let down = Command::new("ip")
         .args(["-n", &p.a.name, "link", "set", &p.a_veth, "down"])
         .status()

@@ -4,20 +4,7 @@
 //! clear line each.
 
 mod common;
-use common::{skip, Env};
-
-/// Debian's nginx, or why these tests cannot run here.
-pub fn nginx() -> Option<std::path::PathBuf> {
-    let mut cands = vec![std::path::PathBuf::from("/usr/sbin/nginx")];
-    if let Some(path) = std::env::var_os("PATH") {
-        cands.extend(std::env::split_paths(&path).map(|d| d.join("nginx")));
-    }
-    let found = cands.into_iter().find(|p| p.is_file());
-    if found.is_none() {
-        skip("nginx is not installed (Debian package nginx-light)");
-    }
-    found
-}
+use common::{assert_refused, nginx, Env};
 
 fn metric<'a>(results: &'a [serde_json::Value], conns: &str, m: &str) -> &'a serde_json::Value {
     results
@@ -26,22 +13,26 @@ fn metric<'a>(results: &'a [serde_json::Value], conns: &str, m: &str) -> &'a ser
         .unwrap_or_else(|| panic!("no {m} for conns={conns}"))
 }
 
+/// The mean of metric `m` at `conns`.
+fn mean(results: &[serde_json::Value], conns: &str, m: &str) -> f64 {
+    metric(results, conns, m)["mean"].as_f64().unwrap()
+}
+
+/// Fails unless `kscale show latest` prints every one of `needles`.
+fn assert_show_has(env: &Env, needles: &[&str]) {
+    let text = env.show("latest");
+    for needle in needles {
+        assert!(text.contains(needle), "show lacks {needle}:\n{text}");
+    }
+}
+
 #[test]
 fn quick_run_against_nginx_reports_specweb99_metrics() {
     if nginx().is_none() {
         return;
     }
     let env = Env::new();
-    env.run_ok(&[
-        "run",
-        "web.nginx",
-        "--quick",
-        "--param",
-        "duration=1",
-        "--no-progress",
-    ]);
-    let j = env.export("latest");
-    let results = j["results"].as_array().unwrap();
+    let results = &env.run_quick(&["web.nginx"], &["duration=1"]);
     for conns in ["50", "200", "800"] {
         let c = metric(results, conns, "conforming");
         assert_eq!(c["status"], "done", "{c}");
@@ -55,7 +46,7 @@ fn quick_run_against_nginx_reports_specweb99_metrics() {
             conforming >= 0.6 * n && conforming <= n,
             "conns={conns}: {conforming} conforming"
         );
-        let v = |m: &str| metric(results, conns, m)["mean"].as_f64().unwrap();
+        let v = |m: &str| mean(results, conns, m);
         // The throttle holds each connection near 400 kbit/s, never above.
         let kbps = v("kbps");
         assert!(
@@ -74,18 +65,17 @@ fn quick_run_against_nginx_reports_specweb99_metrics() {
         assert!(v("server_cpu") > 0.0 && v("server_cpu") <= 100.0);
         assert!(v("sd_server") > 0.0);
     }
-    let show = env.cmd(&["show", "latest"]).output().unwrap();
-    let text = String::from_utf8_lossy(&show.stdout);
-    for needle in [
-        "SPECweb99-style load on nginx",
-        "median of 3",
-        "· kbps",
-        "· p99",
-        "· server_cpu",
-    ] {
-        assert!(text.contains(needle), "show lacks {needle}:\n{text}");
-    }
-    assert!(text.contains("file set capped"), "{text}");
+    assert_show_has(
+        &env,
+        &[
+            "SPECweb99-style load on nginx",
+            "median of 3",
+            "· kbps",
+            "· p99",
+            "· server_cpu",
+            "file set capped",
+        ],
+    );
 }
 
 #[test]
@@ -94,23 +84,11 @@ fn unthrottled_single_class_runs_faster_than_the_throttle() {
         return;
     }
     let env = Env::new();
-    env.run_ok(&[
-        "run",
-        "web.nginx",
-        "--quick",
-        "--param",
-        "conns=4",
-        "--param",
-        "rate=0",
-        "--param",
-        "mix=class1",
-        "--param",
-        "duration=0.5",
-        "--no-progress",
-    ]);
-    let j = env.export("latest");
-    let results = j["results"].as_array().unwrap();
-    let kbps = metric(results, "4", "kbps")["mean"].as_f64().unwrap();
+    let results = &env.run_quick(
+        &["web.nginx"],
+        &["conns=4", "rate=0", "mix=class1", "duration=0.5"],
+    );
+    let kbps = mean(results, "4", "kbps");
     assert!(
         kbps > 4000.0,
         "unthrottled: only {kbps} kbit/s per connection"
@@ -155,10 +133,7 @@ fn bad_params_exit_2_with_one_line() {
             .cmd(&["run", "web.nginx", "--param", param])
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{param}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(err.trim().lines().count(), 1, "{param}: {err}");
-        assert!(err.contains(needle), "{param}: {err}");
+        assert_refused(&out, needle, param);
     }
 }
 
@@ -174,35 +149,27 @@ fn own_metric<'a>(
         .unwrap_or_else(|| panic!("no {m} for mode={mode} conns={conns}"))
 }
 
+/// The mean of metric `m` of the own server in `mode` at `conns`.
+fn own_mean(results: &[serde_json::Value], mode: &str, conns: &str, m: &str) -> f64 {
+    own_metric(results, mode, conns, m)["mean"]
+        .as_f64()
+        .unwrap()
+}
+
 /// `kscale run web --quick` covers kscale's own server in both designs
 /// (and nginx, tested above): every SPECweb99 metric, no errors, and the
 /// server's CPU time measured.
 #[test]
 fn quick_run_of_the_own_server_in_both_modes() {
     let env = Env::new();
-    env.run_ok(&[
-        "run",
-        "web.own",
-        "--quick",
-        "--param",
-        "conns=50,200",
-        "--param",
-        "duration=1",
-        "--no-progress",
-    ]);
-    let j = env.export("latest");
-    let results = j["results"].as_array().unwrap();
+    let results = &env.run_quick(&["web.own"], &["conns=50,200", "duration=1"]);
     for mode in ["thread-pool", "epoll"] {
         for conns in ["50", "200"] {
             let c = own_metric(results, mode, conns, "conforming");
             assert_eq!(c["status"], "done", "{c}");
             assert_eq!(c["rule"], "median of 3", "{c}");
             let n: f64 = conns.parse().unwrap();
-            let v = |m: &str| {
-                own_metric(results, mode, conns, m)["mean"]
-                    .as_f64()
-                    .unwrap()
-            };
+            let v = |m: &str| own_mean(results, mode, conns, m);
             assert!(
                 v("conforming") >= 0.5 * n && v("conforming") <= n,
                 "{mode} conns={conns}: {} conforming",
@@ -216,15 +183,14 @@ fn quick_run_of_the_own_server_in_both_modes() {
             assert!(v("p99") >= v("lat_mean"));
         }
     }
-    let show = env.cmd(&["show", "latest"]).output().unwrap();
-    let text = String::from_utf8_lossy(&show.stdout);
-    for needle in [
-        "SPECweb99-style load on kscale's server",
-        "mode=thread-pool (",
-        "mode=epoll (",
-    ] {
-        assert!(text.contains(needle), "show lacks {needle}:\n{text}");
-    }
+    assert_show_has(
+        &env,
+        &[
+            "SPECweb99-style load on kscale's server",
+            "mode=thread-pool (",
+            "mode=epoll (",
+        ],
+    );
 }
 
 /// Debian's nginx on a loopback port, serving `root` with kscale's own
@@ -312,30 +278,20 @@ fn target_drives_an_nginx_serving_a_written_fileset() {
     let server = TestNginx::start(&nginx, &www);
     let url = format!("http://127.0.0.1:{}/", server.port);
     for (dynamic, static_only) in [("/", false), ("none", true)] {
-        env.run_ok(&[
-            "run",
-            "web",
-            "--target",
-            &url,
-            "--quick",
-            "--param",
-            "conns=20",
-            "--param",
-            "duration=1",
-            "--param",
-            &format!("dynamic={dynamic}"),
-            "--no-progress",
-        ]);
-        let j = env.export("latest");
-        let results = j["results"].as_array().unwrap();
-        assert!(results.iter().all(|r| r["workload"] == "web.target"), "{j}");
-        let v = |m: &str| metric(results, "20", m)["mean"].as_f64().unwrap();
+        let results = &env.run_quick(
+            &["web", "--target", &url],
+            &["conns=20", "duration=1", &format!("dynamic={dynamic}")],
+        );
+        assert!(
+            results.iter().all(|r| r["workload"] == "web.target"),
+            "{results:?}"
+        );
+        let v = |m: &str| mean(results, "20", m);
         assert_eq!(metric(results, "20", "conforming")["status"], "done");
         assert_eq!(v("errors"), 0.0, "dynamic={dynamic}");
         assert!(v("conforming") >= 10.0, "{}", v("conforming"));
         assert!(v("ops") > 20.0);
-        let show = env.cmd(&["show", "latest"]).output().unwrap();
-        let text = String::from_utf8_lossy(&show.stdout);
+        let text = env.show("latest");
         assert!(text.contains("a server outside kscale"), "{text}");
         assert_eq!(
             text.contains("static-only mix: the target has no dynamic paths"),
@@ -397,10 +353,7 @@ fn bad_targets_and_filesets_are_one_line_and_exit_2() {
         ),
     ] {
         let out = env.cmd(&args).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
-        assert!(err.contains(needle), "{args:?}: {err}");
+        assert_refused(&out, needle, &format!("{args:?}"));
     }
 }
 
@@ -444,9 +397,7 @@ fn capacity_search_reports_a_conforming_connection_count() {
     assert!(n > 0, "{line}");
     assert!(line.contains("steps: 100 "), "{line}");
     // Stored: `show` prints it from the database.
-    let show = env.cmd(&["show", "latest"]).output().unwrap();
-    let text = String::from_utf8_lossy(&show.stdout);
-    assert!(text.contains(&format!("capacity: {n} conns")), "{text}");
+    assert_show_has(&env, &[&format!("capacity: {n} conns")]);
     // A workload with no capacity param is refused in one line.
     let bad = env
         .cmd(&["run", "syscall.null", "--capacity"])
@@ -467,19 +418,8 @@ fn ten_thousand_connections_are_held() {
         return;
     }
     let env = Env::new();
-    env.run_ok(&[
-        "run",
-        "web.nginx",
-        "--quick",
-        "--param",
-        "conns=10000",
-        "--param",
-        "duration=3",
-        "--no-progress",
-    ]);
-    let j = env.export("latest");
-    let results = j["results"].as_array().unwrap();
-    let v = |m: &str| metric(results, "10000", m)["mean"].as_f64().unwrap();
+    let results = &env.run_quick(&["web.nginx"], &["conns=10000", "duration=3"]);
+    let v = |m: &str| mean(results, "10000", m);
     assert_eq!(metric(results, "10000", "conforming")["status"], "done");
     // No connection failed (a reset or refused one counts as an error), and
     // the bit rate per connection (all bytes over all 10,000) is far above
@@ -495,24 +435,9 @@ fn ten_thousand_connections_are_held() {
 #[ignore]
 fn ten_thousand_connections_are_held_by_the_own_server() {
     let env = Env::new();
-    env.run_ok(&[
-        "run",
-        "web.own",
-        "--quick",
-        "--param",
-        "conns=10000",
-        "--param",
-        "duration=3",
-        "--no-progress",
-    ]);
-    let j = env.export("latest");
-    let results = j["results"].as_array().unwrap();
+    let results = &env.run_quick(&["web.own"], &["conns=10000", "duration=3"]);
     for mode in ["thread-pool", "epoll"] {
-        let v = |m: &str| {
-            own_metric(results, mode, "10000", m)["mean"]
-                .as_f64()
-                .unwrap()
-        };
+        let v = |m: &str| own_mean(results, mode, "10000", m);
         assert_eq!(v("errors"), 0.0, "{mode}");
         assert!(v("ops") > 10_000.0, "{mode}: {} ops/s", v("ops"));
     }

@@ -9,7 +9,7 @@
 
 mod common;
 use common::netns::Netns;
-use common::{skip, wait_for, Env};
+use common::{assert_exit, signal, wait_for, Env};
 use nix::sys::signal::Signal;
 use std::os::unix::fs::MetadataExt;
 use std::process::{Child, Stdio};
@@ -27,26 +27,11 @@ const WEB: &[&str] = &[
     "--no-progress",
 ];
 
-fn setup(tag: &str) -> Option<Netns> {
-    setup_for("web.nginx", tag)
-}
-
 fn setup_for(workload: &str, tag: &str) -> Option<Netns> {
-    if workload == "web.nginx" && !std::path::Path::new("/usr/sbin/nginx").is_file() {
-        skip("nginx is not installed (Debian package nginx-light)");
-        return None;
+    if workload == "web.nginx" {
+        common::nginx()?;
     }
-    match Netns::new(tag) {
-        Ok(n) => Some(n),
-        Err(e) => {
-            skip(&format!("network namespaces refused: {e}"));
-            None
-        }
-    }
-}
-
-fn spawn_in(ns: &Netns, env: &Env, extra: &[(&str, &str)]) -> Child {
-    spawn_workload(ns, env, "web.nginx", extra)
+    Netns::or_skip(tag)
 }
 
 fn spawn_workload(ns: &Netns, env: &Env, workload: &str, extra: &[(&str, &str)]) -> Child {
@@ -107,16 +92,8 @@ fn nginx_dirs(env: &Env) -> Vec<String> {
     out
 }
 
-fn scratch_dirs(env: &Env) -> Vec<String> {
-    std::fs::read_dir(env.path())
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(".kscale-tmp-"))
-        .collect()
-}
-
-fn assert_clean(ns: &Netns, env: &Env, scratch_too: bool) {
+/// No process and no listening socket left in `ns`.
+fn assert_ns_empty(ns: &Netns) {
     assert!(
         wait_for(|| processes_in(ns).is_empty(), 10),
         "left behind: {:?}",
@@ -127,10 +104,48 @@ fn assert_clean(ns: &Netns, env: &Env, scratch_too: bool) {
         "{} listening socket(s) left",
         ns.listening_sockets()
     );
+}
+
+fn assert_clean(ns: &Netns, env: &Env, scratch_too: bool) {
+    assert_ns_empty(ns);
     assert!(nginx_dirs(env).is_empty(), "{:?}", nginx_dirs(env));
     if scratch_too {
-        assert!(scratch_dirs(env).is_empty(), "{:?}", scratch_dirs(env));
+        assert!(env.scratch_dirs().is_empty(), "{:?}", env.scratch_dirs());
     }
+}
+
+/// Runs `workload` in its own namespace, waits for it to exit with `code`,
+/// and fails unless it left nothing behind; returns the run's export.
+fn run_to_end(
+    workload: &str,
+    tag: &str,
+    code: i32,
+    extra: &[(&str, &str)],
+) -> Option<serde_json::Value> {
+    let ns = setup_for(workload, tag)?;
+    let env = Env::new();
+    let out = spawn_workload(&ns, &env, workload, extra)
+        .wait_with_output()
+        .unwrap();
+    assert_exit(&out, code);
+    assert_clean(&ns, &env, true);
+    Some(env.export("latest"))
+}
+
+/// Starts `workload` in its own namespace, waits for `started`, sends
+/// SIGTERM: status 143, nothing left, the run interrupted.
+fn sigterm_leaves_nothing(workload: &str, tag: &str, started: fn(&Netns) -> bool) {
+    let Some(ns) = setup_for(workload, tag) else {
+        return;
+    };
+    let env = Env::new();
+    let mut child = spawn_workload(&ns, &env, workload, &[]);
+    assert!(started(&ns), "never started: {:?}", processes_in(&ns));
+    signal(&child, Signal::SIGTERM);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    assert_clean(&ns, &env, true);
+    assert_eq!(env.export("latest")["run"]["status"], "interrupted");
 }
 
 /// Waits until nginx's master and at least one worker run in `ns`.
@@ -149,50 +164,31 @@ fn wait_for_nginx(ns: &Netns) -> bool {
 
 #[test]
 fn a_web_run_that_ends_normally_leaves_nothing() {
-    let Some(ns) = setup("wok") else { return };
-    let env = Env::new();
-    let out = spawn_in(&ns, &env, &[]).wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_clean(&ns, &env, true);
-    assert_eq!(env.export("latest")["results"][0]["status"], "done");
+    let Some(j) = run_to_end("web.nginx", "wok", 0, &[]) else {
+        return;
+    };
+    assert_eq!(j["results"][0]["status"], "done");
 }
 
 #[test]
 fn sigterm_stops_nginx_and_every_role() {
-    let Some(ns) = setup("wterm") else { return };
-    let env = Env::new();
-    let mut child = spawn_in(&ns, &env, &[]);
-    assert!(wait_for_nginx(&ns), "nginx never started");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        Signal::SIGTERM,
-    )
-    .unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(143), "{status:?}");
-    assert_clean(&ns, &env, true);
-    assert_eq!(env.export("latest")["run"]["status"], "interrupted");
+    sigterm_leaves_nothing("web.nginx", "wterm", wait_for_nginx);
 }
 
 #[test]
 fn sigkill_of_the_parent_takes_nginx_with_it() {
-    let Some(ns) = setup("wkill") else { return };
+    let Some(ns) = setup_for("web.nginx", "wkill") else {
+        return;
+    };
     let env = Env::new();
-    let mut child = spawn_in(&ns, &env, &[]);
+    let mut child = spawn_workload(&ns, &env, "web.nginx", &[]);
     assert!(wait_for_nginx(&ns), "nginx never started");
     // The load role starts after the server answers; give it a moment.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !processes_in(&ns).iter().any(|(_, c)| c == "kscale-load")
-        && std::time::Instant::now() < deadline
-    {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
     assert!(
-        processes_in(&ns).iter().any(|(_, c)| c == "kscale-load"),
+        wait_for(
+            || processes_in(&ns).iter().any(|(_, c)| c == "kscale-load"),
+            20
+        ),
         "no load generator: {:?}",
         processes_in(&ns)
     );
@@ -202,58 +198,28 @@ fn sigkill_of_the_parent_takes_nginx_with_it() {
     // scratch directory (the file set) is removed by the next run, as for
     // every family.
     assert_clean(&ns, &env, false);
-    env.cmd(&[
-        "run",
-        "syscall.null",
-        "--quick",
-        "--min-trials",
-        "2",
-        "--max-trials",
-        "2",
-        "--no-progress",
-    ])
-    .assert()
-    .success();
-    assert!(scratch_dirs(&env).is_empty(), "{:?}", scratch_dirs(&env));
+    env.assert_next_run_clears_scratch();
 }
 
 #[test]
 fn a_crashing_server_role_takes_nginx_with_it() {
-    let Some(ns) = setup("wcrash") else { return };
-    let env = Env::new();
-    let child = spawn_in(&ns, &env, &[("KSCALE_FAULT", "crash:web.nginx:server")]);
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_clean(&ns, &env, true);
-    assert_eq!(env.export("latest")["results"][0]["status"], "failed");
+    let fault = [("KSCALE_FAULT", "crash:web.nginx:server")];
+    let Some(j) = run_to_end("web.nginx", "wcrash", 1, &fault) else {
+        return;
+    };
+    assert_eq!(j["results"][0]["status"], "failed");
 }
 
 #[test]
 fn a_hung_load_generator_is_killed_and_nginx_with_the_server() {
-    let Some(ns) = setup("whang") else { return };
-    let env = Env::new();
-    let child = spawn_in(
-        &ns,
-        &env,
-        &[
-            ("KSCALE_FAULT", "hang:web.nginx:load"),
-            ("KSCALE_TRIAL_TIMEOUT", "5"),
-        ],
-    );
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_clean(&ns, &env, true);
-    let r = &env.export("latest")["results"][0];
+    let fault = [
+        ("KSCALE_FAULT", "hang:web.nginx:load"),
+        ("KSCALE_TRIAL_TIMEOUT", "5"),
+    ];
+    let Some(j) = run_to_end("web.nginx", "whang", 1, &fault) else {
+        return;
+    };
+    let r = &j["results"][0];
     assert!(
         r["error"]
             .as_str()
@@ -276,39 +242,15 @@ fn wait_for_own_server(ns: &Netns) -> bool {
 
 #[test]
 fn own_server_run_that_ends_normally_leaves_nothing() {
-    let Some(ns) = setup_for("web.own", "ook") else {
+    let Some(j) = run_to_end("web.own", "ook", 0, &[]) else {
         return;
     };
-    let env = Env::new();
-    let out = spawn_workload(&ns, &env, "web.own", &[])
-        .wait_with_output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_clean(&ns, &env, true);
-    assert_eq!(env.export("latest")["results"][0]["status"], "done");
+    assert_eq!(j["results"][0]["status"], "done");
 }
 
 #[test]
 fn sigterm_stops_the_own_server() {
-    let Some(ns) = setup_for("web.own", "oterm") else {
-        return;
-    };
-    let env = Env::new();
-    let mut child = spawn_workload(&ns, &env, "web.own", &[]);
-    assert!(wait_for_own_server(&ns), "{:?}", processes_in(&ns));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        Signal::SIGTERM,
-    )
-    .unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(143), "{status:?}");
-    assert_clean(&ns, &env, true);
-    assert_eq!(env.export("latest")["run"]["status"], "interrupted");
+    sigterm_leaves_nothing("web.own", "oterm", wait_for_own_server);
 }
 
 #[test]
@@ -324,23 +266,6 @@ fn sigkill_of_the_parent_takes_the_own_server_with_it() {
     // The server's threads, CGI children and listening socket go at once;
     // its scratch files (CGI helper, POST log, file set) with the run's
     // scratch directory, removed by the next run as for every family.
-    assert!(
-        wait_for(|| processes_in(&ns).is_empty(), 10),
-        "left behind: {:?}",
-        processes_in(&ns)
-    );
-    assert!(wait_for(|| ns.listening_sockets() == 0, 5));
-    env.cmd(&[
-        "run",
-        "syscall.null",
-        "--quick",
-        "--min-trials",
-        "2",
-        "--max-trials",
-        "2",
-        "--no-progress",
-    ])
-    .assert()
-    .success();
-    assert!(scratch_dirs(&env).is_empty(), "{:?}", scratch_dirs(&env));
+    assert_ns_empty(&ns);
+    env.assert_next_run_clears_scratch();
 }

@@ -65,10 +65,123 @@ impl Env {
             .spawn()
             .expect("spawn kscale")
     }
+    /// Like [`Env::spawn_marked`] but with `extra` in the environment and
+    /// stderr kept for `wait_with_output`.
+    pub fn spawn_marked_with(
+        &self,
+        mark: &str,
+        args: &[&str],
+        extra: &[(&str, &str)],
+    ) -> std::process::Child {
+        let mut c = std::process::Command::new(bin());
+        c.current_dir(self.path())
+            .env("KSCALE_TEST_MARK", mark)
+            .env("NO_COLOR", "1")
+            .arg("--db")
+            .arg(self.db())
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        for (k, v) in extra {
+            c.env(k, v);
+        }
+        c.spawn().expect("spawn kscale")
+    }
     pub fn export(&self, run: &str) -> serde_json::Value {
         let out = self.run_ok(&["export", run, "--format", "json"]);
         serde_json::from_slice(&out.stdout).expect("json")
     }
+    /// The results of `run`'s export.
+    pub fn results(&self, run: &str) -> Vec<serde_json::Value> {
+        match self.export(run)["results"].take() {
+            serde_json::Value::Array(a) => a,
+            other => panic!("no results array: {other}"),
+        }
+    }
+    /// `kscale run WHAT… --quick --param P… --no-progress` to the end (see
+    /// [`Env::run_ok`]), and the results it stored.
+    pub fn run_quick(&self, what: &[&str], params: &[&str]) -> Vec<serde_json::Value> {
+        let mut args = vec!["run"];
+        args.extend(what);
+        args.push("--quick");
+        for p in params {
+            args.extend(["--param", p]);
+        }
+        args.push("--no-progress");
+        self.run_ok(&args);
+        self.results("latest")
+    }
+    /// What `kscale show RUN` prints on stdout.
+    pub fn show(&self, run: &str) -> String {
+        let out = self.cmd(&["show", run]).output().expect("start kscale");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+    /// The runs' scratch directories (`.kscale-tmp-*`) left in the env's
+    /// directory.
+    pub fn scratch_dirs(&self) -> Vec<String> {
+        std::fs::read_dir(self.path())
+            .expect("read the env's directory")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".kscale-tmp-"))
+            .collect()
+    }
+    /// Runs a two-trial `syscall.null` to the end: a run's start removes
+    /// the scratch left by runs that were SIGKILLed, and then none may be
+    /// left.
+    pub fn assert_next_run_clears_scratch(&self) {
+        self.cmd(&[
+            "run",
+            "syscall.null",
+            "--quick",
+            "--min-trials",
+            "2",
+            "--max-trials",
+            "2",
+            "--no-progress",
+        ])
+        .assert()
+        .success();
+        assert!(self.scratch_dirs().is_empty(), "{:?}", self.scratch_dirs());
+    }
+}
+
+/// Fails unless `out` exited with `code` (0: success), showing its stderr.
+pub fn assert_exit(out: &std::process::Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Fails unless `out` is a refusal of bad input: status 2 and one line on
+/// stderr that contains `needle`. `what` names the input in the message.
+pub fn assert_refused(out: &std::process::Output, needle: &str, what: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{what}: {err}");
+    assert_eq!(err.lines().count(), 1, "{what}: {err}");
+    assert!(err.contains(needle), "{what}: {err}");
+}
+
+/// Sends `sig` to a child process.
+pub fn signal(child: &std::process::Child, sig: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).expect("kill");
+}
+
+/// Debian's nginx, or why a test that needs it cannot run here (a
+/// [`skip`]).
+pub fn nginx() -> Option<PathBuf> {
+    let mut cands = vec![PathBuf::from("/usr/sbin/nginx")];
+    if let Some(path) = std::env::var_os("PATH") {
+        cands.extend(std::env::split_paths(&path).map(|d| d.join("nginx")));
+    }
+    let found = cands.into_iter().find(|p| p.is_file());
+    if found.is_none() {
+        skip("nginx is not installed (Debian package nginx-light)");
+    }
+    found
 }
 
 /// Processes whose environment carries `KSCALE_TEST_MARK=<mark>`: every

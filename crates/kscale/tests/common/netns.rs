@@ -36,6 +36,13 @@ impl Netns {
         Ok(ns)
     }
 
+    /// [`Netns::new`], or `None` after a [`super::skip`] saying why not.
+    pub fn or_skip(tag: &str) -> Option<Netns> {
+        Netns::new(tag)
+            .map_err(|e| super::skip(&format!("network namespaces refused: {e}")))
+            .ok()
+    }
+
     /// A command run inside the namespace.
     pub fn command(&self, program: &std::path::Path) -> Command {
         let mut c = Command::new("ip");
@@ -100,6 +107,13 @@ pub struct Pair {
 static PAIRS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 impl Pair {
+    /// [`Pair::new`], or `None` after a [`super::skip`] saying why not.
+    pub fn or_skip(tag: &str) -> Option<Pair> {
+        Pair::new(tag)
+            .map_err(|e| super::skip(&format!("network namespaces refused: {e}")))
+            .ok()
+    }
+
     pub fn new(tag: &str) -> Result<Pair, String> {
         let a = Netns::new(&format!("{tag}a"))?;
         let b = Netns::new(&format!("{tag}b"))?;
