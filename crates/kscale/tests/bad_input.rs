@@ -1,28 +1,7 @@
 //! docs/method.md: every kind of bad input gets one line on stderr and status 2.
 
 mod common;
-use common::Env;
-
-fn refused(env: &Env, args: &[&str], needle: &str) {
-    let out = env.cmd(args).output().expect("run");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "{args:?} → {:?}: {err}",
-        out.status
-    );
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "{args:?} printed more than one line: {err}"
-    );
-    assert!(
-        err.contains(needle),
-        "{args:?}: expected `{needle}` in: {err}"
-    );
-    assert!(!err.contains("panicked"), "{err}");
-}
+use common::{refused, Env};
 
 #[test]
 fn bad_inputs_exit_2_with_one_line() {

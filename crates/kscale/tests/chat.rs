@@ -13,11 +13,7 @@ fn run(env: &Env, params: &[&str]) -> Value {
         args.extend(["--param", p]);
     }
     let out = env.cmd(&args).output().expect("run chat");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_exit(&out, 0);
     env.export("latest")
 }
 
@@ -93,9 +89,6 @@ fn bad_params_are_refused_at_parse_time() {
             .cmd(&["run", "chat.relay", "--param", p])
             .output()
             .expect("run");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{p}: {err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{p}: {err}");
-        assert!(err.contains(needle), "{p}: {err}");
+        common::assert_refused(&out, needle, p);
     }
 }

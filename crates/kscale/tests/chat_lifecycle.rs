@@ -5,7 +5,7 @@
 
 mod common;
 use common::netns::Netns;
-use common::{marked_processes, skip, wait_for, Env};
+use common::{marked_processes, wait_for, Env};
 use nix::sys::signal::Signal;
 use std::process::{Child, Stdio};
 
@@ -31,18 +31,10 @@ fn start(ns: &Netns, env: &Env, mark: &str) -> Child {
 
 /// TCP sockets in the namespace still owned by a process (IPv4 and IPv6).
 fn sockets(ns: &Netns) -> usize {
-    let out = std::process::Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &ns.name,
-            "cat",
-            "/proc/net/tcp",
-            "/proc/net/tcp6",
-        ])
-        .output();
-    let Ok(out) = out else { return usize::MAX };
-    String::from_utf8_lossy(&out.stdout)
+    let Some(table) = ns.tcp_table() else {
+        return usize::MAX;
+    };
+    table
         .lines()
         .filter(|l| l.contains(':') && !l.trim_start().starts_with("sl"))
         // Closing sockets (TIME_WAIT, FIN_WAIT2 …) are the kernel's: inode 0.
@@ -64,9 +56,8 @@ fn threads(mark: &str) -> usize {
 }
 
 fn end_midway(tag: &str, sig: Signal) {
-    let ns = match Netns::new(tag) {
-        Ok(n) => n,
-        Err(e) => return skip(&format!("network namespaces refused: {e}")),
+    let Some(ns) = Netns::or_skip(tag) else {
+        return;
     };
     let env = Env::new();
     let mark = format!("chat{tag}-{}", std::process::id());

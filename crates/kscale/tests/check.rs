@@ -82,12 +82,7 @@ fn exit_status_tells_good_regressed_and_unmeasured() {
 
     // Every trial crashes: git bisect's "skip".
     let out = check(&env, &[], Some(("KSCALE_FAULT", "crash:syscall.null")));
-    assert_eq!(
-        out.status.code(),
-        Some(125),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_exit(&out, 125);
     assert!(String::from_utf8_lossy(&out.stderr).contains("could not measure"));
 }
 
@@ -114,10 +109,7 @@ fn bad_input_is_one_line_and_status_2() {
             .args(&args)
             .output()
             .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(err.contains(why), "{err}");
+        common::assert_refused(&out, why, &format!("{args:?}"));
     }
     let out = env
         .cmd(&["check", "--baseline", "nosuch", "syscall.null"])

@@ -141,11 +141,7 @@ fn a_missing_command_is_skipped_and_left_out_of_the_mean() {
     args.extend(targets);
     args.extend(FAST);
     let out = env.cmd(&args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_exit(&out, 0);
 
     let bin = path_without(env.path(), "wc", &[]);
     let mut args = vec!["run", "--label", "without-wc"];

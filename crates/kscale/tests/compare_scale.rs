@@ -1,7 +1,7 @@
 //! compare and scale on real stored runs.
 
 mod common;
-use common::Env;
+use common::{refused, Env};
 
 fn quick_run(env: &Env, label: &str, cpus: &str, targets: &[&str]) {
     let mut args = vec![
@@ -27,14 +27,6 @@ fn stdout(env: &Env, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
-}
-
-fn refused(env: &Env, args: &[&str], needle: &str) {
-    let out = env.cmd(args).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    assert!(err.contains(needle), "{args:?}: {err}");
 }
 
 #[test]

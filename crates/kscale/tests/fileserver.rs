@@ -5,7 +5,6 @@
 mod common;
 use common::{assert_no_marked_processes, comm, marked_processes, wait_for, Env};
 use std::path::Path;
-use std::process::Stdio;
 
 /// Short windows: the quick sweep (clients 1 and 4), 1 s each (long enough
 /// for every kind, even the 0.6 % of locks, to complete on a slow disk), two
@@ -22,6 +21,19 @@ const QUICK: &[&str] = &[
     "2",
     "--no-progress",
 ];
+
+/// A 30 s run of `clients` clients: long enough to be stopped midway.
+fn long_run(clients: &str) -> [&str; 7] {
+    [
+        "run",
+        "fileserver.mix",
+        "--param",
+        clients,
+        "--param",
+        "duration=30",
+        "--no-progress",
+    ]
+}
 
 /// Every file and directory under `dir`, except the database.
 fn leftovers(dir: &Path) -> Vec<String> {
@@ -152,10 +164,8 @@ fn zero_clients_is_refused() {
         .cmd(&["run", "fileserver.mix", "--param", "clients=0"])
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    assert!(err.contains("clients") && err.contains('0'), "{err}");
+    common::assert_refused(&out, "clients", "clients=0");
+    assert!(String::from_utf8_lossy(&out.stderr).contains('0'));
     assert!(!env.db().exists(), "a run was created for bad input");
 }
 
@@ -179,13 +189,8 @@ exec "$2" --db "$3" run fileserver.mix --quick --dir "$1""#;
     ) else {
         return;
     };
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    assert!(
-        err.contains("--dir") && err.contains("Read-only file system"),
-        "{err}"
-    );
+    common::assert_refused(&out, "Read-only file system", "--dir");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--dir"));
     assert!(!env.db().exists(), "a run was created for bad input");
 }
 
@@ -195,18 +200,7 @@ exec "$2" --db "$3" run fileserver.mix --quick --dir "$1""#;
 fn sigkill_of_the_parent_leaves_no_client_and_no_file() {
     let env = Env::new();
     let mark = format!("fskill-{}", std::process::id());
-    let mut child = env.spawn_marked(
-        &mark,
-        &[
-            "run",
-            "fileserver.mix",
-            "--param",
-            "clients=4",
-            "--param",
-            "duration=30",
-            "--no-progress",
-        ],
-    );
+    let mut child = env.spawn_marked(&mark, &long_run("clients=4"));
     let clients = || {
         marked_processes(&mark)
             .into_iter()
@@ -235,18 +229,7 @@ fn sigkill_of_the_parent_leaves_no_client_and_no_file() {
 fn ctrl_c_leaves_no_client_and_no_file() {
     let env = Env::new();
     let mark = format!("fsint-{}", std::process::id());
-    let mut child = env.spawn_marked(
-        &mark,
-        &[
-            "run",
-            "fileserver.mix",
-            "--param",
-            "clients=2",
-            "--param",
-            "duration=30",
-            "--no-progress",
-        ],
-    );
+    let mut child = env.spawn_marked(&mark, &long_run("clients=2"));
     assert!(
         wait_for(
             || marked_processes(&mark)
@@ -256,11 +239,7 @@ fn ctrl_c_leaves_no_client_and_no_file() {
         ),
         "no client started"
     );
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    common::signal(&child, nix::sys::signal::Signal::SIGINT);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "{status:?}");
     assert!(
@@ -278,25 +257,7 @@ fn ctrl_c_leaves_no_client_and_no_file() {
 fn a_killed_client_fails_the_case_and_leaves_nothing() {
     let env = Env::new();
     let mark = format!("fscl-{}", std::process::id());
-    let child = std::process::Command::new(common::bin())
-        .current_dir(env.path())
-        .env("KSCALE_TEST_MARK", &mark)
-        .env("NO_COLOR", "1")
-        .arg("--db")
-        .arg(env.db())
-        .args([
-            "run",
-            "fileserver.mix",
-            "--param",
-            "clients=3",
-            "--param",
-            "duration=30",
-            "--no-progress",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = env.spawn_marked_piped(&mark, &long_run("clients=3"));
     let client = || {
         marked_processes(&mark)
             .into_iter()

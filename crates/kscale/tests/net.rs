@@ -6,7 +6,7 @@
 
 mod common;
 use common::netns::Netns;
-use common::{assert_no_marked_processes, comm, marked_processes, skip, wait_for, Env};
+use common::{assert_no_marked_processes, comm, marked_processes, refused, wait_for, Env};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -54,11 +54,7 @@ fn net_quick_gives_every_workload_its_metrics_in_under_five_minutes() {
         .output()
         .expect("run");
     let took = t.elapsed();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_exit(&out, 0);
     // Fixed-duration trials: the bound holds however busy the machine is.
     assert!(
         took < Duration::from_secs(300),
@@ -89,8 +85,7 @@ fn net_quick_gives_every_workload_its_metrics_in_under_five_minutes() {
     assert_eq!(sweep(&j, "net.tcp_stream", "mbps", "msg"), ["1k", "64k"]);
 
     // `show` prints the secondary metrics under their case.
-    let show = env.cmd(&["show", "latest"]).output().expect("show");
-    let text = String::from_utf8_lossy(&show.stdout);
+    let text = env.show("latest");
     for m in [
         "p50",
         "p99",
@@ -102,17 +97,6 @@ fn net_quick_gives_every_workload_its_metrics_in_under_five_minutes() {
     ] {
         assert!(text.contains(m), "show lacks {m}:\n{text}");
     }
-}
-
-fn refused(env: &Env, args: &[&str], needle: &str) {
-    let out = env.cmd(args).output().expect("run");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
-    assert!(
-        err.contains(needle),
-        "{args:?}: expected `{needle}` in {err}"
-    );
 }
 
 #[test]
@@ -142,16 +126,6 @@ fn bad_net_params_are_refused_before_anything_runs() {
 }
 
 // ------------------------------------------------------------ lifecycle
-
-fn netns(tag: &str) -> Option<Netns> {
-    match Netns::new(tag) {
-        Ok(n) => Some(n),
-        Err(e) => {
-            skip(&format!("network namespaces refused: {e}"));
-            None
-        }
-    }
-}
 
 /// TCP sockets in any state and UDP sockets in the namespace: after a run
 /// only TIME_WAIT may remain (it belongs to the kernel, not to a process).
@@ -211,7 +185,7 @@ const KINDS: [&str; 3] = ["net.udp_rr", "net.tcp_crr", "net.tcp_stream"];
 #[test]
 fn udp_crr_and_stream_runs_that_end_normally_leave_nothing() {
     for (i, w) in KINDS.iter().enumerate() {
-        let Some(ns) = netns(&format!("n{i}")) else {
+        let Some(ns) = Netns::or_skip(&format!("n{i}")) else {
             return;
         };
         let env = Env::new();
@@ -230,7 +204,7 @@ fn udp_crr_and_stream_runs_that_end_normally_leave_nothing() {
 #[test]
 fn sigkill_during_udp_crr_and_stream_runs_takes_every_role_with_it() {
     for (i, w) in KINDS.iter().enumerate() {
-        let Some(ns) = netns(&format!("k{i}")) else {
+        let Some(ns) = Netns::or_skip(&format!("k{i}")) else {
             return;
         };
         let env = Env::new();
@@ -281,9 +255,8 @@ impl Drop for Peer {
 /// by the ports the server announced, connect loops, streams.
 #[test]
 fn two_peers_share_the_load_of_udp_crr_and_stream() {
-    let p = match common::netns::Pair::new("np") {
-        Ok(p) => p,
-        Err(e) => return skip(&format!("network namespaces refused: {e}")),
+    let Some(p) = common::netns::Pair::or_skip("np") else {
+        return;
     };
     let mark = format!("npeer-{}", std::process::id());
     let (_p1, a1) = Peer::start(&p, 12866, &mark);

@@ -36,16 +36,7 @@ impl Peer {
         }
         let child = c.spawn().expect("spawn kscale peer");
         // Ready once it accepts connections.
-        let ok = wait_for(
-            || {
-                Command::new("ip")
-                    .args(["netns", "exec", &p.b.name, "cat", "/proc/net/tcp"])
-                    .output()
-                    .map(|o| String::from_utf8_lossy(&o.stdout).contains(" 0A "))
-                    .unwrap_or(false)
-            },
-            10,
-        );
+        let ok = wait_for(|| p.b.tcp_table().is_some_and(|t| t.contains(" 0A ")), 10);
         assert!(ok, "the peer never listened");
         Peer { child, addr }
     }

@@ -128,11 +128,7 @@ fn four_writers_and_readers(db: &str, open: impl Fn() -> Store, tmp: &Path) {
         .args(["--db", db, "compare", "w0", "w1", "w2", "w3"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_exit(&out, 0);
 }
 
 #[test]
@@ -199,11 +195,7 @@ fn postgres_password_is_masked_in_output_and_stored_args() {
         .args(["export", "masked", "--format", "json"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_exit(&out, 0);
     assert!(!String::from_utf8_lossy(&out.stdout).contains(PgCluster::PW));
     let out = kscale()
         .arg(format!("--db={url}"))
@@ -219,11 +211,7 @@ fn postgres_password_is_masked_in_output_and_stored_args() {
         .args(["--no-progress", "--label", "masked2"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_exit(&out, 0);
     let run = store.run(store.resolve("masked2").unwrap()).unwrap();
     assert!(
         !format!("{:?}", run.args).contains(PgCluster::PW),
@@ -238,11 +226,7 @@ fn postgres_password_is_masked_in_output_and_stored_args() {
         .args(["--db", &bare, "results"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_exit(&out, 0);
     assert!(String::from_utf8_lossy(&out.stdout).contains("masked2"));
     // No user in the URL: the login name, as libpq does.
     let no_user = pg.url("lab").replace("postgres@", "");
@@ -251,11 +235,7 @@ fn postgres_password_is_masked_in_output_and_stored_args() {
         .args(["--db", &no_user, "results"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_exit(&out, 0);
 }
 
 /// One line on stderr, exit status 2, the password never echoed.
@@ -385,11 +365,7 @@ fn postgres_run_killed_then_resumed_and_interrupted() {
         .args(["--db", &url, "run", "--resume", "killed", "--no-progress"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_exit(&out, 0);
     let data = store.load_run(id).unwrap();
     assert_eq!(data.run.status, "complete");
     assert_eq!(data.cases.len(), 6, "3 workloads × 2 configurations");

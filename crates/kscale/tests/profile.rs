@@ -98,19 +98,14 @@ fn null_syscall_profile_shows_the_syscall_path() {
         top_kernel.iter().any(|s| on_path(s)),
         "no syscall-path routine in the top 3: {top_kernel:?}"
     );
-    let show = env.cmd(&["show", "t"]).output().unwrap();
-    let text = String::from_utf8_lossy(&show.stdout);
+    let text = env.show("t");
     assert!(text.contains("Kernel profiles"), "{text}");
     assert!(text.contains("spin-lock"), "{text}");
     let diff = env
         .cmd(&["profile", "diff", "t", "t", "--case", "syscall.null"])
         .output()
         .unwrap();
-    assert!(
-        diff.status.success(),
-        "{}",
-        String::from_utf8_lossy(&diff.stderr)
-    );
+    common::assert_exit(&diff, 0);
     assert!(String::from_utf8_lossy(&diff.stdout).contains("+0.0"));
 }
 

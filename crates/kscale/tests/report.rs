@@ -328,7 +328,6 @@ fn study_quick_writes_the_report() {
             "idle routine {name} ranked in a table"
         );
     }
-    let show = env.cmd(&["show", "st"]).output().unwrap();
-    let shown = String::from_utf8_lossy(&show.stdout);
+    let shown = env.show("st");
     assert!(shown.contains("Profile — "), "show keeps each case's table");
 }

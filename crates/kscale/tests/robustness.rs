@@ -45,11 +45,7 @@ fn quick_run(env: &Env, label: &str) {
     let out = quick(env, &["syscall.null"], "1,all", label)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_exit(&out, 0);
 }
 
 #[test]
@@ -122,10 +118,7 @@ fn unusable_dirs_are_refused_before_a_run_exists() {
             ])
             .output()
             .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "--dir {dir}: {stderr}");
-        assert_eq!(stderr.lines().count(), 1, "--dir {dir}: {stderr}");
-        assert!(stderr.contains(dir), "{stderr}");
+        common::assert_refused(&out, dir, &format!("--dir {dir}"));
         assert!(!env.db().exists(), "--dir {dir} created a database");
     }
     // Nothing of the probe is left where it succeeded.

@@ -35,11 +35,7 @@ fn run(env: &Env, label: &str, target: &str, cpus: &str, envs: &[(&str, &str)]) 
 
 fn show(env: &Env, args: &[&str]) -> String {
     let out = env.cmd(args).output().expect("kscale show");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_exit(&out, 0);
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 

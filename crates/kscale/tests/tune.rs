@@ -182,10 +182,7 @@ fn sigkill_mid_step_then_restore_brings_every_sysctl_back_and_runs_refuse_until_
         vec!["tune", p.to_str().expect("utf-8 path")],
     ] {
         let out = ns.kscale(&env, None).args(&args).output().expect("run");
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(err.trim().lines().count(), 1, "{err}");
-        assert!(err.contains("tune --restore"), "{err}");
+        common::assert_refused(&out, "tune --restore", &format!("{args:?}"));
     }
 
     let out = ns
@@ -193,11 +190,7 @@ fn sigkill_mid_step_then_restore_brings_every_sysctl_back_and_runs_refuse_until_
         .args(["tune", "--restore"])
         .output()
         .expect("restore");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_exit(&out, 0);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(text.matches("restored").count(), 2, "{text}");
     assert_eq!(read_in(&ns, FIN), "57");
@@ -276,11 +269,7 @@ settings = [{ kind = "mount", value = "data=writeback,noatime" }]
     );
 
     let out = env.cmd(&["tune", "--restore"]).output().expect("restore");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_exit(&out, 0);
     assert_eq!(kscale_mount_options(&mp), None);
     assert!(!image.exists() && !mp.exists());
     assert_eq!(loop_devices_of(&image), "");
@@ -412,11 +401,7 @@ fn a_whole_study_prints_the_staircase_writes_the_chart_and_restores() {
         ])
         .output()
         .expect("compare");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_exit(&out, 0);
 }
 
 #[test]
@@ -608,8 +593,5 @@ fn hotplug_is_refused_in_one_line_before_anything_is_measured_without_root() {
         .args(["--cpu-mode", "hotplug", "--quick", "--dir", "/tmp"])
         .output()
         .expect("setpriv");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(err.contains("needs root"), "{err}");
+    common::assert_refused(&out, "needs root", "--cpu-mode hotplug as nobody");
 }

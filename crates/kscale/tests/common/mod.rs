@@ -53,26 +53,20 @@ impl Env {
     /// (so [`marked_processes`] finds everything it starts) and its output
     /// discarded: for tests that signal or kill it midway.
     pub fn spawn_marked(&self, mark: &str, args: &[&str]) -> std::process::Child {
-        std::process::Command::new(bin())
-            .current_dir(self.path())
-            .env("KSCALE_TEST_MARK", mark)
-            .env("NO_COLOR", "1")
-            .arg("--db")
-            .arg(self.db())
-            .args(args)
-            .stdout(std::process::Stdio::null())
+        self.marked(mark, args)
             .stderr(std::process::Stdio::null())
             .spawn()
             .expect("spawn kscale")
     }
-    /// Like [`Env::spawn_marked`] but with `extra` in the environment and
-    /// stderr kept for `wait_with_output`.
-    pub fn spawn_marked_with(
-        &self,
-        mark: &str,
-        args: &[&str],
-        extra: &[(&str, &str)],
-    ) -> std::process::Child {
+    /// Like [`Env::spawn_marked`] but with stderr kept for
+    /// `wait_with_output`.
+    pub fn spawn_marked_piped(&self, mark: &str, args: &[&str]) -> std::process::Child {
+        self.marked(mark, args)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn kscale")
+    }
+    fn marked(&self, mark: &str, args: &[&str]) -> std::process::Command {
         let mut c = std::process::Command::new(bin());
         c.current_dir(self.path())
             .env("KSCALE_TEST_MARK", mark)
@@ -80,12 +74,8 @@ impl Env {
             .arg("--db")
             .arg(self.db())
             .args(args)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped());
-        for (k, v) in extra {
-            c.env(k, v);
-        }
-        c.spawn().expect("spawn kscale")
+            .stdout(std::process::Stdio::null());
+        c
     }
     pub fn export(&self, run: &str) -> serde_json::Value {
         let out = self.run_ok(&["export", run, "--format", "json"]);
@@ -162,7 +152,17 @@ pub fn assert_refused(out: &std::process::Output, needle: &str, what: &str) {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{what}: {err}");
     assert_eq!(err.lines().count(), 1, "{what}: {err}");
-    assert!(err.contains(needle), "{what}: {err}");
+    assert!(
+        err.contains(needle),
+        "{what}: expected `{needle}` in: {err}"
+    );
+    assert!(!err.contains("panicked"), "{what}: {err}");
+}
+
+/// `kscale ARGS` in `env` is refused: see [`assert_refused`].
+pub fn refused(env: &Env, args: &[&str], needle: &str) {
+    let out = env.cmd(args).output().expect("run");
+    assert_refused(&out, needle, &format!("{args:?}"));
 }
 
 /// Sends `sig` to a child process.

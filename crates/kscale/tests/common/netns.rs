@@ -65,9 +65,9 @@ impl Netns {
         c
     }
 
-    /// Listening TCP sockets in the namespace (IPv4 and IPv6): in a fresh
-    /// namespace every one of them belongs to the test.
-    pub fn listening_sockets(&self) -> usize {
+    /// The namespace's TCP socket tables (IPv4 and IPv6, header lines
+    /// included), or `None` when they cannot be read.
+    pub fn tcp_table(&self) -> Option<String> {
         let out = Command::new("ip")
             .args([
                 "netns",
@@ -77,9 +77,18 @@ impl Netns {
                 "/proc/net/tcp",
                 "/proc/net/tcp6",
             ])
-            .output();
-        let Ok(out) = out else { return usize::MAX };
-        String::from_utf8_lossy(&out.stdout)
+            .output()
+            .ok()?;
+        Some(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Listening TCP sockets in the namespace (IPv4 and IPv6): in a fresh
+    /// namespace every one of them belongs to the test.
+    pub fn listening_sockets(&self) -> usize {
+        let Some(table) = self.tcp_table() else {
+            return usize::MAX;
+        };
+        table
             .lines()
             .filter(|l| l.split_whitespace().nth(3) == Some("0A"))
             .count()
