@@ -101,19 +101,7 @@ fn bad_inputs_exit_2_with_one_line() {
 fn bad_databases_and_runs() {
     let env = Env::new();
     // An empty but valid store: unknown runs are refused.
-    env.cmd(&[
-        "run",
-        "syscall.null",
-        "--cpus",
-        "1",
-        "--quick",
-        "--trial-time",
-        "0.01",
-        "--label",
-        "a",
-    ])
-    .assert()
-    .success();
+    env.tiny_run(&["syscall.null"], "1", "a").assert().success();
     refused(&env, &["show", "nosuchlabel"], "no run `nosuchlabel`");
     refused(&env, &["show", "999"], "no run `999`");
     refused(

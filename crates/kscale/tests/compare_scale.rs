@@ -4,19 +4,7 @@ mod common;
 use common::{refused, Env};
 
 fn quick_run(env: &Env, label: &str, cpus: &str, targets: &[&str]) {
-    let mut args = vec![
-        "run",
-        "--quick",
-        "--trial-time",
-        "0.02",
-        "--no-progress",
-        "--label",
-        label,
-        "--cpus",
-        cpus,
-    ];
-    args.extend_from_slice(targets);
-    env.cmd(&args).assert().success();
+    env.tiny_run(targets, cpus, label).assert().success();
 }
 
 fn stdout(env: &Env, args: &[&str]) -> String {

@@ -132,17 +132,7 @@ fn sigterm_cleans_up_and_marks_interrupted() {
 fn crashing_worker_costs_one_case() {
     let env = Env::new();
     let out = env
-        .cmd(&[
-            "run",
-            "syscall.null",
-            "syscall.read",
-            "--cpus",
-            "1",
-            "--quick",
-            "--trial-time",
-            "0.02",
-            "--no-progress",
-        ])
+        .tiny_run(&["syscall.null", "syscall.read"], "1", "crash")
         .env("KSCALE_FAULT", "crash:syscall.read")
         .output()
         .unwrap();
@@ -165,17 +155,7 @@ fn hanging_worker_is_killed_with_its_group() {
     let env = Env::new();
     let mark = format!("hang-{}", std::process::id());
     let out = env
-        .cmd(&[
-            "run",
-            "syscall.null",
-            "syscall.pipe",
-            "--cpus",
-            "1",
-            "--quick",
-            "--trial-time",
-            "0.02",
-            "--no-progress",
-        ])
+        .tiny_run(&["syscall.null", "syscall.pipe"], "1", "hang")
         .env("KSCALE_FAULT", "hang:syscall.null")
         .env("KSCALE_TRIAL_TIMEOUT", "1")
         .env("KSCALE_TEST_MARK", &mark)

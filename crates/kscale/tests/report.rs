@@ -128,8 +128,7 @@ fn check_report(env: &Env, file: &Path, min_charts: usize) -> String {
 fn report_renders_every_chart() {
     let env = Env::new();
     let run = |label: &str, cpus: &str| {
-        env.cmd(&[
-            "run",
+        let what = [
             "syscall.null",
             "syscall.pipe",
             "ctx",
@@ -138,17 +137,8 @@ fn report_renders_every_chart() {
             "procs=2,4",
             "--param",
             "size=4k,1m",
-            "--quick",
-            "--trial-time",
-            "0.02",
-            "--no-progress",
-            "--label",
-            label,
-            "--cpus",
-            cpus,
-        ])
-        .assert()
-        .success();
+        ];
+        env.tiny_run(&what, cpus, label).assert().success();
     };
     run("a", "1,all");
     run("b", "1,all");
@@ -217,20 +207,9 @@ fn markup_in_labels_stays_text() {
         "<img src=x onerror=\"document.body.setAttribute('data-pwned','img')\">",
     ];
     for l in labels {
-        env.cmd(&[
-            "run",
-            "syscall.null",
-            "--quick",
-            "--trial-time",
-            "0.02",
-            "--no-progress",
-            "--cpus",
-            "1,all",
-            "--label",
-            l,
-        ])
-        .assert()
-        .success();
+        env.tiny_run(&["syscall.null"], "1,all", l)
+            .assert()
+            .success();
     }
     let file = env.path().join("x.html");
     env.cmd(&["report", "1", "2", "-o", file.to_str().unwrap()])

@@ -24,25 +24,9 @@ fn with_closed_stdout(env: &Env, args: &[&str]) -> std::process::Output {
     c.output().expect("run kscale")
 }
 
-/// `kscale run TARGETS --quick` with tiny trials on these CPUs, labelled.
-fn quick(env: &Env, targets: &[&str], cpus: &str, label: &str) -> assert_cmd::Command {
-    let mut args: Vec<&str> = vec!["run"];
-    args.extend(targets);
-    args.extend([
-        "--quick",
-        "--trial-time",
-        "0.02",
-        "--cpus",
-        cpus,
-        "--no-progress",
-        "--label",
-        label,
-    ]);
-    env.cmd(&args)
-}
-
 fn quick_run(env: &Env, label: &str) {
-    let out = quick(env, &["syscall.null"], "1,all", label)
+    let out = env
+        .tiny_run(&["syscall.null"], "1,all", label)
         .output()
         .unwrap();
     common::assert_exit(&out, 0);
@@ -124,20 +108,9 @@ fn unusable_dirs_are_refused_before_a_run_exists() {
     // Nothing of the probe is left where it succeeded.
     let ok = env.path().join("ok");
     std::fs::create_dir(&ok).unwrap();
-    env.cmd(&[
-        "run",
-        "syscall.null",
-        "--quick",
-        "--trial-time",
-        "0.02",
-        "--cpus",
-        "1",
-        "--no-progress",
-        "--dir",
-        ok.to_str().unwrap(),
-    ])
-    .assert()
-    .success();
+    env.tiny_run(&["syscall.null", "--dir", ok.to_str().unwrap()], "1", "ok")
+        .assert()
+        .success();
     assert_eq!(std::fs::read_dir(&ok).unwrap().count(), 0);
 }
 
@@ -151,7 +124,8 @@ fn status(env: &Env, run: &str) -> String {
 #[test]
 fn a_run_in_which_every_case_failed_is_failed() {
     let env = Env::new();
-    let out = quick(&env, &["syscall.null"], "1,all", "all-bad")
+    let out = env
+        .tiny_run(&["syscall.null"], "1,all", "all-bad")
         .env("KSCALE_FAULT", "crash:syscall.null")
         .output()
         .unwrap();
@@ -163,7 +137,8 @@ fn a_run_in_which_every_case_failed_is_failed() {
     assert!(String::from_utf8_lossy(&results.stdout).contains("failed"));
 
     // Partly failed: complete, the failures listed with the results.
-    let out = quick(&env, &["syscall.null", "syscall.read"], "1", "half-bad")
+    let out = env
+        .tiny_run(&["syscall.null", "syscall.read"], "1", "half-bad")
         .env("KSCALE_FAULT", "crash:syscall.read")
         .output()
         .unwrap();

@@ -525,29 +525,8 @@ fn hotplug_runs_bring_every_cpu_back_after_a_normal_end_and_after_sigkill() {
     }
     let before = online_cpus();
     let env = Env::new();
-    env.cmd(&[
-        "run",
-        "syscall.null",
-        "--cpus",
-        "1",
-        "--cpu-mode",
-        "hotplug",
-        "--quick",
-        "--trial-time",
-        "0.05",
-        "--no-progress",
-    ])
-    .assert()
-    .success();
-    assert_eq!(online_cpus(), before);
-    let opts = env.export("latest");
-    assert_eq!(opts["run"]["options"]["cpu_mode"], "hotplug", "{opts}");
-
-    let mut child = Command::new(common::bin())
-        .current_dir(env.path())
-        .args(["--db"])
-        .arg(env.db())
-        .args([
+    let hotplug_run = |trial_time| {
+        [
             "run",
             "syscall.null",
             "--cpus",
@@ -556,13 +535,17 @@ fn hotplug_runs_bring_every_cpu_back_after_a_normal_end_and_after_sigkill() {
             "hotplug",
             "--quick",
             "--trial-time",
-            "1",
+            trial_time,
             "--no-progress",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start");
+        ]
+    };
+    env.cmd(&hotplug_run("0.05")).assert().success();
+    assert_eq!(online_cpus(), before);
+    let opts = env.export("latest");
+    assert_eq!(opts["run"]["options"]["cpu_mode"], "hotplug", "{opts}");
+
+    let mark = format!("hotplug-{}", std::process::id());
+    let mut child = env.spawn_marked(&mark, &hotplug_run("1"));
     wait_mid_step(&env, 1, 2);
     assert_ne!(online_cpus(), before, "no CPU went offline");
     let _ = child.kill();

@@ -37,6 +37,24 @@ impl Env {
             .args(args);
         c
     }
+    /// `kscale run WHAT… --quick --trial-time 0.02 --cpus CPUS --no-progress
+    /// --label LABEL`: tiny trials, for tests of what is done with stored
+    /// runs rather than of the figures.
+    pub fn tiny_run(&self, what: &[&str], cpus: &str, label: &str) -> Command {
+        let mut args = vec!["run"];
+        args.extend(what);
+        args.extend([
+            "--quick",
+            "--trial-time",
+            "0.02",
+            "--cpus",
+            cpus,
+            "--no-progress",
+            "--label",
+            label,
+        ]);
+        self.cmd(&args)
+    }
     /// Runs `kscale ARGS` to the end and fails the test, with its stderr,
     /// unless it succeeded.
     pub fn run_ok(&self, args: &[&str]) -> std::process::Output {
