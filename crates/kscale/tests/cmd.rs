@@ -66,13 +66,7 @@ fn path_without(root: &Path, hide: &str, extra: &[(&str, &str)]) -> PathBuf {
 
 /// The export's primary rows of a run, by workload.
 fn rows(env: &Env, run: &str) -> Vec<serde_json::Value> {
-    env.export(run)["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["primary"] == true)
-        .cloned()
-        .collect()
+    env.primary(run)
 }
 
 fn row<'a>(rows: &'a [serde_json::Value], workload: &str) -> &'a serde_json::Value {

@@ -34,13 +34,7 @@ fn run_family(family: &str, extra: &[&str]) {
         stdout.contains(&format!("({family})")),
         "{family}: no table\n{stdout}"
     );
-    let j = env.export("t");
-    let results: Vec<&serde_json::Value> = j["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["primary"] == true)
-        .collect();
+    let results = env.primary("t");
     assert!(!results.is_empty(), "{family}: no results");
     for r in results {
         assert_eq!(r["status"], "done", "{family}: {r}");

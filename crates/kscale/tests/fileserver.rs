@@ -95,10 +95,8 @@ fn quick_run_measures_verifies_and_leaves_nothing() {
     }
     assert!(text.contains("--dir is on "), "{text}");
     assert!(text.contains("every read verified"), "{text}");
-    let j = env.export("latest");
-    let results = j["results"].as_array().unwrap();
-    let primary: Vec<_> = results.iter().filter(|r| r["primary"] == true).collect();
-    assert_eq!(primary.len(), 2, "{results:?}");
+    let primary = env.primary("latest");
+    assert_eq!(primary.len(), 2, "{primary:?}");
     for r in primary {
         assert_eq!(r["status"], "done", "{r}");
         assert_eq!(r["metric"], "mbps", "{r}");
@@ -178,15 +176,8 @@ fn a_read_only_dir_is_refused() {
     std::fs::create_dir(&ro).unwrap();
     let script = r#"mount -t tmpfs -o ro kscale-ro "$1" || exit 99
 exec "$2" --db "$3" run fileserver.mix --quick --dir "$1""#;
-    let Some(out) = common::in_mount_ns(
-        "cannot mount a read-only tmpfs",
-        script,
-        &[
-            ro.as_os_str(),
-            common::bin().as_os_str(),
-            env.db().as_os_str(),
-        ],
-    ) else {
+    let Some(out) = env.kscale_in_mount_ns("cannot mount a read-only tmpfs", script, &[&ro], &[])
+    else {
         return;
     };
     common::assert_refused(&out, "Read-only file system", "--dir");
@@ -295,15 +286,7 @@ fn the_note_names_the_mount_of_dir() {
     std::fs::create_dir(&mnt).unwrap();
     let script = r#"mount -t tmpfs -o size=64m,nr_inodes=9999 kscale-fs "$1" || exit 99
 exec "$2" --db "$3" run fileserver.mix --param clients=1 --param duration=0.3 --min-trials 2 --max-trials 2 --no-progress --dir "$1""#;
-    let Some(out) = common::in_mount_ns(
-        "cannot mount a tmpfs",
-        script,
-        &[
-            mnt.as_os_str(),
-            common::bin().as_os_str(),
-            env.db().as_os_str(),
-        ],
-    ) else {
+    let Some(out) = env.kscale_in_mount_ns("cannot mount a tmpfs", script, &[&mnt], &[]) else {
         return;
     };
     let text = String::from_utf8_lossy(&out.stdout);

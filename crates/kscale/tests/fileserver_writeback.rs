@@ -11,13 +11,8 @@ use common::Env;
 #[test]
 fn runs_unchanged_on_an_ext4_loop_mount_with_data_writeback() {
     let env = Env::new();
-    let img = env.path().join("fs.img");
-    let mnt = env.path().join("mnt");
-    std::fs::create_dir(&mnt).unwrap();
     // A sparse 512 MiB image: room for the quick sweep's trees.
-    let f = std::fs::File::create(&img).unwrap();
-    f.set_len(512 << 20).unwrap();
-    drop(f);
+    let (img, mnt) = env.image_and_mount_point("fs", 512 << 20);
     let script = r#"img=$1 mnt=$2 kscale=$3 db=$4
 mkfs.ext4 -q -F "$img" >&2 || exit 98
 mount -o loop,data=writeback "$img" "$mnt" || exit 99
@@ -25,15 +20,11 @@ trap 'umount "$mnt"' EXIT
 findmnt -n -o FSTYPE,OPTIONS "$mnt" >&2
 "$kscale" --db "$db" run fileserver.mix --quick --param duration=1 --min-trials 2 \
     --max-trials 2 --no-progress --dir "$mnt""#;
-    let Some(out) = common::in_mount_ns(
+    let Some(out) = env.kscale_in_mount_ns(
         "cannot make an ext4 loop mount (needs root and loop devices)",
         script,
-        &[
-            img.as_os_str(),
-            mnt.as_os_str(),
-            common::bin().as_os_str(),
-            env.db().as_os_str(),
-        ],
+        &[&img, &mnt],
+        &[],
     ) else {
         return;
     };
@@ -50,8 +41,7 @@ findmnt -n -o FSTYPE,OPTIONS "$mnt" >&2
         .find(|l| l.contains("note: fileserver.mix") && l.contains("ext4"))
         .unwrap_or_else(|| panic!("no file-system note in\n{text}"));
     assert!(note.contains("data=writeback"), "{note}");
-    let j = env.export("latest");
-    let results = j["results"].as_array().unwrap();
+    let results = env.results("latest");
     assert!(!results.is_empty());
     for r in results.iter().filter(|r| r["primary"] == true) {
         assert_eq!(r["status"], "done", "{r}");

@@ -11,12 +11,7 @@ use common::Env;
 /// Runs fs.create size=0 on a fresh ext4 made with `mkfs_opts`; returns the
 /// script's stdout and stderr, or `None` after printing why it was skipped.
 fn run_on_ext4(env: &Env, mkfs_opts: &str) -> Option<(String, String)> {
-    let img = env.path().join(format!("fs{}.img", mkfs_opts.len()));
-    let mnt = env.path().join(format!("mnt{}", mkfs_opts.len()));
-    std::fs::create_dir(&mnt).unwrap();
-    let f = std::fs::File::create(&img).unwrap();
-    f.set_len(256 << 20).unwrap();
-    drop(f);
+    let (img, mnt) = env.image_and_mount_point(&format!("fs{}", mkfs_opts.len()), 256 << 20);
     let script = r#"img=$1 mnt=$2 kscale=$3 db=$4 opts=$5
 mkfs.ext4 -q -F $opts "$img" >&2 || exit 98
 mount -o loop "$img" "$mnt" || exit 99
@@ -24,16 +19,11 @@ trap 'umount "$mnt"' EXIT
 "$kscale" --db "$db" run fs.create --param size=0 --cpus 1 --min-trials 2 \
     --max-trials 2 --trial-time 0.02 --no-progress --dir "$mnt" || exit 1
 echo "left: $(find "$mnt" -mindepth 1 -not -path "$mnt/lost+found*" | wc -l)""#;
-    let out = common::in_mount_ns(
+    let out = env.kscale_in_mount_ns(
         "cannot make an ext4 loop mount (needs root and loop devices)",
         script,
-        &[
-            img.as_os_str(),
-            mnt.as_os_str(),
-            common::bin().as_os_str(),
-            env.db().as_os_str(),
-            std::ffi::OsStr::new(mkfs_opts),
-        ],
+        &[&img, &mnt],
+        &[mkfs_opts],
     )?;
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let err = String::from_utf8_lossy(&out.stderr).into_owned();

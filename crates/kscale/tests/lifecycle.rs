@@ -3,7 +3,9 @@
 //! stay consistent.
 
 mod common;
-use common::{assert_exit, assert_no_marked_processes, marked_processes, signal, wait_for, Env};
+use common::{
+    assert_exit, assert_no_marked_processes, marked_processes, signal, wait_for, Env, SLOW_RUN,
+};
 
 fn trials(env: &Env) -> i64 {
     rusqlite::Connection::open(env.db())
@@ -21,20 +23,6 @@ fn result_of(j: &serde_json::Value, w: &str) -> serde_json::Value {
         .cloned()
         .unwrap_or_else(|| panic!("no result for {w}: {j}"))
 }
-
-/// Three workloads on two configurations: enough trials to be stopped midway.
-const SLOW_RUN: &[&str] = &[
-    "run",
-    "syscall.null",
-    "syscall.read",
-    "syscall.write",
-    "--cpus",
-    "1,all",
-    "--quick",
-    "--trial-time",
-    "0.05",
-    "--no-progress",
-];
 
 #[test]
 fn sigkill_then_resume_completes_the_run() {
@@ -72,14 +60,8 @@ fn sigkill_then_resume_completes_the_run() {
     env.cmd(&["run", "--resume", "latest", "--no-progress"])
         .assert()
         .success();
-    let j = env.export("latest");
-    assert_eq!(j["run"]["status"], "complete");
-    let results: Vec<&serde_json::Value> = j["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["primary"] == true)
-        .collect();
+    assert_eq!(env.export("latest")["run"]["status"], "complete");
+    let results = env.primary("latest");
     assert_eq!(results.len(), 6, "3 workloads × 2 configurations");
     for r in &results {
         assert_eq!(r["status"], "done", "{r}");

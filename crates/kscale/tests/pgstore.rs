@@ -160,8 +160,9 @@ fn postgres_password_is_masked_in_output_and_stored_args() {
     };
     pg.create_db("lab").unwrap();
     let url = pg.password_url("lab", PgCluster::PW);
-    let out = kscale()
-        .args([
+    let null_run = |before: &[&str], label| {
+        let mut c = kscale();
+        c.args(before).args([
             "run",
             "syscall.null",
             "--quick",
@@ -169,8 +170,14 @@ fn postgres_password_is_masked_in_output_and_stored_args() {
             "1",
             "--trial-time",
             "0.05",
-        ])
-        .args(["--no-progress", "--label", "masked", "--db", &url])
+            "--no-progress",
+            "--label",
+            label,
+        ]);
+        c
+    };
+    let out = null_run(&[], "masked")
+        .args(["--db", &url])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -197,18 +204,7 @@ fn postgres_password_is_masked_in_output_and_stored_args() {
         .unwrap();
     common::assert_exit(&out, 0);
     assert!(!String::from_utf8_lossy(&out.stdout).contains(PgCluster::PW));
-    let out = kscale()
-        .arg(format!("--db={url}"))
-        .args([
-            "run",
-            "syscall.null",
-            "--quick",
-            "--cpus",
-            "1",
-            "--trial-time",
-            "0.05",
-        ])
-        .args(["--no-progress", "--label", "masked2"])
+    let out = null_run(&[&format!("--db={url}")], "masked2")
         .output()
         .unwrap();
     common::assert_exit(&out, 0);
@@ -322,22 +318,8 @@ fn postgres_run_killed_then_resumed_and_interrupted() {
     let slow = |label: &str| {
         Command::new(common::bin())
             .env("NO_COLOR", "1")
-            .args([
-                "--db",
-                &url,
-                "run",
-                "syscall.null",
-                "syscall.read",
-                "syscall.write",
-            ])
-            .args([
-                "--cpus",
-                "1,all",
-                "--quick",
-                "--trial-time",
-                "0.05",
-                "--no-progress",
-            ])
+            .args(["--db", &url])
+            .args(common::SLOW_RUN)
             .args(["--label", label])
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -12,6 +12,21 @@ pub fn bin() -> PathBuf {
     assert_cmd::cargo::cargo_bin("kscale")
 }
 
+/// Three workloads on two configurations: enough trials to be stopped
+/// midway.
+pub const SLOW_RUN: &[&str] = &[
+    "run",
+    "syscall.null",
+    "syscall.read",
+    "syscall.write",
+    "--cpus",
+    "1,all",
+    "--quick",
+    "--trial-time",
+    "0.05",
+    "--no-progress",
+];
+
 pub struct Env {
     pub dir: tempfile::TempDir,
 }
@@ -105,6 +120,38 @@ impl Env {
             serde_json::Value::Array(a) => a,
             other => panic!("no results array: {other}"),
         }
+    }
+    /// [`in_mount_ns`] with the script's arguments `before`, then the kscale
+    /// binary and the env's database, then `after`.
+    pub fn kscale_in_mount_ns(
+        &self,
+        what: &str,
+        script: &str,
+        before: &[&std::path::Path],
+        after: &[&str],
+    ) -> Option<std::process::Output> {
+        let (bin, db) = (bin(), self.db());
+        let mut args: Vec<&std::ffi::OsStr> = before.iter().map(|p| p.as_os_str()).collect();
+        args.extend([bin.as_os_str(), db.as_os_str()]);
+        args.extend(after.iter().map(std::ffi::OsStr::new));
+        in_mount_ns(what, script, &args)
+    }
+    /// An empty sparse file of `size` bytes and an empty directory to mount
+    /// it on, named after `name` in the env's directory.
+    pub fn image_and_mount_point(&self, name: &str, size: u64) -> (PathBuf, PathBuf) {
+        let img = self.path().join(format!("{name}.img"));
+        let mnt = self.path().join(format!("{name}.mnt"));
+        std::fs::create_dir(&mnt).expect("mount point");
+        std::fs::File::create(&img)
+            .and_then(|f| f.set_len(size))
+            .expect("image file");
+        (img, mnt)
+    }
+    /// The primary results of `run`'s export (one a case).
+    pub fn primary(&self, run: &str) -> Vec<serde_json::Value> {
+        let mut results = self.results(run);
+        results.retain(|r| r["primary"] == true);
+        results
     }
     /// `kscale run WHAT… --quick --param P… --no-progress` to the end (see
     /// [`Env::run_ok`]), and the results it stored.
