@@ -1,26 +1,23 @@
 //! Snapshot tests of the generated SVG and HTML.
 
+#[path = "common/chart_fixtures.rs"]
+mod chart_fixtures;
+
 use kscale_report::html::{render, Block, Report, Section};
 use kscale_report::svg::{BarChart, Chart, LineChart, Series};
 use kscale_report::{Cell, RowKind, Table};
 
 fn line() -> Chart {
-    Chart::Line(LineChart {
-        title: "Context switching latency (ctx.lat)".into(),
-        x_label: "procs".into(),
-        y_label: "latency (µs)".into(),
-        log_x: true,
-        series: vec![
-            Series::new(
-                "size=0 · a [1 CPU]",
-                vec![(2.0, 1.5), (4.0, 1.7), (8.0, 2.0), (16.0, 2.4)],
-            ),
-            Series::new(
-                "size=16k · a [1 CPU]",
-                vec![(2.0, 4.0), (4.0, 5.5), (8.0, 9.0), (16.0, 12.0)],
-            ),
-        ],
-    })
+    Chart::Line(chart_fixtures::ctx_lat(vec![
+        Series::new(
+            "size=0 · a [1 CPU]",
+            vec![(2.0, 1.5), (4.0, 1.7), (8.0, 2.0), (16.0, 2.4)],
+        ),
+        Series::new(
+            "size=16k · a [1 CPU]",
+            vec![(2.0, 4.0), (4.0, 5.5), (8.0, 9.0), (16.0, 12.0)],
+        ),
+    ]))
 }
 
 fn scal() -> Chart {

@@ -3,6 +3,8 @@
 //! every mark lies inside its plot area, the ticks cover the data, legend
 //! labels are unique and whole, and no text leaves the viewBox.
 
+#[path = "common/chart_fixtures.rs"]
+mod chart_fixtures;
 #[path = "common/svgcheck.rs"]
 mod svgcheck;
 
@@ -170,22 +172,16 @@ fn the_reported_defects_stay_fixed() {
     assert!(check(&svg, Some(&drawn_bar(&bars))).is_empty(), "{svg}");
     // A line clamped flat at the top of its plot while its points were
     // drawn outside the image (cy="-38.6").
-    let lines = LineChart {
-        title: "Context switching latency (ctx.lat)".into(),
-        x_label: "procs".into(),
-        y_label: "latency (µs)".into(),
-        log_x: true,
-        series: vec![
-            Series::new(
-                "size=0 · 6.18.44-fc-v657 [1 CPU]",
-                vec![(2.0, 4.35), (8.0, 5.1)],
-            ),
-            Series::new(
-                "size=0 · 6.18.44-fc-v657 [all (2 CPUs)]",
-                vec![(2.0, 4.5), (8.0, 4.9)],
-            ),
-        ],
-    };
+    let lines = chart_fixtures::ctx_lat(vec![
+        Series::new(
+            "size=0 · 6.18.44-fc-v657 [1 CPU]",
+            vec![(2.0, 4.35), (8.0, 5.1)],
+        ),
+        Series::new(
+            "size=0 · 6.18.44-fc-v657 [all (2 CPUs)]",
+            vec![(2.0, 4.5), (8.0, 4.9)],
+        ),
+    ]);
     let svg = lines.to_svg();
     assert!(check(&svg, Some(&drawn_line(&lines))).is_empty(), "{svg}");
     assert!(!svg.contains("cy=\"-"), "{svg}");

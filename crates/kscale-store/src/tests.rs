@@ -143,6 +143,19 @@ fn metric() -> Vec<MetricRow> {
     }]
 }
 
+/// Case 0 of `run`, mem.rd at 4k on CPU 0, made or found.
+fn mem_rd_4k(s: &Store, run: i64) -> i64 {
+    s.ensure_case(
+        run,
+        0,
+        &key("mem.rd", "4k"),
+        &[0],
+        &metric(),
+        RunRule::Converge,
+    )
+    .unwrap()
+}
+
 fn round_trip_and_resolve(env: &Env) {
     let s = env.open();
     let a = s.create_run(&new_run("alpha")).unwrap();
@@ -154,29 +167,8 @@ fn round_trip_and_resolve(env: &Env) {
     assert!(matches!(s.resolve("gamma"), Err(StoreError::NoSuchRun(_))));
     assert!(matches!(s.resolve("99"), Err(StoreError::NoSuchRun(_))));
 
-    let c = s
-        .ensure_case(
-            a,
-            0,
-            &key("mem.rd", "4k"),
-            &[0],
-            &metric(),
-            RunRule::Converge,
-        )
-        .unwrap();
-    assert_eq!(
-        s.ensure_case(
-            a,
-            0,
-            &key("mem.rd", "4k"),
-            &[0],
-            &metric(),
-            RunRule::Converge
-        )
-        .unwrap(),
-        c,
-        "idempotent"
-    );
+    let c = mem_rd_4k(&s, a);
+    assert_eq!(mem_rd_4k(&s, a), c, "idempotent");
     let v = |x: f64| BTreeMap::from([("latency".to_string(), x)]);
     let warm = v(9.0);
     s.add_trial(
@@ -344,16 +336,7 @@ fn profiles_round_trip_and_old_runs_have_none(env: &Env) {
     use kscale_core::profile::{Hit, ProfileBuilder};
     let s = env.open();
     let r = s.create_run(&new_run("p")).unwrap();
-    let c = s
-        .ensure_case(
-            r,
-            0,
-            &key("mem.rd", "4k"),
-            &[0],
-            &metric(),
-            RunRule::Converge,
-        )
-        .unwrap();
+    let c = mem_rd_4k(&s, r);
     assert!(s.load_run(r).unwrap().cases[0].profiles.is_empty());
     let mut b = ProfileBuilder::new("instructions", "every 1000003");
     b.add_n(
@@ -503,16 +486,7 @@ fn each_trial_is_visible_to_other_readers_as_it_ends(env: &Env) {
     let w = env.open();
     let r = env.open();
     let run = w.create_run(&new_run("live")).unwrap();
-    let c = w
-        .ensure_case(
-            run,
-            0,
-            &key("mem.rd", "4k"),
-            &[0],
-            &metric(),
-            RunRule::Converge,
-        )
-        .unwrap();
+    let c = mem_rd_4k(&w, run);
     for i in 0..3 {
         trial(&w, c, i, 1.0 + i as f64);
         let seen = r.load_run(run).unwrap();
