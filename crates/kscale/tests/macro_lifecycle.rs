@@ -12,24 +12,10 @@ use common::{
 use nix::sys::signal::Signal;
 use std::process::{Child, Stdio};
 
-/// A short net.tcp_rr run: two connections, 0.3 s windows, two counted
-/// trials per case, on 1 CPU (so the load runs on the other).
-const TCP_RR: &[&str] = &[
-    "run",
-    "net.tcp_rr",
-    "--cpus",
-    "1",
-    "--quick",
-    "--param",
-    "conns=2",
-    "--param",
-    "duration=0.3",
-    "--min-trials",
-    "2",
-    "--max-trials",
-    "2",
-    "--no-progress",
-];
+/// A short net.tcp_rr run: two connections, 0.3 s windows.
+fn tcp_rr() -> Vec<&'static str> {
+    common::short_tcp_rr("conns=2", "duration=0.3")
+}
 
 fn spawn_in(ns: &Netns, env: &Env, mark: &str, args: &[&str], extra: &[(&str, &str)]) -> Child {
     let mut c = ns.kscale(env, Some(mark));
@@ -60,14 +46,14 @@ fn wait_for_role(mark: &str, name: &str) -> bool {
     )
 }
 
-/// Runs [`TCP_RR`] in its own namespace with `extra` in its environment,
+/// Runs [`tcp_rr`] in its own namespace with `extra` in its environment,
 /// waits for it to exit with `code`, and fails unless it left nothing
 /// behind; returns the run's export.
 fn run_to_end(tag: &str, code: i32, extra: &[(&str, &str)]) -> Option<serde_json::Value> {
     let ns = Netns::or_skip(tag)?;
     let env = Env::new();
     let mark = format!("m{tag}-{}", std::process::id());
-    let child = spawn_in(&ns, &env, &mark, TCP_RR, extra);
+    let child = spawn_in(&ns, &env, &mark, &tcp_rr(), extra);
     let out = child.wait_with_output().unwrap();
     assert_exit(&out, code);
     assert_clean(&ns, &env, &mark, true);
@@ -97,7 +83,7 @@ fn interrupt_macro(sig: Signal, code: i32) {
     };
     let env = Env::new();
     let mark = format!("msig{}-{}", sig as i32, std::process::id());
-    let mut child = spawn_in(&ns, &env, &mark, TCP_RR, &[]);
+    let mut child = spawn_in(&ns, &env, &mark, &tcp_rr(), &[]);
     assert!(
         wait_for_role(&mark, "kscale-load"),
         "no load generator appeared"
@@ -126,7 +112,7 @@ fn sigkill_of_the_parent_takes_every_role_with_it() {
     };
     let env = Env::new();
     let mark = format!("mkill-{}", std::process::id());
-    let mut child = spawn_in(&ns, &env, &mark, TCP_RR, &[]);
+    let mut child = spawn_in(&ns, &env, &mark, &tcp_rr(), &[]);
     assert!(wait_for_role(&mark, "kscale-server"), "no server appeared");
     assert!(
         wait_for_role(&mark, "kscale-load"),

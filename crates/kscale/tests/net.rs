@@ -295,14 +295,7 @@ fn two_peers_share_the_load_of_udp_crr_and_stream() {
         );
         let j = env.export("latest");
         values(&j, w, metric, false);
-        let db = rusqlite::Connection::open(env.db()).unwrap();
-        let roles: String = db
-            .query_row(
-                "SELECT roles FROM trials WHERE warmup = 0 LIMIT 1",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
+        let roles = env.first_trial_roles();
         assert!(
             roles.contains(&a1) && roles.contains(&a2),
             "{w}: load did not run on both peers: {roles}"

@@ -50,26 +50,9 @@ impl Drop for Peer {
 }
 
 fn run_args<'a>(peer: &'a str, token: &'a str, duration: &'a str) -> Vec<&'a str> {
-    vec![
-        "run",
-        "net.tcp_rr",
-        "--cpus",
-        "1",
-        "--quick",
-        "--param",
-        "conns=3",
-        "--param",
-        duration,
-        "--min-trials",
-        "2",
-        "--max-trials",
-        "2",
-        "--no-progress",
-        "--peer",
-        peer,
-        "--token",
-        token,
-    ]
+    let mut args = common::short_tcp_rr("conns=3", duration);
+    args.extend(["--peer", peer, "--token", token]);
+    args
 }
 
 fn run_in_a(p: &Pair, env: &Env, args: &[&str]) -> std::process::Output {
@@ -122,14 +105,7 @@ fn a_peer_in_another_namespace_drives_the_load() {
     assert_eq!(tps["status"], "done", "{tps}");
     assert!(tps["mean"].as_f64().unwrap() > 0.0);
     // The load ran on the peer, the server here.
-    let db = rusqlite::Connection::open(env.db()).unwrap();
-    let roles: String = db
-        .query_row(
-            "SELECT roles FROM trials WHERE warmup = 0 LIMIT 1",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let roles = env.first_trial_roles();
     assert!(roles.contains(&peer.addr), "{roles}");
     assert!(roles.contains("\"server\""), "{roles}");
     // The peer keeps serving after the run; its load processes are gone.

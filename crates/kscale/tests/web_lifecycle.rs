@@ -132,15 +132,21 @@ fn run_to_end(
     Some(env.export("latest"))
 }
 
-/// Starts `workload` in its own namespace, waits for `started`, sends
-/// SIGTERM: status 143, nothing left, the run interrupted.
-fn sigterm_leaves_nothing(workload: &str, tag: &str, started: fn(&Netns) -> bool) {
-    let Some(ns) = setup_for(workload, tag) else {
+/// Starts `workload` in its own namespace and waits until `running`.
+fn start(workload: &str, tag: &str, running: fn(&Netns) -> bool) -> Option<(Netns, Env, Child)> {
+    let ns = setup_for(workload, tag)?;
+    let env = Env::new();
+    let child = spawn_workload(&ns, &env, workload, &[]);
+    assert!(running(&ns), "never started: {:?}", processes_in(&ns));
+    Some((ns, env, child))
+}
+
+/// Starts `workload`, waits until `running`, sends SIGTERM: status 143,
+/// nothing left, the run interrupted.
+fn sigterm_leaves_nothing(workload: &str, tag: &str, running: fn(&Netns) -> bool) {
+    let Some((ns, env, mut child)) = start(workload, tag, running) else {
         return;
     };
-    let env = Env::new();
-    let mut child = spawn_workload(&ns, &env, workload, &[]);
-    assert!(started(&ns), "never started: {:?}", processes_in(&ns));
     signal(&child, Signal::SIGTERM);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(143), "{status:?}");
@@ -175,23 +181,20 @@ fn sigterm_stops_nginx_and_every_role() {
     sigterm_leaves_nothing("web.nginx", "wterm", wait_for_nginx);
 }
 
+/// nginx and, once the server answers, the load generator run in `ns`.
+fn nginx_and_load_run(ns: &Netns) -> bool {
+    wait_for_nginx(ns)
+        && wait_for(
+            || processes_in(ns).iter().any(|(_, c)| c == "kscale-load"),
+            20,
+        )
+}
+
 #[test]
 fn sigkill_of_the_parent_takes_nginx_with_it() {
-    let Some(ns) = setup_for("web.nginx", "wkill") else {
+    let Some((ns, env, mut child)) = start("web.nginx", "wkill", nginx_and_load_run) else {
         return;
     };
-    let env = Env::new();
-    let mut child = spawn_workload(&ns, &env, "web.nginx", &[]);
-    assert!(wait_for_nginx(&ns), "nginx never started");
-    // The load role starts after the server answers; give it a moment.
-    assert!(
-        wait_for(
-            || processes_in(&ns).iter().any(|(_, c)| c == "kscale-load"),
-            20
-        ),
-        "no load generator: {:?}",
-        processes_in(&ns)
-    );
     child.kill().unwrap();
     child.wait().unwrap();
     // nginx, its directory and every role are gone at once; the run's
@@ -255,12 +258,9 @@ fn sigterm_stops_the_own_server() {
 
 #[test]
 fn sigkill_of_the_parent_takes_the_own_server_with_it() {
-    let Some(ns) = setup_for("web.own", "okill") else {
+    let Some((ns, env, mut child)) = start("web.own", "okill", wait_for_own_server) else {
         return;
     };
-    let env = Env::new();
-    let mut child = spawn_workload(&ns, &env, "web.own", &[]);
-    assert!(wait_for_own_server(&ns), "{:?}", processes_in(&ns));
     child.kill().unwrap();
     child.wait().unwrap();
     // The server's threads, CGI children and listening socket go at once;

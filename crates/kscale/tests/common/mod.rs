@@ -27,6 +27,28 @@ pub const SLOW_RUN: &[&str] = &[
     "--no-progress",
 ];
 
+/// A short `net.tcp_rr` run on CPU 1 (so the load runs on the other):
+/// `conns` and `duration` given as `NAME=VALUE` params, two counted
+/// trials.
+pub fn short_tcp_rr<'a>(conns: &'a str, duration: &'a str) -> Vec<&'a str> {
+    vec![
+        "run",
+        "net.tcp_rr",
+        "--cpus",
+        "1",
+        "--quick",
+        "--param",
+        conns,
+        "--param",
+        duration,
+        "--min-trials",
+        "2",
+        "--max-trials",
+        "2",
+        "--no-progress",
+    ]
+}
+
 pub struct Env {
     pub dir: tempfile::TempDir,
 }
@@ -146,6 +168,19 @@ impl Env {
             .and_then(|f| f.set_len(size))
             .expect("image file");
         (img, mnt)
+    }
+    /// The roles (which process ran where) stored with the run's first
+    /// counted trial.
+    pub fn first_trial_roles(&self) -> String {
+        rusqlite::Connection::open(self.db())
+            .and_then(|db| {
+                db.query_row(
+                    "SELECT roles FROM trials WHERE warmup = 0 LIMIT 1",
+                    [],
+                    |r| r.get(0),
+                )
+            })
+            .expect("a counted trial")
     }
     /// The primary results of `run`'s export (one a case).
     pub fn primary(&self, run: &str) -> Vec<serde_json::Value> {
