@@ -6,95 +6,74 @@ use common::{refused, Env};
 #[test]
 fn bad_inputs_exit_2_with_one_line() {
     let env = Env::new();
-    refused(
-        &env,
-        &["run", "nosuch.workload"],
-        "unknown workload or family `nosuch.workload`",
-    );
-    refused(
-        &env,
-        &["run", "--suite", "nosuch"],
-        "unknown suite `nosuch`",
-    );
-    refused(&env, &["run"], "nothing to run");
-    refused(&env, &["run", "syscall.null", "--cpus", "0"], "at least 1");
-    refused(
-        &env,
-        &["run", "syscall.null", "--cpus", "1,,2"],
-        "bad CPU list",
-    );
-    refused(
-        &env,
-        &["run", "syscall.null", "--cpus", "two"],
-        "`two` is not a count",
-    );
-    refused(&env, &["run", "syscall.null", "--cpus", "4096"], "exceeds");
-    refused(
-        &env,
-        &["run", "syscall.null", "--cpus", "0-4095"],
-        "does not offer",
-    );
-    refused(&env, &["run", "syscall.null", "--ci", "5"], "bad --ci `5`");
-    refused(&env, &["run", "syscall.null", "--ci", "5@100"], "bad --ci");
-    refused(
-        &env,
-        &["run", "syscall.null", "--min-trials", "1"],
-        "--min-trials",
-    );
-    refused(
-        &env,
-        &[
-            "run",
-            "syscall.null",
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["run", "nosuch.workload"],
+            "unknown workload or family `nosuch.workload`",
+        ),
+        (&["run", "--suite", "nosuch"], "unknown suite `nosuch`"),
+        (&["run"], "nothing to run"),
+        (&["run", "syscall.null", "--cpus", "0"], "at least 1"),
+        (&["run", "syscall.null", "--cpus", "1,,2"], "bad CPU list"),
+        (
+            &["run", "syscall.null", "--cpus", "two"],
+            "`two` is not a count",
+        ),
+        (&["run", "syscall.null", "--cpus", "4096"], "exceeds"),
+        (
+            &["run", "syscall.null", "--cpus", "0-4095"],
+            "does not offer",
+        ),
+        (&["run", "syscall.null", "--ci", "5"], "bad --ci `5`"),
+        (&["run", "syscall.null", "--ci", "5@100"], "bad --ci"),
+        (
+            &["run", "syscall.null", "--min-trials", "1"],
             "--min-trials",
-            "5",
+        ),
+        (
+            &[
+                "run",
+                "syscall.null",
+                "--min-trials",
+                "5",
+                "--max-trials",
+                "3",
+            ],
             "--max-trials",
-            "3",
-        ],
-        "--max-trials",
-    );
-    refused(
-        &env,
-        &["run", "syscall.null", "--trial-time", "-1"],
-        "--trial-time",
-    );
-    refused(
-        &env,
-        &["run", "syscall.null", "--trial-time", "abc"],
-        "invalid value",
-    );
-    refused(
-        &env,
-        &["run", "syscall.null", "--param", "size=4k"],
-        "has no param `size`",
-    );
-    refused(
-        &env,
-        &["run", "syscall.null", "--param", "size"],
-        "bad --param",
-    );
-    // A choice param names the bad value and every accepted one.
-    refused(
-        &env,
-        &["run", "syscall.pipe", "--param", "place=foo"],
-        "bad value `foo` for syscall.pipe param `place`: expected one of spread, same, os",
-    );
-    refused(
-        &env,
-        &["run", "syscall.null", "--dir", "/nonexistent/dir"],
-        "not an existing directory",
-    );
-    refused(
-        &env,
-        &["run", "syscall.null", "--label", "42"],
-        "bad --label",
-    );
-    refused(&env, &["run", "--bogus-flag"], "--bogus-flag");
-    refused(&env, &["list", "--family", "nope"], "unknown family `nope`");
-    // No database yet.
-    refused(&env, &["show", "latest"], "no database");
-    refused(&env, &["results"], "no database");
-    refused(&env, &["run", "--resume", "latest"], "no database");
+        ),
+        (
+            &["run", "syscall.null", "--trial-time", "-1"],
+            "--trial-time",
+        ),
+        (
+            &["run", "syscall.null", "--trial-time", "abc"],
+            "invalid value",
+        ),
+        (
+            &["run", "syscall.null", "--param", "size=4k"],
+            "has no param `size`",
+        ),
+        (&["run", "syscall.null", "--param", "size"], "bad --param"),
+        // A choice param names the bad value and every accepted one.
+        (
+            &["run", "syscall.pipe", "--param", "place=foo"],
+            "bad value `foo` for syscall.pipe param `place`: expected one of spread, same, os",
+        ),
+        (
+            &["run", "syscall.null", "--dir", "/nonexistent/dir"],
+            "not an existing directory",
+        ),
+        (&["run", "syscall.null", "--label", "42"], "bad --label"),
+        (&["run", "--bogus-flag"], "--bogus-flag"),
+        (&["list", "--family", "nope"], "unknown family `nope`"),
+        // No database yet.
+        (&["show", "latest"], "no database"),
+        (&["results"], "no database"),
+        (&["run", "--resume", "latest"], "no database"),
+    ];
+    for (args, needle) in cases {
+        refused(&env, args, needle);
+    }
 }
 
 #[test]

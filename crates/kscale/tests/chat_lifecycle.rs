@@ -69,7 +69,7 @@ fn end_midway(tag: &str, sig: Signal) {
         threads(&mark)
     );
     assert!(sockets(&ns) >= 200, "{} sockets", sockets(&ns));
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
+    common::signal(&child, sig);
     child.wait().unwrap();
     assert!(
         wait_for(|| marked_processes(&mark).is_empty(), 10),

@@ -94,12 +94,7 @@ fn quick_set_runs_and_leaves_nothing() {
     let mut args = vec!["run", "cmd", "--quick", "--dir", scratch.to_str().unwrap()];
     args.extend(FAST);
     let out = env.cmd(&args).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = common::stdout_of_success(&out, "run cmd");
     assert!(text.contains("Command line execution time (cmd)"), "{text}");
     assert!(text.contains("Geometric mean"), "{text}");
     let rows = rows(&env, "1");

@@ -24,12 +24,7 @@ fn run_family(family: &str, extra: &[&str]) {
     ];
     args.extend_from_slice(extra);
     let out = env.cmd(&args).output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{family}: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = common::stdout_of_success(&out, family);
     assert!(
         stdout.contains(&format!("({family})")),
         "{family}: no table\n{stdout}"

@@ -72,12 +72,7 @@ fn quick_run_measures_verifies_and_leaves_nothing() {
         .env("KSCALE_TEST_MARK", &mark)
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}\n{text}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = common::stdout_of_success(&out, "run fileserver.mix");
     // The sweep, the metrics and the note about --dir's file system.
     assert!(
         text.contains("clients=1") && text.contains("clients=4"),
@@ -289,12 +284,7 @@ exec "$2" --db "$3" run fileserver.mix --param clients=1 --param duration=0.3 --
     let Some(out) = env.kscale_in_mount_ns("cannot mount a tmpfs", script, &[&mnt], &[]) else {
         return;
     };
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}\n{text}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = common::stdout_of_success(&out, "run fileserver.mix");
     let note = text
         .lines()
         .find(|l| l.contains("--dir is on "))

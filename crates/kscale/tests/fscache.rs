@@ -24,12 +24,7 @@ fn fscache_runs_on_every_cpu_configuration() {
         ])
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = common::stdout_of_success(&out, "run fscache");
     assert!(stdout.contains("(fscache)"), "no table\n{stdout}");
     assert!(stdout.contains("memcpy"), "no memcpy rows\n{stdout}");
 

@@ -357,11 +357,7 @@ fn postgres_run_killed_then_resumed_and_interrupted() {
 
     let mut child = slow("stopped");
     wait_trials(after + 2);
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    common::signal(&child, nix::sys::signal::Signal::SIGINT);
     assert_eq!(child.wait().unwrap().code(), Some(130));
     let id = store.resolve("stopped").unwrap();
     assert_eq!(store.run(id).unwrap().status, "interrupted");

@@ -167,11 +167,7 @@ fn sigkill_mid_step_then_restore_brings_every_sysctl_back_and_runs_refuse_until_
     wait_mid_step(&env, 2, 3);
     assert_eq!(read_in(&ns, FIN), "23");
     assert_eq!(read_in(&ns, KEEPALIVE), "3333");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .expect("kill");
+    common::signal(&child, nix::sys::signal::Signal::SIGKILL);
     let _ = child.wait();
     // Nothing restored itself: SIGKILL gives no chance.
     assert_eq!(read_in(&ns, KEEPALIVE), "3333");
@@ -295,7 +291,7 @@ fn signal_restores(sig: nix::sys::signal::Signal, tag: &str) {
     // fs, fin, keepalive and the mount options: the last step under way.
     wait_mid_step(&env, 4, 4);
     assert_eq!(read_in(&ns, FIN), "24");
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).expect("signal");
+    common::signal(&child, sig);
     let out = wait_exit(&mut child);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(128 + sig as i32), "{err}");

@@ -246,6 +246,18 @@ pub fn assert_exit(out: &std::process::Output, code: i32) {
     );
 }
 
+/// `out`'s stdout, after failing with its stderr and stdout unless it
+/// succeeded; `what` names the command in the message.
+pub fn stdout_of_success(out: &std::process::Output, what: &str) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{what}: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 /// Fails unless `out` is a refusal of bad input: status 2 and one line on
 /// stderr that contains `needle`. `what` names the input in the message.
 pub fn assert_refused(out: &std::process::Output, needle: &str, what: &str) {
