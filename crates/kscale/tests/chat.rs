@@ -85,10 +85,6 @@ fn bad_params_are_refused_at_parse_time() {
         ("mode=green", "mode"),
         ("size=8", "size"),
     ] {
-        let out = env
-            .cmd(&["run", "chat.relay", "--param", p])
-            .output()
-            .expect("run");
-        common::assert_refused(&out, needle, p);
+        common::refused(&env, &["run", "chat.relay", "--param", p], needle);
     }
 }

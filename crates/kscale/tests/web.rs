@@ -4,7 +4,7 @@
 //! clear line each.
 
 mod common;
-use common::{assert_refused, nginx, Env};
+use common::{nginx, refused, Env};
 
 fn metric<'a>(results: &'a [serde_json::Value], conns: &str, m: &str) -> &'a serde_json::Value {
     results
@@ -129,11 +129,7 @@ fn bad_params_exit_2_with_one_line() {
         ("rate=-1", "`-1` for web.nginx param `rate`"),
         ("fileset=lots", "`lots` for web.nginx param `fileset`"),
     ] {
-        let out = env
-            .cmd(&["run", "web.nginx", "--param", param])
-            .output()
-            .unwrap();
-        assert_refused(&out, needle, param);
+        refused(&env, &["run", "web.nginx", "--param", param], needle);
     }
 }
 
@@ -310,13 +306,13 @@ fn bad_targets_and_filesets_are_one_line_and_exit_2() {
         .local_addr()
         .unwrap()
         .port();
-    let refused = format!("http://127.0.0.1:{port}/");
+    let closed = format!("http://127.0.0.1:{port}/");
     let file = env.path().join("a-file");
     std::fs::write(&file, b"").unwrap();
     let file = file.to_string_lossy().into_owned();
     for (args, needle) in [
         (
-            vec!["run", "web", "--target", refused.as_str()],
+            vec!["run", "web", "--target", closed.as_str()],
             "cannot connect to 127.0.0.1",
         ),
         (
@@ -352,8 +348,7 @@ fn bad_targets_and_filesets_are_one_line_and_exit_2() {
             "`forked` for web.own param `mode`",
         ),
     ] {
-        let out = env.cmd(&args).output().unwrap();
-        assert_refused(&out, needle, &format!("{args:?}"));
+        refused(&env, &args, needle);
     }
 }
 
