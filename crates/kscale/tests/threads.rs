@@ -24,13 +24,7 @@ fn run(env: &Env, label: &str, target: &str, cpus: &str, envs: &[(&str, &str)]) 
         cmd.env(k, v);
     }
     let out = cmd.output().expect("kscale run");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
+    common::stdout_of_success(&out, target)
 }
 
 fn show(env: &Env, args: &[&str]) -> String {
