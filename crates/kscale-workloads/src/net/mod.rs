@@ -14,7 +14,9 @@
 mod rr;
 mod stream;
 
-use crate::roles::{self, Combined, Endpoint, Phase, RoleCtx, RoleOutput};
+use crate::roles::{
+    self, Combined, Endpoint, Phase, RoleCtx, RoleOutput, LATENCY_P50, LATENCY_P99,
+};
 use crate::{ChartDef, Family, TrialOutput, WorkloadDef};
 use anyhow::{bail, Context, Result};
 use hdrhistogram::Histogram;
@@ -27,8 +29,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 const TPS: MetricDef = MetricDef::higher("tps", "tx/s");
-const P50: MetricDef = MetricDef::quantile("p50", "µs", "latency", 0.50, 1e-3);
-const P99: MetricDef = MetricDef::quantile("p99", "µs", "latency", 0.99, 1e-3);
 const P999: MetricDef = MetricDef::quantile("p99.9", "µs", "latency", 0.999, 1e-3);
 /// netperf's service demand: CPU time per transaction, on each side.
 const SD_SERVER: MetricDef = MetricDef::lower("sd_server", "µs/tx");
@@ -41,7 +41,7 @@ const MBPS: MetricDef = MetricDef::higher("mbps", "Mbit/s");
 const SD_RECV: MetricDef = MetricDef::lower("sd_recv", "µs/MB");
 const SD_SEND: MetricDef = MetricDef::lower("sd_send", "µs/MB");
 
-const RR_METRICS: &[MetricDef] = &[TPS, P50, P99, P999, SD_SERVER, SD_LOAD];
+const RR_METRICS: &[MetricDef] = &[TPS, LATENCY_P50, LATENCY_P99, P999, SD_SERVER, SD_LOAD];
 
 /// How long a blocked send or receive on an established connection may wait
 /// before the connection is declared dead: far above any round trip, far
@@ -185,7 +185,15 @@ pub static FAMILY: Family = Family {
                 rr::RTO,
                 roles::DURATION,
             ],
-            &[TPS, P50, P99, P999, LOSS, SD_SERVER, SD_LOAD],
+            &[
+                TPS,
+                LATENCY_P50,
+                LATENCY_P99,
+                P999,
+                LOSS,
+                SD_SERVER,
+                SD_LOAD,
+            ],
             RR_CHARTS,
             &rr::UDP_RR,
         ),
