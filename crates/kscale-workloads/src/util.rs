@@ -6,6 +6,8 @@ use nix::unistd::{fork, ForkResult, Pid};
 use std::alloc::Layout;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Forks a child that runs `f` and exits with its status, without returning
@@ -105,6 +107,18 @@ pub fn poll_many(fds: &mut [libc::pollfd], timeout: Duration) -> io::Result<bool
             return Err(e);
         }
     }
+}
+
+/// `dir/PREFIX-PID-N`, a name no other worker process, nor another call in
+/// this one, uses: scratch files and directories of concurrent trials in one
+/// run directory never collide.
+pub fn scratch_path(dir: &Path, prefix: &str) -> PathBuf {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    dir.join(format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ))
 }
 
 /// The system page size.
@@ -441,32 +455,49 @@ pub(crate) mod tests {
 
     #[test]
     fn notes_say_where_each_process_runs() {
-        let p = |v| Placement::new(v, &[0, 1]).unwrap();
-        assert_eq!(
-            p("spread").note(2, "partner"),
-            "placement: spread (worker on CPU 0, partner on CPU 1)"
-        );
-        assert_eq!(
-            p("same").note(2, "server"),
-            "placement: same (worker on CPU 0, server on CPU 0)"
-        );
-        assert_eq!(
-            p("same").note(8, "partner"),
-            "placement: same (all 8 processes on CPU 0)"
-        );
-        assert_eq!(
-            p("spread").note(3, "partner"),
-            "placement: spread (worker on CPU 0, the 2 others in ring order on CPUs 1, 0)"
-        );
-        assert_eq!(
-            p("spread").note(96, "partner"),
-            "placement: spread (worker on CPU 0, the 95 others in ring order on CPUs 1, 0, \
-             1, 0, …)"
-        );
-        assert_eq!(
-            p("os").note(2, "partner"),
-            "placement: os (not pinned: the scheduler places the 2 processes on CPUs 0, 1)"
-        );
+        let cases = [
+            (
+                "spread",
+                2,
+                "partner",
+                "placement: spread (worker on CPU 0, partner on CPU 1)",
+            ),
+            (
+                "same",
+                2,
+                "server",
+                "placement: same (worker on CPU 0, server on CPU 0)",
+            ),
+            (
+                "same",
+                8,
+                "partner",
+                "placement: same (all 8 processes on CPU 0)",
+            ),
+            (
+                "spread",
+                3,
+                "partner",
+                "placement: spread (worker on CPU 0, the 2 others in ring order on CPUs 1, 0)",
+            ),
+            (
+                "spread",
+                96,
+                "partner",
+                "placement: spread (worker on CPU 0, the 95 others in ring order on CPUs 1, 0, \
+                 1, 0, …)",
+            ),
+            (
+                "os",
+                2,
+                "partner",
+                "placement: os (not pinned: the scheduler places the 2 processes on CPUs 0, 1)",
+            ),
+        ];
+        for (place, procs, role, want) in cases {
+            let p = Placement::new(place, &[0, 1]).unwrap();
+            assert_eq!(p.note(procs, role), want, "{place} {procs} {role}");
+        }
     }
 
     /// The CPUs the calling thread may run on.
