@@ -474,11 +474,7 @@ fn server(ctx: &RoleCtx) -> Result<RoleOutput> {
     let listener = crate::net::listen(ctx, 0)?;
     let port = listener.local_addr()?.port();
     listener.set_nonblocking(true)?;
-    ctx.ready(Endpoint {
-        host: String::new(),
-        port,
-        extra: serde_json::Value::Null,
-    })?;
+    ctx.ready(Endpoint::on_port(port, serde_json::Value::Null))?;
     let sampler = ThreadSampler::start()?;
     let at_begin = AtomicU64::new(0);
     let relayed = if epoll {

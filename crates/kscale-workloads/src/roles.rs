@@ -111,6 +111,16 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
+    /// A server's endpoint on `port`, with what its load needs in `extra`
+    /// (`Value::Null`: nothing); the parent fills in `host`.
+    pub fn on_port(port: u16, extra: serde_json::Value) -> Endpoint {
+        Endpoint {
+            host: String::new(),
+            port,
+            extra,
+        }
+    }
+
     /// `host:port`, with IPv6 literals bracketed.
     pub fn addr(&self) -> String {
         if self.host.contains(':') {

@@ -369,6 +369,26 @@ impl Tally {
     }
 }
 
+/// Runs `f(item)` on a thread of its own for each item, in `scope`, with
+/// small stacks (thousands of connections, each a thread, as netperf's
+/// processes are); `what` names the threads in the error.
+fn spawn_each<'scope, I: Send + 'scope, T: Send + 'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    items: impl IntoIterator<Item = I>,
+    what: &str,
+    f: impl Fn(I) -> T + Send + Copy + 'scope,
+) -> Result<Vec<std::thread::ScopedJoinHandle<'scope, T>>> {
+    items
+        .into_iter()
+        .map(|it| {
+            std::thread::Builder::new()
+                .stack_size(256 << 10)
+                .spawn_scoped(scope, move || f(it))
+                .with_context(|| format!("cannot start a {what} thread"))
+        })
+        .collect()
+}
+
 /// The load role's harness: one thread per item (a connection, a socket, a
 /// connect loop) running `f` until the window is over, `ready` once they
 /// all run, then their tallies summed and their histograms merged. A thread
@@ -383,14 +403,7 @@ fn drive<T: Send>(
     let mut errors = 0u64;
     std::thread::scope(|scope| -> Result<()> {
         let f = &f;
-        let mut threads = Vec::with_capacity(items.len());
-        for it in items {
-            let t = std::thread::Builder::new()
-                .stack_size(256 << 10)
-                .spawn_scoped(scope, move || f(it, ctx))
-                .context("cannot start a load thread")?;
-            threads.push(t);
-        }
+        let threads = spawn_each(scope, items, "load", move |it| f(it, ctx))?;
         ctx.ready(Endpoint::default())?;
         for t in threads {
             match t.join() {
@@ -437,11 +450,7 @@ fn accept_loop(
     let listener = listen(ctx, sockbuf)?;
     let port = listener.local_addr()?.port();
     listener.set_nonblocking(true)?;
-    ctx.ready(Endpoint {
-        host: String::new(),
-        port,
-        extra: serde_json::Value::Null,
-    })?;
+    ctx.ready(Endpoint::on_port(port, serde_json::Value::Null))?;
     let errors = Arc::new(AtomicU64::new(0));
     while ctx.phase() < Phase::Stop {
         match listener.accept() {
