@@ -455,49 +455,32 @@ pub(crate) mod tests {
 
     #[test]
     fn notes_say_where_each_process_runs() {
-        let cases = [
-            (
-                "spread",
-                2,
-                "partner",
-                "placement: spread (worker on CPU 0, partner on CPU 1)",
-            ),
-            (
-                "same",
-                2,
-                "server",
-                "placement: same (worker on CPU 0, server on CPU 0)",
-            ),
-            (
-                "same",
-                8,
-                "partner",
-                "placement: same (all 8 processes on CPU 0)",
-            ),
-            (
-                "spread",
-                3,
-                "partner",
-                "placement: spread (worker on CPU 0, the 2 others in ring order on CPUs 1, 0)",
-            ),
-            (
-                "spread",
-                96,
-                "partner",
-                "placement: spread (worker on CPU 0, the 95 others in ring order on CPUs 1, 0, \
-                 1, 0, …)",
-            ),
-            (
-                "os",
-                2,
-                "partner",
-                "placement: os (not pinned: the scheduler places the 2 processes on CPUs 0, 1)",
-            ),
-        ];
-        for (place, procs, role, want) in cases {
-            let p = Placement::new(place, &[0, 1]).unwrap();
-            assert_eq!(p.note(procs, role), want, "{place} {procs} {role}");
-        }
+        let p = |v| Placement::new(v, &[0, 1]).unwrap();
+        assert_eq!(
+            p("spread").note(2, "partner"),
+            "placement: spread (worker on CPU 0, partner on CPU 1)"
+        );
+        assert_eq!(
+            p("same").note(2, "server"),
+            "placement: same (worker on CPU 0, server on CPU 0)"
+        );
+        assert_eq!(
+            p("same").note(8, "partner"),
+            "placement: same (all 8 processes on CPU 0)"
+        );
+        assert_eq!(
+            p("spread").note(3, "partner"),
+            "placement: spread (worker on CPU 0, the 2 others in ring order on CPUs 1, 0)"
+        );
+        assert_eq!(
+            p("spread").note(96, "partner"),
+            "placement: spread (worker on CPU 0, the 95 others in ring order on CPUs 1, 0, \
+             1, 0, …)"
+        );
+        assert_eq!(
+            p("os").note(2, "partner"),
+            "placement: os (not pinned: the scheduler places the 2 processes on CPUs 0, 1)"
+        );
     }
 
     /// The CPUs the calling thread may run on.
