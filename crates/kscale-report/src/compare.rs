@@ -2,7 +2,7 @@
 //! per case, a column per system, then ratio columns (B/A, C/A, C/B) and a
 //! geometric-mean row, with Welch's test deciding which ratios mean anything.
 
-use crate::format::{pct, sig};
+use crate::format::{mean_marked, pct};
 use crate::results::{case_label, cpus_header};
 use crate::table::{Cell, RowKind, Table, Tone};
 use crate::Catalog;
@@ -494,14 +494,10 @@ pub fn tables(c: &Comparison) -> Vec<Table> {
                 Cell::tone(r.unit.clone(), Tone::Dim),
             ];
             for (i, m) in r.means.iter().enumerate() {
-                let mut text = sig(*m, 4);
-                if !r.summary && !r.converged[i] {
-                    text.push_str(" (NOT CONVERGED)");
-                }
-                if !r.summary && r.load_bound[i] {
-                    text.push_str(" (LOAD-BOUND)");
-                }
-                cells.push(Cell::new(text));
+                // Geometric-mean rows carry no marks.
+                let converged = r.summary || r.converged[i];
+                let load_bound = !r.summary && r.load_bound[i];
+                cells.push(Cell::new(mean_marked(*m, converged, load_bound)));
             }
             cells.extend(r.ratios.iter().map(ratio_cell));
             t.push(

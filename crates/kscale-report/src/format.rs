@@ -16,6 +16,20 @@ pub fn csv_field(s: &str) -> String {
     }
 }
 
+/// A case's mean as the compare and scale tables show it: four significant
+/// digits, then why it may not be trusted: not converged, or the load
+/// generator was the bottleneck (macro workloads).
+pub fn mean_marked(mean: f64, converged: bool, load_bound: bool) -> String {
+    let mut text = sig(mean, 4);
+    if !converged {
+        text.push_str(" (NOT CONVERGED)");
+    }
+    if load_bound {
+        text.push_str(" (LOAD-BOUND)");
+    }
+    text
+}
+
 /// `x` with `digits` significant digits, without exponent notation:
 /// 0.1234, 12.35, 1235, 64890.
 pub fn sig(x: f64, digits: usize) -> String {

@@ -189,6 +189,36 @@ pub fn build(runs: &[&RunData], cat: &dyn Catalog) -> Report {
 /// One row of the systems table: a fact read from a run.
 type Fact = Box<dyn Fn(&RunData) -> String>;
 
+/// The systems table's rows read from a run's machine snapshot: the row's
+/// name and the path to its value in the snapshot's JSON.
+const SNAPSHOT_FACTS: &[(&str, &[&str])] = &[
+    ("host", &["hostname"]),
+    ("kernel", &["kernel", "release"]),
+    ("kernel version", &["kernel", "version"]),
+    ("CPU", &["cpu", "model"]),
+    ("CPUs online", &["cpu", "online_count"]),
+    ("governor", &["cpu", "governor"]),
+    ("memory (kB)", &["memory", "total_kb"]),
+    ("NUMA nodes", &["numa", "nodes"]),
+    ("libc", &["libc", "version"]),
+    ("THP", &["thp", "enabled"]),
+    ("clocksource", &["clocksource"]),
+    ("hypervisor", &["virtualization", "dmi_product"]),
+];
+
+/// The snapshot's value at `path`, "–" where it has none.
+fn snapshot_fact(r: &RunData, path: &[&str]) -> String {
+    let mut v = &r.run.snapshot;
+    for p in path {
+        v = &v[*p];
+    }
+    match v {
+        serde_json::Value::Null => "–".into(),
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
 fn systems_section(runs: &[&RunData]) -> Section {
     let mut headers = vec!["".to_string()];
     headers.extend(
@@ -196,74 +226,25 @@ fn systems_section(runs: &[&RunData]) -> Section {
             .map(|r| format!("{} (run {})", r.run.label, r.run.id)),
     );
     let mut t = Table::new("Systems", headers);
-    let s = |r: &RunData, path: &[&str]| -> String {
-        let mut v = &r.run.snapshot;
-        for p in path {
-            v = &v[*p];
-        }
-        match v {
-            serde_json::Value::Null => "–".into(),
-            serde_json::Value::String(s) => s.clone(),
-            other => other.to_string(),
-        }
-    };
-    let rows: Vec<(&str, Fact)> = vec![
+    let mut rows: Vec<(&str, Fact)> = vec![
         ("started", Box::new(|r: &RunData| r.run.started_at.clone())),
         ("status", Box::new(|r: &RunData| r.run.status.clone())),
-        ("host", Box::new(move |r: &RunData| s(r, &["hostname"]))),
-        (
-            "kernel",
-            Box::new(move |r: &RunData| s(r, &["kernel", "release"])),
-        ),
-        (
-            "kernel version",
-            Box::new(move |r: &RunData| s(r, &["kernel", "version"])),
-        ),
-        ("CPU", Box::new(move |r: &RunData| s(r, &["cpu", "model"]))),
-        (
-            "CPUs online",
-            Box::new(move |r: &RunData| s(r, &["cpu", "online_count"])),
-        ),
-        (
-            "governor",
-            Box::new(move |r: &RunData| s(r, &["cpu", "governor"])),
-        ),
-        (
-            "memory (kB)",
-            Box::new(move |r: &RunData| s(r, &["memory", "total_kb"])),
-        ),
-        (
-            "NUMA nodes",
-            Box::new(move |r: &RunData| s(r, &["numa", "nodes"])),
-        ),
-        (
-            "libc",
-            Box::new(move |r: &RunData| s(r, &["libc", "version"])),
-        ),
-        (
-            "THP",
-            Box::new(move |r: &RunData| s(r, &["thp", "enabled"])),
-        ),
-        (
-            "clocksource",
-            Box::new(move |r: &RunData| s(r, &["clocksource"])),
-        ),
-        (
-            "hypervisor",
-            Box::new(move |r: &RunData| s(r, &["virtualization", "dmi_product"])),
-        ),
-        (
-            "kscale",
-            Box::new(move |r: &RunData| format!("{} ({})", r.run.kscale_version, r.run.git_rev)),
-        ),
-        (
-            "command",
-            Box::new(|r: &RunData| {
-                let args: Vec<&str> = r.run.args.iter().skip(1).map(String::as_str).collect();
-                format!("kscale {}", args.join(" "))
-            }),
-        ),
     ];
+    rows.extend(SNAPSHOT_FACTS.iter().map(|&(name, path)| {
+        let f: Fact = Box::new(move |r: &RunData| snapshot_fact(r, path));
+        (name, f)
+    }));
+    rows.push((
+        "kscale",
+        Box::new(|r: &RunData| format!("{} ({})", r.run.kscale_version, r.run.git_rev)),
+    ));
+    rows.push((
+        "command",
+        Box::new(|r: &RunData| {
+            let args: Vec<&str> = r.run.args.iter().skip(1).map(String::as_str).collect();
+            format!("kscale {}", args.join(" "))
+        }),
+    ));
     for (name, f) in rows {
         let mut cells = vec![crate::Cell::new(name)];
         cells.extend(runs.iter().map(|r| crate::Cell::new(f(r))));

@@ -3,7 +3,7 @@
 //! more CPU counts, a Universal Scalability Law fit (docs/method.md, seed 003's
 //! "SMP overhead" and "Scalability" tables).
 
-use crate::format::{pct, sig};
+use crate::format::{mean_marked, pct, sig};
 use crate::results::case_label;
 use crate::table::{Cell, RowKind, Table, Tone};
 use crate::Catalog;
@@ -309,13 +309,7 @@ pub fn tables(r: &ScaleReport) -> Vec<Table> {
                 Cell::tone(row.unit.clone(), Tone::Dim),
             ];
             for (i, m) in row.means.iter().enumerate() {
-                let mut s = opt(*m, |v| sig(v, 4));
-                if m.is_some() && !row.converged[i] {
-                    s.push_str(" (NOT CONVERGED)");
-                }
-                if m.is_some() && row.load_bound[i] {
-                    s.push_str(" (LOAD-BOUND)");
-                }
+                let s = opt(*m, |v| mean_marked(v, row.converged[i], row.load_bound[i]));
                 cells.push(Cell::new(s));
             }
             for (i, n) in &more {

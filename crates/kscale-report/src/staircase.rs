@@ -438,11 +438,7 @@ impl Staircase {
         }
         body.push_str("</g>");
         let height = (y + PAD).ceil();
-        let mut out = String::new();
-        svg::open(&mut out, "staircase", &self.title, height);
-        out.push_str(&body);
-        out.push_str("</svg>");
-        out
+        svg::document("staircase", &self.title, height, &body)
     }
 }
 

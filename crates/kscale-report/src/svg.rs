@@ -409,27 +409,30 @@ fn legend(entries: &[Entry], top: f64) -> (String, f64) {
     (out, y - top)
 }
 
-pub(crate) fn open(out: &mut String, kind: &str, title: &str, height: f64) {
+/// A chart's whole SVG document: the opening tag sized to `height`, the
+/// chart's `body`, the closing tag.
+pub(crate) fn document(kind: &str, title: &str, height: f64, body: &str) -> String {
+    let mut out = String::new();
     let _ = write!(
         out,
         r##"<svg class="chart" data-kind="{kind}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height:.0}" width="{WIDTH}" height="{height:.0}" role="img" aria-label="{t}" font-family="{FONT_FAMILY}" font-size="{FONT}"><rect width="{WIDTH}" height="{height:.0}" fill="#fff"/>"##,
         t = esc(title)
     );
+    out.push_str(body);
+    out.push_str("</svg>");
+    out
 }
 
 fn no_data(title_text: &str, kind: &str) -> String {
     let mut body = String::new();
     let top = title(&mut body, title_text);
     let h = (top + 3.0 * FONT + PAD).ceil();
-    let mut out = String::new();
-    open(&mut out, kind, title_text, h);
-    out.push_str(&body);
     let _ = write!(
-        out,
-        r##"<text x="{PAD}" y="{:.2}" fill="#777">no data</text></svg>"##,
+        body,
+        r##"<text x="{PAD}" y="{:.2}" fill="#777">no data</text>"##,
         top + 1.5 * FONT
     );
-    out
+    document(kind, title_text, h, &body)
 }
 
 /// Labels along an axis thinned so that neighbours keep `gap` px apart,
@@ -658,11 +661,7 @@ impl LineChart {
         let (leg, leg_h) = legend(&entries, x_title_y + 10.0);
         body.push_str(&leg);
         let height = (x_title_y + 10.0 + leg_h + PAD).ceil();
-        let mut out = String::new();
-        open(&mut out, "line", &self.title, height);
-        out.push_str(&body);
-        out.push_str("</svg>");
-        out
+        document("line", &self.title, height, &body)
     }
 }
 
@@ -809,11 +808,7 @@ impl BarChart {
         let (leg, leg_h) = legend(&entries, axis_title_y + 10.0);
         body.push_str(&leg);
         let height = (axis_title_y + 10.0 + leg_h + PAD).ceil();
-        let mut out = String::new();
-        open(&mut out, "bar", &self.title, height);
-        out.push_str(&body);
-        out.push_str("</svg>");
-        out
+        document("bar", &self.title, height, &body)
     }
 }
 

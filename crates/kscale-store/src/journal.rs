@@ -94,22 +94,19 @@ impl Store {
     /// Unrestored entries, newest first (the order they are restored in);
     /// only those of process `pid` when given.
     pub fn journal_unrestored(&self, pid: Option<i64>) -> Result<Vec<JournalEntry>> {
-        const SELECT: &str = "SELECT id, tune_id, pid, kind, target, old_value, new_value, \
-             applied_at, restored_at, note FROM journal WHERE restored_at IS NULL";
-        let (sql, by_pid);
+        let mut sql = String::from(
+            "SELECT id, tune_id, pid, kind, target, old_value, new_value, applied_at, \
+             restored_at, note FROM journal WHERE restored_at IS NULL",
+        );
         let params: &[&dyn crate::db::ToValue] = match &pid {
             Some(p) => {
-                by_pid = format!("{SELECT} AND pid = $1 ORDER BY id DESC");
-                sql = by_pid.as_str();
+                sql.push_str(" AND pid = $1");
                 &[p]
             }
-            None => {
-                sql = "SELECT id, tune_id, pid, kind, target, old_value, new_value, applied_at, \
-                       restored_at, note FROM journal WHERE restored_at IS NULL ORDER BY id DESC";
-                &[]
-            }
+            None => &[],
         };
-        self.db.query_rows(sql, params, |r| {
+        sql.push_str(" ORDER BY id DESC");
+        self.db.query_rows(&sql, params, |r| {
             Ok(JournalEntry {
                 id: r.get(0)?,
                 tune_id: r.get(1)?,

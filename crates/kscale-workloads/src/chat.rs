@@ -13,7 +13,9 @@
 //! both, so a difference between modes is the server's: two threads per
 //! user (a sender and a receiver), blocking sockets.
 
-use crate::roles::{Combined, Endpoint, Phase, RoleCtx, RoleOutput, Roles, Timing};
+use crate::roles::{
+    Combined, Endpoint, Phase, RoleCtx, RoleOutput, Roles, Timing, LATENCY_P50, LATENCY_P99,
+};
 use crate::{ChartDef, Family, TrialOutput, WorkloadDef};
 use anyhow::{bail, Context, Result};
 use kscale_core::{hist, MetricDef, ParamDef, ParamKind, Params};
@@ -27,8 +29,6 @@ use std::time::{Duration, Instant};
 
 const DELIVERED: MetricDef = MetricDef::higher("delivered", "msg/s");
 const SENT: MetricDef = MetricDef::higher("sent", "msg/s");
-const P50: MetricDef = MetricDef::quantile("p50", "µs", "latency", 0.50, 1e-3);
-const P99: MetricDef = MetricDef::quantile("p99", "µs", "latency", 0.99, 1e-3);
 /// CPU time per delivered message on each side (netperf's service demand).
 const SD_SERVER: MetricDef = MetricDef::lower("sd_server", "µs/msg");
 const SD_LOAD: MetricDef = MetricDef::lower("sd_load", "µs/msg");
@@ -133,8 +133,8 @@ pub static FAMILY: Family = Family {
         metrics: &[
             DELIVERED,
             SENT,
-            P50,
-            P99,
+            LATENCY_P50,
+            LATENCY_P99,
             SD_SERVER,
             SD_LOAD,
             THREADS,
@@ -474,11 +474,7 @@ fn server(ctx: &RoleCtx) -> Result<RoleOutput> {
     let listener = crate::net::listen(ctx, 0)?;
     let port = listener.local_addr()?.port();
     listener.set_nonblocking(true)?;
-    ctx.ready(Endpoint {
-        host: String::new(),
-        port,
-        extra: serde_json::Value::Null,
-    })?;
+    ctx.ready(Endpoint::on_port(port, serde_json::Value::Null))?;
     let sampler = ThreadSampler::start()?;
     let at_begin = AtomicU64::new(0);
     let relayed = if epoll {

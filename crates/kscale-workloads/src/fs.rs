@@ -19,7 +19,6 @@ use kscale_core::{MetricDef, ParamDef, ParamKind};
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 const CREATES: MetricDef = MetricDef::higher("creates", "files/s");
@@ -103,12 +102,7 @@ struct Tree {
 
 impl Tree {
     fn new(parent: &Path, n: u64) -> Result<Tree> {
-        static SEQ: AtomicU64 = AtomicU64::new(0);
-        let root = parent.join(format!(
-            "kscale-fs-{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
+        let root = crate::util::scratch_path(parent, "kscale-fs");
         std::fs::create_dir(&root).with_context(|| format!("creating {}", root.display()))?;
         let mut tree = Tree {
             root,
@@ -326,12 +320,7 @@ fn kept_files(ctx: &TrialCtx) -> Result<(Option<PathBuf>, Option<String>)> {
             )),
         ));
     }
-    static SEQ: AtomicU64 = AtomicU64::new(0);
-    let dir = ctx.dir.join(format!(
-        "kscale-fs-kept-{}-{}",
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    ));
+    let dir = crate::util::scratch_path(&ctx.dir, "kscale-fs-kept");
     std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
     Ok((
         Some(dir),

@@ -46,7 +46,7 @@ use std::hint::black_box;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -204,12 +204,7 @@ struct CachedFile {
 impl CachedFile {
     /// Creates the file, reads it once and checks that every page is resident.
     fn create(dir: &Path, len: usize) -> Result<CachedFile> {
-        static SEQ: AtomicU64 = AtomicU64::new(0);
-        let path = dir.join(format!(
-            "kscale-fscache-{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
+        let path = crate::util::scratch_path(dir, "kscale-fscache");
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)

@@ -99,22 +99,32 @@ pub struct WorkloadDef {
 }
 
 impl WorkloadDef {
-    /// A workload with these names and run function and [`WorkloadDef::BASE`]
-    /// for the rest: what each family's own constructor starts from.
-    pub const fn new(
-        family: &'static str,
+    /// A family's template: its name and [`WorkloadDef::BASE`] for the rest.
+    /// A family whose workloads share params, metrics or a timeout sets them
+    /// on this once, as a const, and makes each workload with
+    /// [`WorkloadDef::named`], so the constructor's shape is written here only.
+    pub const fn family(family: &'static str) -> WorkloadDef {
+        WorkloadDef {
+            family,
+            ..WorkloadDef::BASE
+        }
+    }
+
+    /// The workload `name` made from this template: its own title, help and
+    /// run function, everything else as the template has it.
+    pub const fn named(
+        self,
         name: &'static str,
         title: &'static str,
         help: &'static str,
         run: fn(&TrialCtx) -> Result<TrialOutput>,
     ) -> WorkloadDef {
         WorkloadDef {
-            family,
             name,
             title,
             help,
             run,
-            ..WorkloadDef::BASE
+            ..self
         }
     }
 }

@@ -52,20 +52,14 @@ const WIDE_PARAMS: &[ParamDef] = &[SIZE, ACCESS];
 /// Bandwidth against buffer size, as bw_mem's plots draw it.
 const CHARTS: &[ChartDef] = &[ChartDef::against("size").log()];
 
-const fn workload(
-    name: &'static str,
-    title: &'static str,
-    help: &'static str,
-    run: fn(&TrialCtx) -> Result<TrialOutput>,
-) -> WorkloadDef {
-    WorkloadDef {
-        params: PARAMS,
-        metrics: BW_METRICS,
-        geomean_over: Some("size"),
-        charts: CHARTS,
-        ..WorkloadDef::new("mem", name, title, help, run)
-    }
-}
+/// What every mem workload shares: the buffer size swept, bandwidth, its chart.
+const MEM: WorkloadDef = WorkloadDef {
+    params: PARAMS,
+    metrics: BW_METRICS,
+    geomean_over: Some("size"),
+    charts: CHARTS,
+    ..WorkloadDef::family("mem")
+};
 
 pub static FAMILY: Family = Family {
     name: "mem",
@@ -75,7 +69,7 @@ pub static FAMILY: Family = Family {
     workloads: &[
         WorkloadDef {
             params: WIDE_PARAMS,
-            ..workload(
+            ..MEM.named(
                 "frd",
                 "Memory read",
                 "Sums every 4-byte word of the buffer into one register chain (bw_mem frd, \
@@ -84,7 +78,7 @@ pub static FAMILY: Family = Family {
                 frd,
             )
         },
-        workload(
+        MEM.named(
             "rd",
             "Memory partial read",
             "Sums every fourth 4-byte word (16-byte stride) but counts the whole buffer \
@@ -93,7 +87,7 @@ pub static FAMILY: Family = Family {
         ),
         WorkloadDef {
             params: WIDE_PARAMS,
-            ..workload(
+            ..MEM.named(
                 "fwr",
                 "Memory write",
                 "Stores to every 4-byte word of the buffer (bw_mem fwr's C source). `access=vector` \
@@ -103,26 +97,26 @@ pub static FAMILY: Family = Family {
                 fwr,
             )
         },
-        workload(
+        MEM.named(
             "wr",
             "Memory partial write",
             "Stores to every fourth 4-byte word (16-byte stride) but counts the whole \
              buffer (bw_mem wr).",
             wr,
         ),
-        workload(
+        MEM.named(
             "rdwr",
             "Memory partial read/write",
             "Reads then overwrites every fourth 4-byte word (bw_mem rdwr).",
             rdwr,
         ),
-        workload(
+        MEM.named(
             "bzero",
             "Memory bzero",
             "memset of the whole buffer (bw_mem bzero).",
             bzero,
         ),
-        workload(
+        MEM.named(
             "bcopy",
             "Memory bcopy",
             "memcpy of the buffer into a second buffer of the same size; counts `size` \

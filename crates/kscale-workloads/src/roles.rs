@@ -42,6 +42,11 @@ pub const DURATION: ParamDef = ParamDef {
     quick: &["2"],
 };
 
+/// The median and 99th percentile, in µs, of the `latency` histogram (in
+/// nanoseconds) that a load records per transaction or message (net, chat).
+pub const LATENCY_P50: MetricDef = MetricDef::quantile("p50", "µs", "latency", 0.50, 1e-3);
+pub const LATENCY_P99: MetricDef = MetricDef::quantile("p99", "µs", "latency", 0.99, 1e-3);
+
 /// The uncounted ramp-up before a fixed-duration window: a fifth of the
 /// window, at least 0.1 s and at most 2 s — long enough for connections to
 /// be open and caches, TCP windows and the scheduler to settle.
@@ -106,6 +111,16 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
+    /// A server's endpoint on `port`, with what its load needs in `extra`
+    /// (`Value::Null`: nothing); the parent fills in `host`.
+    pub fn on_port(port: u16, extra: serde_json::Value) -> Endpoint {
+        Endpoint {
+            host: String::new(),
+            port,
+            extra,
+        }
+    }
+
     /// `host:port`, with IPv6 literals bracketed.
     pub fn addr(&self) -> String {
         if self.host.contains(':') {

@@ -25,19 +25,12 @@ use std::time::Duration;
 const LAT: MetricDef = MetricDef::lower("latency", "µs");
 const LAT_METRICS: &[MetricDef] = &[LAT];
 
-const fn workload(
-    name: &'static str,
-    title: &'static str,
-    help: &'static str,
-    run: fn(&TrialCtx) -> Result<TrialOutput>,
-) -> WorkloadDef {
-    WorkloadDef {
-        params: &[],
-        metrics: LAT_METRICS,
-        timeout: Duration::from_secs(60),
-        ..WorkloadDef::new("syscall", name, title, help, run)
-    }
-}
+/// What every syscall workload shares: latency, and no params unless it says.
+const SYSCALL: WorkloadDef = WorkloadDef {
+    metrics: LAT_METRICS,
+    timeout: Duration::from_secs(60),
+    ..WorkloadDef::family("syscall")
+};
 
 pub static FAMILY: Family = Family {
     name: "syscall",
@@ -45,19 +38,19 @@ pub static FAMILY: Family = Family {
     help:
         "Time per operation of simple system calls, signals, pipes and process creation (lmbench).",
     workloads: &[
-        workload(
+        SYSCALL.named(
             "null",
             "Simple syscall",
             "getppid(), a system call that does no work (lmbench lat_syscall null).",
             null,
         ),
-        workload(
+        SYSCALL.named(
             "read",
             "Simple read",
             "read() of 1 byte from /dev/zero (lmbench lat_syscall read).",
             read,
         ),
-        workload(
+        SYSCALL.named(
             "write",
             "Simple write",
             "write() of 1 byte to /dev/null (lmbench lat_syscall write).",
@@ -65,7 +58,7 @@ pub static FAMILY: Family = Family {
         ),
         WorkloadDef {
             params: FILE_PARAMS,
-            ..workload(
+            ..SYSCALL.named(
                 "stat",
                 "Simple stat",
                 "stat() of a small file in the run's scratch directory (lmbench lat_syscall stat). The \
@@ -74,7 +67,7 @@ pub static FAMILY: Family = Family {
                 stat,
             )
         },
-        workload(
+        SYSCALL.named(
             "fstat",
             "Simple fstat",
             "fstat() of an open small file (lmbench lat_syscall fstat).",
@@ -82,7 +75,7 @@ pub static FAMILY: Family = Family {
         ),
         WorkloadDef {
             params: FILE_PARAMS,
-            ..workload(
+            ..SYSCALL.named(
                 "open_close",
                 "Simple open/close",
                 "open() + close() of a small file in the scratch directory (lmbench lat_syscall open); \
@@ -90,20 +83,20 @@ pub static FAMILY: Family = Family {
                 open_close,
             )
         },
-        workload(
+        SYSCALL.named(
             "sig_install",
             "Signal handler installation",
             "sigaction(SIGUSR1) installing a handler (lmbench lat_sig install).",
             sig_install,
         ),
-        workload(
+        SYSCALL.named(
             "sig_catch",
             "Signal handler overhead",
             "kill(self, SIGUSR1) caught by an empty handler, minus the cost of kill(self, 0) \
              measured in the same trial (lmbench lat_sig catch).",
             sig_catch,
         ),
-        workload(
+        SYSCALL.named(
             "prot_fault",
             "Protection fault",
             "A write to a read-only MAP_SHARED file page, caught by a SIGSEGV handler, minus the \
@@ -112,7 +105,7 @@ pub static FAMILY: Family = Family {
         ),
         WorkloadDef {
             params: PLACE_PARAMS,
-            ..workload(
+            ..SYSCALL.named(
                 "pipe",
                 "Pipe latency",
                 concat!(
@@ -125,7 +118,7 @@ pub static FAMILY: Family = Family {
         },
         WorkloadDef {
             params: PLACE_PARAMS,
-            ..workload(
+            ..SYSCALL.named(
                 "unix",
                 "AF_UNIX sock stream latency",
                 concat!(
@@ -136,7 +129,7 @@ pub static FAMILY: Family = Family {
                 unix,
             )
         },
-        workload(
+        SYSCALL.named(
             "fork_exit",
             "Process fork+exit",
             "fork(); the child exits at once; the parent waits for it (lmbench lat_proc fork; \
@@ -145,7 +138,7 @@ pub static FAMILY: Family = Family {
         ),
         WorkloadDef {
             params: HELPER_PARAMS,
-            ..workload(
+            ..SYSCALL.named(
                 "fork_exec",
                 "Process fork+execve",
                 "fork() + execve() of a tiny program, then wait (lmbench lat_proc exec). \
@@ -157,7 +150,7 @@ pub static FAMILY: Family = Family {
         },
         WorkloadDef {
             params: HELPER_PARAMS,
-            ..workload(
+            ..SYSCALL.named(
                 "fork_sh",
                 "Process fork+/bin/sh -c",
                 "fork() + /bin/sh -c running the tiny program, then wait (lmbench lat_proc \

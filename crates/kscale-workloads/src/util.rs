@@ -6,6 +6,8 @@ use nix::unistd::{fork, ForkResult, Pid};
 use std::alloc::Layout;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Forks a child that runs `f` and exits with its status, without returning
@@ -105,6 +107,18 @@ pub fn poll_many(fds: &mut [libc::pollfd], timeout: Duration) -> io::Result<bool
             return Err(e);
         }
     }
+}
+
+/// `dir/PREFIX-PID-N`, a name no other worker process, nor another call in
+/// this one, uses: scratch files and directories of concurrent trials in one
+/// run directory never collide.
+pub fn scratch_path(dir: &Path, prefix: &str) -> PathBuf {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    dir.join(format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ))
 }
 
 /// The system page size.

@@ -40,18 +40,12 @@ const MSG: usize = 4;
 /// Where the client (this worker) and its server run (docs/families/ipc.md).
 const PLACE_PARAMS: &[ParamDef] = &[PLACE_PARAM];
 
-const fn workload(
-    name: &'static str,
-    title: &'static str,
-    help: &'static str,
-    run: fn(&TrialCtx) -> Result<TrialOutput>,
-) -> WorkloadDef {
-    WorkloadDef {
-        params: PLACE_PARAMS,
-        metrics: LAT_METRICS,
-        ..WorkloadDef::new("ipc", name, title, help, run)
-    }
-}
+/// What every ipc workload shares: its placement param and latency.
+const IPC: WorkloadDef = WorkloadDef {
+    params: PLACE_PARAMS,
+    metrics: LAT_METRICS,
+    ..WorkloadDef::family("ipc")
+};
 
 pub static FAMILY: Family = Family {
     name: "ipc",
@@ -60,7 +54,7 @@ pub static FAMILY: Family = Family {
            ONC RPC, and the cost of a TCP connection (lmbench lat_udp, lat_tcp, lat_rpc, \
            lat_connect).",
     workloads: &[
-        workload(
+        IPC.named(
             "udp",
             "UDP latency",
             concat!(
@@ -70,7 +64,7 @@ pub static FAMILY: Family = Family {
             ),
             udp,
         ),
-        workload(
+        IPC.named(
             "tcp",
             "TCP latency",
             concat!(
@@ -80,7 +74,7 @@ pub static FAMILY: Family = Family {
             ),
             tcp,
         ),
-        workload(
+        IPC.named(
             "rpc_tcp",
             "RPC/tcp latency",
             concat!(
@@ -92,7 +86,7 @@ pub static FAMILY: Family = Family {
             ),
             rpc_tcp,
         ),
-        workload(
+        IPC.named(
             "rpc_udp",
             "RPC/udp latency",
             concat!(
@@ -102,7 +96,7 @@ pub static FAMILY: Family = Family {
             ),
             rpc_udp,
         ),
-        workload(
+        IPC.named(
             "tcp_connect",
             "TCP/IP connection cost",
             concat!(

@@ -14,7 +14,9 @@
 mod rr;
 mod stream;
 
-use crate::roles::{self, Combined, Endpoint, Phase, RoleCtx, RoleOutput};
+use crate::roles::{
+    self, Combined, Endpoint, Phase, RoleCtx, RoleOutput, LATENCY_P50, LATENCY_P99,
+};
 use crate::{ChartDef, Family, TrialOutput, WorkloadDef};
 use anyhow::{bail, Context, Result};
 use hdrhistogram::Histogram;
@@ -27,8 +29,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 const TPS: MetricDef = MetricDef::higher("tps", "tx/s");
-const P50: MetricDef = MetricDef::quantile("p50", "µs", "latency", 0.50, 1e-3);
-const P99: MetricDef = MetricDef::quantile("p99", "µs", "latency", 0.99, 1e-3);
 const P999: MetricDef = MetricDef::quantile("p99.9", "µs", "latency", 0.999, 1e-3);
 /// netperf's service demand: CPU time per transaction, on each side.
 const SD_SERVER: MetricDef = MetricDef::lower("sd_server", "µs/tx");
@@ -41,7 +41,7 @@ const MBPS: MetricDef = MetricDef::higher("mbps", "Mbit/s");
 const SD_RECV: MetricDef = MetricDef::lower("sd_recv", "µs/MB");
 const SD_SEND: MetricDef = MetricDef::lower("sd_send", "µs/MB");
 
-const RR_METRICS: &[MetricDef] = &[TPS, P50, P99, P999, SD_SERVER, SD_LOAD];
+const RR_METRICS: &[MetricDef] = &[TPS, LATENCY_P50, LATENCY_P99, P999, SD_SERVER, SD_LOAD];
 
 /// How long a blocked send or receive on an established connection may wait
 /// before the connection is declared dead: far above any round trip, far
@@ -185,7 +185,15 @@ pub static FAMILY: Family = Family {
                 rr::RTO,
                 roles::DURATION,
             ],
-            &[TPS, P50, P99, P999, LOSS, SD_SERVER, SD_LOAD],
+            &[
+                TPS,
+                LATENCY_P50,
+                LATENCY_P99,
+                P999,
+                LOSS,
+                SD_SERVER,
+                SD_LOAD,
+            ],
             RR_CHARTS,
             &rr::UDP_RR,
         ),
@@ -361,6 +369,26 @@ impl Tally {
     }
 }
 
+/// Runs `f(item)` on a thread of its own for each item, in `scope`, with
+/// small stacks (thousands of connections, each a thread, as netperf's
+/// processes are); `what` names the threads in the error.
+fn spawn_each<'scope, I: Send + 'scope, T: Send + 'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    items: impl IntoIterator<Item = I>,
+    what: &str,
+    f: impl Fn(I) -> T + Send + Copy + 'scope,
+) -> Result<Vec<std::thread::ScopedJoinHandle<'scope, T>>> {
+    items
+        .into_iter()
+        .map(|it| {
+            std::thread::Builder::new()
+                .stack_size(256 << 10)
+                .spawn_scoped(scope, move || f(it))
+                .with_context(|| format!("cannot start a {what} thread"))
+        })
+        .collect()
+}
+
 /// The load role's harness: one thread per item (a connection, a socket, a
 /// connect loop) running `f` until the window is over, `ready` once they
 /// all run, then their tallies summed and their histograms merged. A thread
@@ -375,14 +403,7 @@ fn drive<T: Send>(
     let mut errors = 0u64;
     std::thread::scope(|scope| -> Result<()> {
         let f = &f;
-        let mut threads = Vec::with_capacity(items.len());
-        for it in items {
-            let t = std::thread::Builder::new()
-                .stack_size(256 << 10)
-                .spawn_scoped(scope, move || f(it, ctx))
-                .context("cannot start a load thread")?;
-            threads.push(t);
-        }
+        let threads = spawn_each(scope, items, "load", move |it| f(it, ctx))?;
         ctx.ready(Endpoint::default())?;
         for t in threads {
             match t.join() {
@@ -429,11 +450,7 @@ fn accept_loop(
     let listener = listen(ctx, sockbuf)?;
     let port = listener.local_addr()?.port();
     listener.set_nonblocking(true)?;
-    ctx.ready(Endpoint {
-        host: String::new(),
-        port,
-        extra: serde_json::Value::Null,
-    })?;
+    ctx.ready(Endpoint::on_port(port, serde_json::Value::Null))?;
     let errors = Arc::new(AtomicU64::new(0));
     while ctx.phase() < Phase::Stop {
         match listener.accept() {

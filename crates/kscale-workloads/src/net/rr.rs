@@ -5,7 +5,7 @@
 
 use super::{
     accept_loop, bound_socket, drive, listen, rr_output, server_addr, server_count, share_range,
-    tune, Dial, Tally, IO_TIMEOUT, LOSS,
+    spawn_each, tune, Dial, Tally, IO_TIMEOUT, LOSS,
 };
 use crate::roles::{Combined, Endpoint, Phase, RoleCtx, RoleOutput, Roles, Timing};
 use crate::TrialOutput;
@@ -166,19 +166,11 @@ fn udp_rr_server(ctx: &RoleCtx) -> Result<RoleOutput> {
         .collect::<Result<Vec<u16>>>()?;
     let mut errors = 0u64;
     std::thread::scope(|scope| -> Result<()> {
-        let mut threads = Vec::with_capacity(socks.len());
-        for s in &socks {
-            let t = std::thread::Builder::new()
-                .stack_size(256 << 10)
-                .spawn_scoped(scope, move || serve_udp(s, req, rsp, ctx))
-                .context("cannot start a server thread")?;
-            threads.push(t);
-        }
-        ctx.ready(Endpoint {
-            host: String::new(),
-            port: ports[0],
-            extra: serde_json::json!({ "ports": ports }),
-        })?;
+        let threads = spawn_each(scope, &socks, "server", |s| serve_udp(s, req, rsp, ctx))?;
+        ctx.ready(Endpoint::on_port(
+            ports[0],
+            serde_json::json!({ "ports": ports }),
+        ))?;
         for t in threads {
             if !matches!(t.join(), Ok(Ok(()))) {
                 errors += 1;
@@ -351,19 +343,10 @@ fn crr_server(ctx: &RoleCtx) -> Result<RoleOutput> {
     let mut overflow = 0.0;
     std::thread::scope(|scope| -> Result<()> {
         let listener = &listener;
-        let mut threads = Vec::with_capacity(conns as usize);
-        for _ in 0..conns {
-            let t = std::thread::Builder::new()
-                .stack_size(256 << 10)
-                .spawn_scoped(scope, move || crr_acceptor(listener, req, rsp, ctx))
-                .context("cannot start a server thread")?;
-            threads.push(t);
-        }
-        ctx.ready(Endpoint {
-            host: String::new(),
-            port,
-            extra: serde_json::Value::Null,
+        let threads = spawn_each(scope, 0..conns, "server", |_| {
+            crr_acceptor(listener, req, rsp, ctx)
         })?;
+        ctx.ready(Endpoint::on_port(port, serde_json::Value::Null))?;
         let limit = Duration::from_secs(86_400);
         if ctx.wait_for(Phase::Measure, limit) {
             let before = tw_overflows();

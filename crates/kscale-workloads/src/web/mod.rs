@@ -150,29 +150,32 @@ const CHARTS: &[ChartDef] = &[ChartDef::against("conns").metrics(&[
     "server_cpu",
 ])];
 
-static OWN: Roles = Roles {
-    server: Some(server::server),
-    load: load::load,
-    timing: Timing::Duration,
-    spread: Some("conns"),
-    combine,
-};
+/// The roles of a web workload: SPECweb99's load against `server`, for the
+/// `duration` param's window, its connections split among load processes.
+const fn roles_with(server: Option<roles::RoleFn>) -> Roles {
+    Roles {
+        server,
+        load: load::load,
+        timing: Timing::Duration,
+        spread: Some("conns"),
+        combine,
+    }
+}
 
+static OWN: Roles = roles_with(Some(server::server));
 /// No server role: the load drives the `target` param's server.
-static EXTERNAL: Roles = Roles {
-    server: None,
-    load: load::load,
-    timing: Timing::Duration,
-    spread: Some("conns"),
-    combine,
-};
+static EXTERNAL: Roles = roles_with(None);
+static WEB: Roles = roles_with(Some(nginx::server));
 
-static WEB: Roles = Roles {
-    server: Some(nginx::server),
-    load: load::load,
-    timing: Timing::Duration,
-    spread: Some("conns"),
-    combine,
+/// What every web workload shares: SPECweb99's metrics and charts, its rule
+/// (three trials, the median) and `run --capacity` over connections.
+const SPECWEB: WorkloadDef = WorkloadDef {
+    metrics: METRICS,
+    charts: CHARTS,
+    timeout: Duration::from_secs(300),
+    rule: RunRule::MedianOf(3),
+    capacity: Some("conns"),
+    ..WorkloadDef::family("web")
 };
 
 pub static FAMILY: Family = Family {
@@ -183,7 +186,6 @@ pub static FAMILY: Family = Family {
            throttled keep-alive connections from kscale's load generator (seeds 000 and 004).",
     workloads: &[
         WorkloadDef {
-            family: "web",
             name: "own",
             title: "SPECweb99-style load on kscale's server",
             help: "Conforming connections (at least 320 of 400 kbit/s, under 1 % errors) of \
@@ -192,16 +194,10 @@ pub static FAMILY: Family = Family {
                    files with sendfile, dynamic GETs, ad rotation and POSTs in-process, CGI as a \
                    fork and exec. The same metrics as web.nginx; three trials, the median.",
             params: &[CONNS, MODE, RATE, MIX, FILESET, SEED, roles::DURATION],
-            metrics: METRICS,
-            charts: CHARTS,
-            timeout: Duration::from_secs(300),
             roles: Some(&OWN),
-            rule: RunRule::MedianOf(3),
-            capacity: Some("conns"),
-            ..WorkloadDef::BASE
+            ..SPECWEB
         },
         WorkloadDef {
-            family: "web",
             name: "nginx",
             title: "SPECweb99-style load on nginx",
             help: "Conforming connections (at least 320 of 400 kbit/s, under 1 % errors) of \
@@ -212,16 +208,10 @@ pub static FAMILY: Family = Family {
                trials, the \
                median, as SPECweb99 ruled.",
             params: &[CONNS, RATE, MIX, FILESET, SEED, roles::DURATION],
-            metrics: METRICS,
-            charts: CHARTS,
-            timeout: Duration::from_secs(300),
             roles: Some(&WEB),
-            rule: RunRule::MedianOf(3),
-            capacity: Some("conns"),
-            ..WorkloadDef::BASE
+            ..SPECWEB
         },
         WorkloadDef {
-            family: "web",
             name: "target",
             title: "SPECweb99-style load on an external server",
             help: "The same load and mix against the web server at `target` (any server \
@@ -229,13 +219,8 @@ pub static FAMILY: Family = Family {
                    URL`). Families and suites leave it out unless it is named or given \
                    --target. No server CPU is measured.",
             params: &[TARGET, DYNAMIC, CONNS, RATE, MIX, SEED, roles::DURATION],
-            metrics: METRICS,
-            charts: CHARTS,
-            timeout: Duration::from_secs(300),
             roles: Some(&EXTERNAL),
-            rule: RunRule::MedianOf(3),
-            capacity: Some("conns"),
-            ..WorkloadDef::BASE
+            ..SPECWEB
         },
     ],
 };

@@ -256,11 +256,7 @@ pub(super) fn server(ctx: &RoleCtx) -> Result<RoleOutput> {
             Err(e) => return Err(e),
         }
     };
-    ctx.ready(Endpoint {
-        host: String::new(),
-        port,
-        extra: serde_json::json!({ "dirs": dirs }),
-    })?;
+    ctx.ready(Endpoint::on_port(port, serde_json::json!({ "dirs": dirs })))?;
     let limit = Duration::from_secs(7 * 86_400);
     ctx.wait_for(Phase::Measure, limit);
     let cpu0 = server.cpu_seconds();

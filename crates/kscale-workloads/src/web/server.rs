@@ -713,13 +713,7 @@ pub(super) fn server(ctx: &RoleCtx) -> Result<RoleOutput> {
         mode,
         ctx.config_cpus.len(),
         &stop,
-        |port| {
-            ctx.ready(Endpoint {
-                host: String::new(),
-                port,
-                extra: serde_json::json!({ "dirs": dirs }),
-            })
-        },
+        |port| ctx.ready(Endpoint::on_port(port, serde_json::json!({ "dirs": dirs }))),
     )?;
     let mut out = out
         .count("server_requests", served.requests as f64)

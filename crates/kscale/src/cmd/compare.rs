@@ -1,7 +1,6 @@
 //! `kscale compare A B [C…]`: systems side by side, seed 003's layout.
 
 use crate::error::user;
-use crate::output::{out, outln};
 use anyhow::Result;
 use kscale_report::compare::{compare_metric, tables};
 use std::path::PathBuf;
@@ -34,10 +33,6 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let refs: Vec<&kscale_store::RunData> = data.iter().collect();
     let cmp = compare_metric(&refs, &super::Registry, args.metric.as_deref())
         .map_err(|e| user(e.to_string()))?;
-    if matches!(args.format, super::TableFormat::Json) {
-        outln!("{}", serde_json::to_string_pretty(&cmp)?)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    out!("{}", super::render_tables(&tables(&cmp), args.format))?;
+    super::print_result(&cmp, &tables(&cmp), args.format)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -170,3 +170,17 @@ pub fn render_tables(tables: &[kscale_report::Table], format: TableFormat) -> St
     }
     out
 }
+
+/// Prints a command's result: `value` as JSON with `--format json`, else
+/// its `tables` in the text format asked for.
+pub fn print_result(
+    value: &impl serde::Serialize,
+    tables: &[kscale_report::Table],
+    format: TableFormat,
+) -> Result<()> {
+    if matches!(format, TableFormat::Json) {
+        crate::output::outln!("{}", serde_json::to_string_pretty(value)?)
+    } else {
+        crate::output::out!("{}", render_tables(tables, format))
+    }
+}

@@ -2,7 +2,6 @@
 //! between two runs' profiles of the same case (docs/method.md).
 
 use crate::error::user;
-use crate::output::{out, outln};
 use anyhow::Result;
 use kscale_report::profile::{case_title, diff_table};
 use kscale_store::{CaseData, RunData};
@@ -137,11 +136,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
                 .unwrap_or_default()
         )));
     }
-    if matches!(args.format, super::TableFormat::Json) {
-        outln!("{}", serde_json::to_string_pretty(&json)?)?;
-    } else {
-        out!("{}", super::render_tables(&tables, args.format))?;
-    }
+    super::print_result(&json, &tables, args.format)?;
     Ok(ExitCode::SUCCESS)
 }
 

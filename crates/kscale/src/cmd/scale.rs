@@ -2,7 +2,6 @@
 //! the Universal Scalability Law fit of one system.
 
 use crate::error::user;
-use crate::output::{out, outln};
 use anyhow::Result;
 use kscale_report::scale::{scale_metric, tables};
 use std::path::PathBuf;
@@ -36,10 +35,6 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     };
     let report = scale_metric(&data, up.as_ref(), &super::Registry, args.metric.as_deref())
         .map_err(|e| user(e.to_string()))?;
-    if matches!(args.format, super::TableFormat::Json) {
-        outln!("{}", serde_json::to_string_pretty(&report)?)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    out!("{}", super::render_tables(&tables(&report), args.format))?;
+    super::print_result(&report, &tables(&report), args.format)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -419,45 +419,42 @@ fn setting(
         }
     };
     let key_err = |k: &Spanned<String>, msg: String| cx.err(k.span(), msg);
+    let value_err = |msg: String| cx.err(raw.value.span(), msg);
     Ok(match kind {
-        "sysctl" => {
-            let k = need_key("a sysctl name like \"net.core.rmem_max\"")?;
-            settings::sysctl_path(k.get_ref()).map_err(|e| key_err(k, e))?;
-            Setting::File {
-                kind: "sysctl",
-                key: k.get_ref().clone(),
-                value,
-            }
-        }
-        "thp" => {
-            let k = need_key("\"enabled\" or \"defrag\"")?;
-            settings::thp_path(k.get_ref()).map_err(|e| key_err(k, e))?;
-            let allowed: &[&str] = if k.get_ref() == "enabled" {
-                &["always", "madvise", "never"]
-            } else {
-                &["always", "defer", "defer+madvise", "madvise", "never"]
+        "sysctl" | "thp" | "sched" => {
+            // A file under /proc/sys or /sys the key names, written the value.
+            type PathOf = fn(&str) -> std::result::Result<std::path::PathBuf, String>;
+            let (kind, hint, path): (&'static str, &str, PathOf) = match kind {
+                "sysctl" => (
+                    "sysctl",
+                    "a sysctl name like \"net.core.rmem_max\"",
+                    settings::sysctl_path,
+                ),
+                "thp" => ("thp", "\"enabled\" or \"defrag\"", settings::thp_path),
+                _ => (
+                    "sched",
+                    "a knob like \"sched_rr_timeslice_ms\" or \"base_slice_ns\"",
+                    settings::sched_path,
+                ),
             };
-            if !allowed.contains(&value.as_str()) {
-                return Err(cx.err(
-                    raw.value.span(),
-                    format!(
+            let k = need_key(hint)?;
+            path(k.get_ref()).map_err(|e| key_err(k, e))?;
+            if kind == "thp" {
+                let allowed: &[&str] = if k.get_ref() == "enabled" {
+                    &["always", "madvise", "never"]
+                } else {
+                    &["always", "defer", "defer+madvise", "madvise", "never"]
+                };
+                if !allowed.contains(&value.as_str()) {
+                    return Err(value_err(format!(
                         "bad thp {} value `{value}` (accepted: {})",
                         k.get_ref(),
                         allowed.join(", ")
-                    ),
-                ));
+                    )));
+                }
             }
             Setting::File {
-                kind: "thp",
-                key: k.get_ref().clone(),
-                value,
-            }
-        }
-        "sched" => {
-            let k = need_key("a knob like \"sched_rr_timeslice_ms\" or \"base_slice_ns\"")?;
-            settings::sched_path(k.get_ref()).map_err(|e| key_err(k, e))?;
-            Setting::File {
-                kind: "sched",
+                kind,
                 key: k.get_ref().clone(),
                 value,
             }
@@ -468,10 +465,9 @@ fn setting(
                 return Err(key_err(k, "empty IRQ name".into()));
             }
             if kscale_core::cpus::parse_cpulist(&value).is_none() {
-                return Err(cx.err(
-                    raw.value.span(),
-                    format!("bad CPU list `{value}`: expected e.g. 0 or 0-1"),
-                ));
+                return Err(value_err(format!(
+                    "bad CPU list `{value}`: expected e.g. 0 or 0-1"
+                )));
             }
             Setting::Irq {
                 spec: k.get_ref().trim().to_string(),
@@ -523,10 +519,9 @@ fn setting(
                         .parse::<u32>()
                         .is_ok_and(|m| (68..=65536).contains(&m));
                     if !ok {
-                        return Err(cx.err(
-                            raw.value.span(),
-                            format!("bad MTU `{value}`: expected 68 to 65536"),
-                        ));
+                        return Err(value_err(format!(
+                            "bad MTU `{value}`: expected 68 to 65536"
+                        )));
                     }
                     Setting::File {
                         kind: "nic",
@@ -536,12 +531,9 @@ fn setting(
                 }
                 "gro" | "gso" | "tso" => {
                     if !["on", "off"].contains(&value.as_str()) {
-                        return Err(cx.err(
-                            raw.value.span(),
-                            format!(
-                                "bad {what} value `{value}`: expected on or off (or true/false)"
-                            ),
-                        ));
+                        return Err(value_err(format!(
+                            "bad {what} value `{value}`: expected on or off (or true/false)"
+                        )));
                     }
                     Setting::NicOffload {
                         dev: dev.to_string(),
