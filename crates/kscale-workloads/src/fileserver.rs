@@ -198,9 +198,28 @@ pub static FAMILY: Family = Family {
             .metrics(&["mbps", "ops", "p99_read"])],
         timeout: Duration::from_secs(60),
         run: run_mix,
+        caveat: mix_caveat,
         ..WorkloadDef::BASE
     }],
 };
+
+/// The mix creates as many files as it deletes, and on ext4 without a
+/// journal the inode allocator skips every inode freed in the last 30 s
+/// (`recently_deleted()`), so the cost of a create rises and falls with the
+/// deletions of the last half-minute: throughput swings on a scale of tens of
+/// seconds that short windows follow instead of averaging
+/// (docs/families/fileserver.md).
+fn mix_caveat(params: &kscale_core::Params, dir: &Path) -> Option<String> {
+    let dev = kscale_sys::fsinfo::ext4_without_journal(dir)?;
+    let window = params.get("duration").unwrap_or("10");
+    Some(format!(
+        "{} is on ext4 without a journal ({dev}): each create there scans past the inodes \
+         deleted in the last 30 s, and the mix deletes as often as it creates, so throughput \
+         swings over tens of seconds and {window} s windows may not converge; --dir on tmpfs \
+         or a journalled filesystem measures without it (docs/families/fileserver.md)",
+        dir.display()
+    ))
+}
 
 /// A small, fast generator (xorshift64*): the mix needs no better.
 #[derive(Clone)]

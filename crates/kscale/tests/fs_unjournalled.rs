@@ -1,14 +1,14 @@
-//! fs.create on ext4 without a journal, where freeing inodes slows the next
-//! creations for 30 s: the run says so before its first trial, keeps the
-//! created files until it ends (the case note says why), and leaves nothing
-//! behind. On a journalled ext4 none of that happens. Each filesystem is a
+//! fs.create and fileserver.mix on ext4 without a journal, where freeing
+//! inodes slows the next creations for 30 s: each run says so before its
+//! first trial, fs.create keeps the created files until it ends (the case
+//! note says why), and nothing is left behind. On a journalled ext4 none of that happens. Each filesystem is a
 //! loop mount in a mount namespace of the test's own, unmounted by the
 //! script's trap; the loop device goes with it (mount -o loop sets autoclear).
 
 mod common;
 use common::Env;
 
-/// Runs fs.create size=0 on a fresh ext4 made with `mkfs_opts`; returns the
+/// Runs fs.create size=0 and a short fileserver.mix on a fresh ext4 made with `mkfs_opts`; returns the
 /// script's stdout and stderr, or `None` after printing why it was skipped.
 fn run_on_ext4(env: &Env, mkfs_opts: &str) -> Option<(String, String)> {
     let (img, mnt) = env.image_and_mount_point(&format!("fs{}", mkfs_opts.len()), 256 << 20);
@@ -18,6 +18,8 @@ mount -o loop "$img" "$mnt" || exit 99
 trap 'umount "$mnt"' EXIT
 "$kscale" --db "$db" run fs.create --param size=0 --cpus 1 --min-trials 2 \
     --max-trials 2 --trial-time 0.02 --no-progress --dir "$mnt" || exit 1
+"$kscale" --db "$db" run fileserver.mix --param clients=1 --param duration=0.2 --cpus 1 \
+    --min-trials 2 --max-trials 2 --no-progress --dir "$mnt" || exit 1
 echo "left: $(find "$mnt" -mindepth 1 -not -path "$mnt/lost+found*" | wc -l)""#;
     let out = env.kscale_in_mount_ns(
         "cannot make an ext4 loop mount (needs root and loop devices)",
@@ -50,6 +52,12 @@ fn unjournalled_ext4_is_named_before_the_run_and_created_files_are_kept() {
         "{err}"
     );
     assert!(text.contains("kept until the run ends"), "{text}");
+    // fileserver.mix deletes as it creates: its caveat names the window.
+    assert!(
+        err.lines()
+            .any(|l| l.contains("ext4 without a journal") && l.contains("0.2 s windows")),
+        "no fileserver caveat on stderr:\n{err}"
+    );
 }
 
 #[test]
