@@ -307,9 +307,94 @@ pub fn geomean(values: &[f64]) -> Option<f64> {
     Some((values.iter().map(|v| v.ln()).sum::<f64>() / values.len() as f64).exp())
 }
 
+/// Trials whose figures follow the hypervisor's steal time: on a virtual
+/// machine the host runs other work on the vCPUs in spells, and a trial that
+/// lost a share of its CPUs to it is slower for reasons outside the kernel
+/// under test. Tables name such cases, so a NOT CONVERGED mark can be read
+/// as the host's and not the workload's (docs/method.md, "Steal time").
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StealLink {
+    /// Lowest and highest steal time of the trials, % of the CPUs.
+    pub low_pct: f64,
+    pub high_pct: f64,
+    /// Pearson correlation of the trials' figures with their steal time.
+    pub r: f64,
+}
+
+impl StealLink {
+    /// At least this many trials with a steal time, as many as the
+    /// correlation needs to mean something.
+    pub const MIN_TRIALS: usize = 5;
+    /// Steal time that moves less than this (percentage points) between
+    /// trials cannot explain a spread.
+    pub const MIN_RANGE_PCT: f64 = 5.0;
+    /// The figures must follow it at least this closely, either way (a
+    /// latency rises with steal, a throughput falls).
+    pub const MIN_ABS_R: f64 = 0.5;
+
+    /// `steal_pct[i]` and `values[i]` belong to trial `i`.
+    pub fn of(steal_pct: &[f64], values: &[f64]) -> Option<StealLink> {
+        if steal_pct.len() != values.len() || values.len() < Self::MIN_TRIALS {
+            return None;
+        }
+        let low = steal_pct.iter().copied().fold(f64::INFINITY, f64::min);
+        let high = steal_pct.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if !(high - low >= Self::MIN_RANGE_PCT) {
+            return None;
+        }
+        let r = pearson(steal_pct, values)?;
+        (r.abs() >= Self::MIN_ABS_R).then_some(StealLink {
+            low_pct: low,
+            high_pct: high,
+            r,
+        })
+    }
+}
+
+/// Pearson's correlation coefficient; `None` when either side is constant
+/// or not finite.
+fn pearson(x: &[f64], y: &[f64]) -> Option<f64> {
+    let n = x.len() as f64;
+    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for (a, b) in x.iter().zip(y) {
+        sxy += (a - mx) * (b - my);
+        sxx += (a - mx) * (a - mx);
+        syy += (b - my) * (b - my);
+    }
+    let r = sxy / (sxx * syy).sqrt();
+    r.is_finite().then_some(r.clamp(-1.0, 1.0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn steal_link_needs_a_range_a_correlation_and_five_trials() {
+        // The chat trials of docs/method.md: throughput falls as steal rises.
+        let steal = [
+            17.6, 20.9, 14.1, 15.2, 10.6, 22.2, 18.2, 3.9, 1.1, 0.7, 0.7, 0.0,
+        ];
+        let msgs = [
+            76.8, 71.6, 83.7, 82.2, 89.3, 67.1, 77.4, 90.7, 90.6, 128.2, 122.8, 124.2,
+        ];
+        let l = StealLink::of(&steal, &msgs).unwrap();
+        assert!(l.r < -0.8, "{l:?}");
+        assert_eq!((l.low_pct, l.high_pct), (0.0, 22.2));
+        // A latency rises with it: the same link, positive.
+        let lat: Vec<f64> = msgs.iter().map(|m| 1.0 / m).collect();
+        assert!(StealLink::of(&steal, &lat).unwrap().r > 0.8);
+        // Steal that barely moves explains nothing.
+        let flat: Vec<f64> = steal.iter().map(|s| 1.0 + s / 10.0).collect();
+        assert_eq!(StealLink::of(&flat, &msgs), None);
+        // Figures that do not follow it.
+        let noise = [1.0, 3.0, 2.0, 3.0, 1.0, 2.0, 3.0, 1.0, 2.0, 1.0, 3.0, 2.0];
+        assert_eq!(StealLink::of(&steal, &noise), None);
+        // Too few trials, or mismatched lengths.
+        assert_eq!(StealLink::of(&steal[..4], &msgs[..4]), None);
+        assert_eq!(StealLink::of(&steal, &msgs[..5]), None);
+    }
 
     #[test]
     fn median_takes_the_middle_or_the_mean_of_two() {
@@ -453,6 +538,17 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn steal_link_r_is_a_correlation(v in prop::collection::vec((0.0f64..100.0, 0.001f64..1e6), 0..30)) {
+            let (s, x): (Vec<f64>, Vec<f64>) = v.into_iter().unzip();
+            if let Some(l) = StealLink::of(&s, &x) {
+                prop_assert!((-1.0..=1.0).contains(&l.r));
+                prop_assert!(l.r.abs() >= StealLink::MIN_ABS_R);
+                prop_assert!(l.high_pct - l.low_pct >= StealLink::MIN_RANGE_PCT);
+                prop_assert!(s.len() >= StealLink::MIN_TRIALS);
+            }
+        }
+
         #[test]
         fn welch_is_symmetric(a in prop::collection::vec(1.0f64..100.0, 2..20), b in prop::collection::vec(1.0f64..100.0, 2..20)) {
             let x = Welch::test(&a, &b).unwrap();

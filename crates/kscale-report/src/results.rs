@@ -129,6 +129,7 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
         headers,
     );
     let mut failures = Vec::new();
+    let mut stolen: Vec<String> = Vec::new();
     let mut skipped = Vec::new();
     // Per config: data rows not skipped there, which the family's geometric
     // mean must cover to be shown (a skipped row is left out of it).
@@ -228,6 +229,18 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
                             (_, Some(true)) => Cell::tone(format!("{} ✓", s.n), Tone::Good),
                             (_, Some(false)) => {
                                 not_converged += 1;
+                                if let Some(l) = case.steal_link(&m.name) {
+                                    stolen.push(format!(
+                                        "steal: {} [cpus {cfg}]: the hypervisor took {:.0}–{:.0} % \
+                                         of the CPUs during its trials and its figure followed it \
+                                         (r = {:.2}): the host's other work, not the workload, \
+                                         spread its trials (docs/method.md)",
+                                        case_label(&info, key),
+                                        l.low_pct,
+                                        l.high_pct,
+                                        l.r
+                                    ));
+                                }
                                 Cell::tone(format!("{} NOT CONVERGED", s.n), Tone::Warn)
                             }
                             (_, None) => Cell::tone(format!("{} unfinished", s.n), Tone::Warn),
@@ -320,6 +333,7 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
         }
     }
     table.notes.extend(notes);
+    table.notes.extend(stolen);
     if !skipped.is_empty() {
         table.notes.push(format!(
             "{} case(s) skipped (not runnable on this machine; left out of the geometric mean):",

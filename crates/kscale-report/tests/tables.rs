@@ -162,3 +162,54 @@ fn markdown_tables() {
         .collect();
     insta::assert_snapshot!(text);
 }
+
+/// Sets each counted trial's steal time, in order (the warm-up gets 0).
+fn with_steal(mut c: CaseData, steal: &[f64]) -> CaseData {
+    let mut it = steal.iter();
+    for t in &mut c.trials {
+        let s = if t.warmup { 0.0 } else { *it.next().unwrap() };
+        t.accounting = Some(kscale_core::model::CpuAccounting {
+            steal_pct: s,
+            user_pct: 100.0 - s,
+            seconds: 0.2,
+            ..Default::default()
+        });
+    }
+    c
+}
+
+#[test]
+fn steal_the_figures_follow_is_named_only_for_cases_not_converged() {
+    let vals = [2.1, 2.9, 2.5, 1.8, 3.0];
+    let follows = [4.0, 22.0, 12.0, 0.0, 30.0];
+    let unrelated = [12.0, 0.0, 30.0, 4.0, 22.0]; // r = 0.24
+    let notes = |cases: Vec<CaseData>| -> Vec<String> {
+        run_tables(&run_with(cases), &Cat)
+            .iter()
+            .flat_map(|t| t.notes.clone())
+            .filter(|n| n.starts_with("steal: "))
+            .collect()
+    };
+    let stolen = notes(vec![with_steal(
+        case(3, "syscall.pipe", &[], "1", &vals, Some(false)),
+        &follows,
+    )]);
+    assert_eq!(stolen.len(), 1, "{stolen:?}");
+    assert!(
+        stolen[0].contains("Pipe latency [cpus 1]")
+            && stolen[0].contains("0–30 %")
+            && stolen[0].contains("r = 0.9"),
+        "{stolen:?}"
+    );
+    // Converged, or spread by something the steal time does not follow.
+    assert!(notes(vec![with_steal(
+        case(3, "syscall.pipe", &[], "1", &vals, Some(true)),
+        &follows
+    )])
+    .is_empty());
+    assert!(notes(vec![with_steal(
+        case(3, "syscall.pipe", &[], "1", &vals, Some(false)),
+        &unrelated
+    )])
+    .is_empty());
+}

@@ -342,6 +342,17 @@ impl CaseData {
                 .map(|t| t.roles.as_slice()),
         )
     }
+    /// Whether the counted trials' `metric` followed the hypervisor's steal
+    /// time ([`kscale_core::StealLink`]), over the trials that recorded it.
+    pub fn steal_link(&self, metric: &str) -> Option<kscale_core::StealLink> {
+        let (steal, values): (Vec<f64>, Vec<f64>) = self
+            .trials
+            .iter()
+            .filter(|t| !t.warmup)
+            .filter_map(|t| Some((t.accounting.as_ref()?.steal_pct, *t.values.get(metric)?)))
+            .unzip();
+        kscale_core::StealLink::of(&steal, &values)
+    }
     /// Mean CPU accounting over the counted trials that recorded it, with
     /// context switches and interrupts per second.
     pub fn accounting(&self) -> Option<CpuAccounting> {
