@@ -339,7 +339,8 @@ impl StealLink {
         }
         let low = steal_pct.iter().copied().fold(f64::INFINITY, f64::min);
         let high = steal_pct.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        if !(high - low >= Self::MIN_RANGE_PCT) {
+        let range = high - low;
+        if range.is_nan() || range < Self::MIN_RANGE_PCT {
             return None;
         }
         let r = pearson(steal_pct, values)?;
