@@ -355,15 +355,8 @@ impl StealLink {
 /// Pearson's correlation coefficient; `None` when either side is constant
 /// or not finite.
 fn pearson(x: &[f64], y: &[f64]) -> Option<f64> {
-    let n = x.len() as f64;
-    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
-    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
-    for (a, b) in x.iter().zip(y) {
-        sxy += (a - mx) * (b - my);
-        sxx += (a - mx) * (a - mx);
-        syy += (b - my) * (b - my);
-    }
-    let r = sxy / (sxx * syy).sqrt();
+    use statrs::statistics::Statistics;
+    let r = x.iter().covariance(y.iter()) / (x.iter().std_dev() * y.iter().std_dev());
     r.is_finite().then_some(r.clamp(-1.0, 1.0))
 }
 

@@ -211,7 +211,9 @@ pub static FAMILY: Family = Family {
 /// (docs/families/fileserver.md).
 fn mix_caveat(params: &kscale_core::Params, dir: &Path) -> Option<String> {
     let dev = kscale_sys::fsinfo::ext4_without_journal(dir)?;
-    let window = params.get("duration").unwrap_or("10");
+    let window = params
+        .get(roles::DURATION.name)
+        .unwrap_or(roles::DURATION.default[0]);
     Some(format!(
         "{} is on ext4 without a journal ({dev}): each create there scans past the inodes \
          deleted in the last 30 s, and the mix deletes as often as it creates, so throughput \
