@@ -30,6 +30,10 @@ pub struct System {
     pub name: String,
     pub run_id: i64,
     pub label: String,
+    /// `poll` where kscale kept the run's idle CPUs polling; absent where
+    /// they were left as they are (docs/method.md, "Idle CPUs").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_idle: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -313,6 +317,10 @@ pub fn compare_metric(
             name,
             run_id: r.run.id,
             label: r.run.label.clone(),
+            cpu_idle: r.run.snapshot["cpu_idle"]["kscale"]
+                .as_str()
+                .filter(|s| *s == "poll")
+                .map(str::to_string),
         })
         .collect();
     Ok(Comparison {
@@ -463,6 +471,18 @@ pub fn legend(c: &Comparison) -> Vec<String> {
         .map(|(i, s)| format!("{} = {} (run {})", letter(i), s.name, s.run_id))
         .collect();
     v.push(format!("Systems: {}.", names.join(", ")));
+    if n.iter().any(|s| s.cpu_idle != n[0].cpu_idle) {
+        let polled: Vec<String> = n
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.cpu_idle.is_some())
+            .map(|(i, _)| letter(i).to_string())
+            .collect();
+        v.push(format!(
+            "Idle CPUs polled in {} only (--cpu-idle): cases that wake another CPU are not comparable across these systems, because waking a halted CPU is part of the others' figures (docs/method.md).",
+            polled.join(", ")
+        ));
+    }
     v
 }
 

@@ -3,6 +3,7 @@
 
 pub mod affinity;
 pub mod fsinfo;
+pub mod idle;
 pub mod kallsyms;
 pub mod perf;
 pub mod process;

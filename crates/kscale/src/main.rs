@@ -6,6 +6,7 @@
 mod capacity;
 mod cmd;
 mod error;
+mod idle;
 mod output;
 mod peer;
 mod plan;
@@ -96,7 +97,14 @@ fn main() -> ExitCode {
                 .next()
                 .unwrap_or("bad arguments")
                 .trim_start_matches("error: ");
-            eprintln!("kscale: error: {line} (see --help)");
+            // clap lists an enum's accepted values on a line of their own.
+            let accepted = text
+                .lines()
+                .map(str::trim)
+                .find(|l| l.starts_with("[possible values:"))
+                .map(|l| format!(" {l}"))
+                .unwrap_or_default();
+            eprintln!("kscale: error: {line}{accepted} (see --help)");
             return ExitCode::from(2);
         }
     };

@@ -44,6 +44,9 @@ pub struct RunOptions {
     /// `--cpu-mode`: CPU configurations by affinity or by CPU hotplug.
     #[serde(default)]
     pub cpu_mode: crate::cmd::tune::hotplug::CpuMode,
+    /// `--cpu-idle`: whether idle CPUs polled (docs/method.md, "Idle CPUs").
+    #[serde(default)]
+    pub cpu_idle: crate::idle::CpuIdle,
 }
 
 struct Unit {

@@ -25,6 +25,10 @@ fn bad_inputs_exit_2_with_one_line() {
             "does not offer",
         ),
         (&["run", "syscall.null", "--ci", "5"], "bad --ci `5`"),
+        (
+            &["run", "syscall.null", "--cpu-idle", "halt"],
+            "invalid value 'halt' for '--cpu-idle <CPU_IDLE>' [possible values: auto, poll, as-is]",
+        ),
         (&["run", "syscall.null", "--ci", "5@100"], "bad --ci"),
         (
             &["run", "syscall.null", "--min-trials", "1"],

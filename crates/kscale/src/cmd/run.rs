@@ -70,7 +70,7 @@ pub struct Args {
     #[arg(long = "param", value_name = "NAME=VALUE[,VALUE…]")]
     pub params: Vec<String>,
     /// Continue a killed or interrupted run from its first unfinished case.
-    #[arg(long, value_name = "RUN", conflicts_with_all = ["targets", "suite", "cpus", "label", "quick", "ci", "min_trials", "max_trials", "trial_time", "case_budget", "params", "profile", "peers", "target", "capacity"])]
+    #[arg(long, value_name = "RUN", conflicts_with_all = ["targets", "suite", "cpus", "label", "quick", "ci", "min_trials", "max_trials", "trial_time", "case_budget", "params", "profile", "peers", "target", "capacity", "cpu_idle"])]
     pub resume: Option<String>,
     /// Add one uncounted trial per case sampled with perf (CPU clock at 997 Hz,
     /// instructions, cache misses) on the case's CPUs: top routines, kernel /
@@ -93,6 +93,12 @@ pub struct Args {
     /// (root; journalled and brought back online however the run ends).
     #[arg(long, value_enum, default_value = "affinity")]
     pub cpu_mode: super::tune::hotplug::CpuMode,
+    /// How idle CPUs wait while the run lasts: `poll` holds a 0 µs CPU
+    /// latency request so they never halt (root); `as-is` leaves them;
+    /// `auto` polls in a virtual machine, where waking a halted vCPU is the
+    /// host's decision, and leaves bare metal as it is (docs/method.md).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub cpu_idle: crate::idle::CpuIdle,
 }
 
 /// Builds validated options from the command line.
@@ -207,6 +213,7 @@ pub fn options(args: &Args) -> Result<RunOptions> {
         profile: args.profile,
         peers: args.peers.clone(),
         cpu_mode: args.cpu_mode,
+        cpu_idle: args.cpu_idle,
     })
 }
 
@@ -269,7 +276,7 @@ pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store,
     crate::signals::install();
     let token = crate::peer::token(args.token.clone());
     let mut peers = None;
-    let (store, run_id, opts) = if let Some(spec) = &args.resume {
+    let (store, run_id, opts, idle) = if let Some(spec) = &args.resume {
         let store = super::open_existing(db)?;
         let id = store.resolve(spec)?;
         super::tune::refuse_if_unrestored(&store)?;
@@ -291,12 +298,13 @@ pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store,
                 token.as_deref(),
             )?);
         }
+        let idle = crate::idle::hold(opts.cpu_idle)?;
         store.set_run_status(id, "running")?;
         eprintln!(
             "kscale: resuming run {id} ({}) at its first unfinished case",
             row.label
         );
-        (store, id, opts)
+        (store, id, opts, idle)
     } else {
         let opts = options(args)?;
         let label = args
@@ -311,6 +319,8 @@ pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store,
         // Peers are greeted before the run exists: a wrong token or an
         // unreachable peer stops here with nothing measured.
         let mut snapshot = kscale_sys::snapshot::take(VERSION, GIT_REV);
+        let idle = crate::idle::hold(opts.cpu_idle)?;
+        snapshot["cpu_idle"] = idle.snapshot();
         if !opts.peers.is_empty() {
             let set = crate::peer::PeerSet::connect(&opts.peers, token.as_deref())?;
             snapshot["peers"] = set.snapshots();
@@ -341,8 +351,9 @@ pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store,
                 .unwrap_or_default(),
             store.path().display()
         );
-        (store, id, opts)
+        (store, id, opts, idle)
     };
+    eprintln!("kscale: {}", idle.why);
 
     use std::io::IsTerminal;
     let progress = !args.no_progress && std::io::stderr().is_terminal();

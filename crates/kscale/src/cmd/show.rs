@@ -35,7 +35,7 @@ pub fn header(data: &RunData) -> String {
     let r = &data.run;
     let snap = &r.snapshot;
     format!(
-        "run {} · {} · {} · {} · kernel {} · {} · {} CPUs · {}{}\n",
+        "run {} · {} · {} · {} · kernel {} · {} · {} CPUs · {}{}{}\n",
         r.id,
         r.label,
         r.started_at,
@@ -46,6 +46,11 @@ pub fn header(data: &RunData) -> String {
         snap["hostname"].as_str().unwrap_or("?"),
         if r.options["quick"].as_bool() == Some(true) {
             " · --quick"
+        } else {
+            ""
+        },
+        if snap["cpu_idle"]["kscale"] == "poll" {
+            " · idle CPUs polled"
         } else {
             ""
         },

@@ -45,6 +45,10 @@ pub struct Args {
     /// offline; root; restored however the study ends).
     #[arg(long, value_enum, default_value = "affinity")]
     cpu_mode: super::tune::hotplug::CpuMode,
+    /// How idle CPUs wait: `auto` (default) polls in a virtual machine and
+    /// leaves bare metal as it is; `poll`; `as-is` (see `kscale run --help`).
+    #[arg(long, value_enum, default_value = "auto")]
+    cpu_idle: crate::idle::CpuIdle,
 }
 
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
@@ -69,6 +73,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         peers: vec![],
         token: None,
         cpu_mode: args.cpu_mode,
+        cpu_idle: args.cpu_idle,
     };
     let (store, run_id) = super::run::measure(&run_args, db)?;
     let data = store.load_run(run_id)?;

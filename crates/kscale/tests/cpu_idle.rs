@@ -1,0 +1,96 @@
+//! `--cpu-idle poll` holds a 0 µs CPU latency request for exactly as long as
+//! the run: it is in force while trials run, gone when the run ends, and
+//! gone when the run is killed with no chance to clean up (the request is an
+//! open file, and workers, being re-executed, never inherit it). One test in
+//! its own binary, so no other run of this binary holds a request meanwhile.
+
+mod common;
+use common::*;
+use std::io::Read;
+
+const PM_QOS: &str = "/dev/cpu_dma_latency";
+
+/// The CPU latency limit in force (µs), or `None` where this user cannot
+/// read it.
+fn limit() -> Option<i32> {
+    let mut b = [0u8; 4];
+    std::fs::File::open(PM_QOS).ok()?.read_exact(&mut b).ok()?;
+    Some(i32::from_ne_bytes(b))
+}
+
+#[test]
+fn the_request_lasts_as_long_as_the_run() {
+    let Some(before) = limit() else {
+        return skip(&format!("{PM_QOS} cannot be read here (needs root)"));
+    };
+    assert_ne!(
+        before, 0,
+        "another process already holds 0 µs: nothing to tell apart"
+    );
+    let env = Env::new();
+
+    // A run that ends: the snapshot records the hold, and it is gone after.
+    let out = env.run_ok(&[
+        "run",
+        "syscall.null",
+        "--quick",
+        "--trial-time",
+        "0.02",
+        "--cpus",
+        "1",
+        "--no-progress",
+        "--cpu-idle",
+        "poll",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("idle CPUs poll"), "{err}");
+    assert_eq!(limit(), Some(before), "the request outlived a finished run");
+    let snap = &env.export("latest")["system"]["cpu_idle"];
+    assert_eq!(snap["kscale"], "poll", "{snap}");
+    assert!(snap["states"].is_array(), "{snap}");
+    assert!(env.show("latest").contains("idle CPUs polled"));
+
+    // `as-is` leaves the limit alone and says so in the snapshot.
+    env.run_ok(&[
+        "run",
+        "syscall.null",
+        "--quick",
+        "--trial-time",
+        "0.02",
+        "--cpus",
+        "1",
+        "--no-progress",
+        "--cpu-idle",
+        "as-is",
+    ]);
+    assert_eq!(
+        env.export("latest")["system"]["cpu_idle"]["kscale"],
+        "as-is"
+    );
+    // Runs that differ in it are compared with a note saying so.
+    let cmp = stdout_of_success(
+        &env.cmd(&["compare", "1", "2"]).output().expect("run"),
+        "compare",
+    );
+    assert!(cmp.contains("Idle CPUs polled in A only"), "{cmp}");
+
+    // A run killed midway: in force while it runs, gone once it is killed.
+    let mark = format!("cpu-idle-{}", std::process::id());
+    let mut args = SLOW_RUN.to_vec();
+    args.extend(["--cpu-idle", "poll"]);
+    let mut child = env.spawn_marked(&mark, &args);
+    assert!(
+        wait_for(|| limit() == Some(0), 10),
+        "the run never held its request"
+    );
+    assert!(
+        wait_for(|| marked_processes(&mark).len() > 1, 10),
+        "no worker started under the run"
+    );
+    child.kill().expect("SIGKILL"); // no chance to clean up
+    child.wait().expect("reap");
+    // Its worker may finish its trial; the request must not wait for it.
+    assert_eq!(limit(), Some(before), "the request outlived a killed run");
+    assert_no_marked_processes(&mark);
+    assert_eq!(limit(), Some(before));
+}
