@@ -29,19 +29,18 @@ fn the_request_lasts_as_long_as_the_run() {
     );
     let env = Env::new();
 
+    // `kscale run syscall.null` with tiny trials on CPU 1 and `--cpu-idle MODE`.
+    let tiny = |mode: &str| {
+        let out = env
+            .tiny_run(&["syscall.null", "--cpu-idle", mode], "1", mode)
+            .output()
+            .expect("start kscale");
+        assert_exit(&out, 0);
+        out
+    };
+
     // A run that ends: the snapshot records the hold, and it is gone after.
-    let out = env.run_ok(&[
-        "run",
-        "syscall.null",
-        "--quick",
-        "--trial-time",
-        "0.02",
-        "--cpus",
-        "1",
-        "--no-progress",
-        "--cpu-idle",
-        "poll",
-    ]);
+    let out = tiny("poll");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("idle CPUs poll"), "{err}");
     assert_eq!(limit(), Some(before), "the request outlived a finished run");
@@ -51,18 +50,7 @@ fn the_request_lasts_as_long_as_the_run() {
     assert!(env.show("latest").contains("idle CPUs polled"));
 
     // `as-is` leaves the limit alone and says so in the snapshot.
-    env.run_ok(&[
-        "run",
-        "syscall.null",
-        "--quick",
-        "--trial-time",
-        "0.02",
-        "--cpus",
-        "1",
-        "--no-progress",
-        "--cpu-idle",
-        "as-is",
-    ]);
+    tiny("as-is");
     assert_eq!(
         env.export("latest")["system"]["cpu_idle"]["kscale"],
         "as-is"
