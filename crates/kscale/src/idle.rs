@@ -74,10 +74,20 @@ pub fn hold(mode: CpuIdle) -> Result<IdleHold> {
     }
 }
 
+/// Takes the hold for a new run, records it in the run's snapshot and says
+/// what it is on stderr: every path that creates a run (`run`, `study`,
+/// `check`, each `tune` step) goes through here.
+pub fn hold_for_run(mode: CpuIdle, snapshot: &mut serde_json::Value) -> Result<IdleHold> {
+    let h = hold(mode)?;
+    snapshot["cpu_idle"] = h.snapshot();
+    eprintln!("kscale: {}", h.why);
+    Ok(h)
+}
+
 impl IdleHold {
     /// The snapshot's `cpu_idle` entry: the machine's idle states and what
     /// kscale did about them.
-    pub fn snapshot(&self) -> serde_json::Value {
+    fn snapshot(&self) -> serde_json::Value {
         let mut v = idle::snapshot();
         v["kscale"] = self.state.into();
         v["why"] = self.why.clone().into();

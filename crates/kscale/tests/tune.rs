@@ -398,6 +398,15 @@ fn a_whole_study_prints_the_staircase_writes_the_chart_and_restores() {
         .output()
         .expect("compare");
     common::assert_exit(&out, 0);
+    // Every step waited on idle CPUs the same way, and its snapshot says how.
+    let idle: Vec<String> = ["plan.0-baseline", "plan.1-fin", "plan.2-keepalive"]
+        .iter()
+        .map(|r| env.export(r)["system"]["cpu_idle"]["kscale"].to_string())
+        .collect();
+    assert!(
+        idle.iter().all(|i| i == &idle[0]) && ["\"poll\"", "\"as-is\""].contains(&idle[0].as_str()),
+        "{idle:?}"
+    );
 }
 
 #[test]

@@ -276,7 +276,8 @@ pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store,
     crate::signals::install();
     let token = crate::peer::token(args.token.clone());
     let mut peers = None;
-    let (store, run_id, opts, idle) = if let Some(spec) = &args.resume {
+    // `_idle` holds the run's idle-CPU request until the run ends.
+    let (store, run_id, opts, _idle) = if let Some(spec) = &args.resume {
         let store = super::open_existing(db)?;
         let id = store.resolve(spec)?;
         super::tune::refuse_if_unrestored(&store)?;
@@ -299,6 +300,7 @@ pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store,
             )?);
         }
         let idle = crate::idle::hold(opts.cpu_idle)?;
+        eprintln!("kscale: {}", idle.why);
         store.set_run_status(id, "running")?;
         eprintln!(
             "kscale: resuming run {id} ({}) at its first unfinished case",
@@ -319,8 +321,7 @@ pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store,
         // Peers are greeted before the run exists: a wrong token or an
         // unreachable peer stops here with nothing measured.
         let mut snapshot = kscale_sys::snapshot::take(VERSION, GIT_REV);
-        let idle = crate::idle::hold(opts.cpu_idle)?;
-        snapshot["cpu_idle"] = idle.snapshot();
+        let idle = crate::idle::hold_for_run(opts.cpu_idle, &mut snapshot)?;
         if !opts.peers.is_empty() {
             let set = crate::peer::PeerSet::connect(&opts.peers, token.as_deref())?;
             snapshot["peers"] = set.snapshots();
@@ -353,7 +354,6 @@ pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store,
         );
         (store, id, opts, idle)
     };
-    eprintln!("kscale: {}", idle.why);
 
     use std::io::IsTerminal;
     let progress = !args.no_progress && std::io::stderr().is_terminal();

@@ -399,13 +399,15 @@ fn measure_step(
     dir: &Path,
 ) -> Result<i64> {
     let opts = run_options(args, plan, state, label, dir)?;
+    let mut snapshot = kscale_sys::snapshot::take(super::run::VERSION, super::run::GIT_REV);
+    let _idle = crate::idle::hold_for_run(opts.cpu_idle, &mut snapshot)?;
     let new = NewRun {
         label: label.to_string(),
         kscale_version: super::run::VERSION.into(),
         git_rev: super::run::GIT_REV.into(),
         args: std::env::args().collect(),
         options: serde_json::to_value(&opts)?,
-        snapshot: kscale_sys::snapshot::take(super::run::VERSION, super::run::GIT_REV),
+        snapshot,
     };
     let id = store.create_run(&new)?;
     use std::io::IsTerminal;
