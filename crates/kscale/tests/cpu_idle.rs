@@ -82,3 +82,59 @@ fn the_request_lasts_as_long_as_the_run() {
     assert_no_marked_processes(&mark);
     assert_eq!(limit(), Some(before));
 }
+
+/// Without root: `poll` is refused before a run exists, and `auto` runs
+/// with idle CPUs as they are and says why. Holds nothing, so it may run
+/// beside the test above.
+#[test]
+fn without_root_poll_is_refused_and_auto_says_why() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = nix::unistd::geteuid().is_root();
+    if !root || !std::path::Path::new("/usr/bin/setpriv").exists() {
+        return skip("needs root and setpriv to run kscale as nobody");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let db = dir.path().join("k.db");
+    let as_nobody = |mode: &str| {
+        std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(bin())
+            .arg("--db")
+            .arg(&db)
+            .args([
+                "run",
+                "syscall.null",
+                "--cpus",
+                "1",
+                "--quick",
+                "--trial-time",
+                "0.02",
+            ])
+            .args(["--no-progress", "--cpu-idle", mode, "--dir"])
+            .arg(dir.path())
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("setpriv")
+    };
+    let out = as_nobody("poll");
+    assert_refused(
+        &out,
+        "--cpu-idle poll: cannot hold a CPU latency request",
+        "poll as nobody",
+    );
+    assert!(!db.exists(), "a refused run created the database");
+
+    let out = as_nobody("auto");
+    assert_exit(&out, 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let vm = std::fs::read_to_string("/proc/cpuinfo")
+        .is_ok_and(|c| c.split_whitespace().any(|f| f == "hypervisor"))
+        || std::path::Path::new("/sys/hypervisor/type").exists();
+    let said = if vm {
+        "idle CPUs as they are: cannot hold"
+    } else {
+        "bare metal"
+    };
+    assert!(err.contains(said), "{err}");
+}
