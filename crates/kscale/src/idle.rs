@@ -74,13 +74,13 @@ pub fn hold(mode: CpuIdle) -> Result<IdleHold> {
     }
 }
 
-/// Takes the hold for a new run, records it in the run's snapshot and says
-/// what it is on stderr: every path that creates a run (`run`, `study`,
-/// `check`, each `tune` step) goes through here.
+/// Takes the hold for a new run and records it in the run's snapshot: every
+/// path that creates a run (`run`, `study`, `check`, each `tune` step) goes
+/// through here. The caller says `why` once the run exists, so that a
+/// refusal after this (a peer, the store) is still one line.
 pub fn hold_for_run(mode: CpuIdle, snapshot: &mut serde_json::Value) -> Result<IdleHold> {
     let h = hold(mode)?;
     snapshot["cpu_idle"] = h.snapshot();
-    eprintln!("kscale: {}", h.why);
     Ok(h)
 }
 

@@ -352,6 +352,7 @@ pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store,
                 .unwrap_or_default(),
             store.path().display()
         );
+        eprintln!("kscale: {}", idle.why);
         (store, id, opts, idle)
     };
 

@@ -400,7 +400,7 @@ fn measure_step(
 ) -> Result<i64> {
     let opts = run_options(args, plan, state, label, dir)?;
     let mut snapshot = kscale_sys::snapshot::take(super::run::VERSION, super::run::GIT_REV);
-    let _idle = crate::idle::hold_for_run(opts.cpu_idle, &mut snapshot)?;
+    let idle = crate::idle::hold_for_run(opts.cpu_idle, &mut snapshot)?;
     let new = NewRun {
         label: label.to_string(),
         kscale_version: super::run::VERSION.into(),
@@ -410,6 +410,7 @@ fn measure_step(
         snapshot,
     };
     let id = store.create_run(&new)?;
+    eprintln!("kscale: {}", idle.why);
     use std::io::IsTerminal;
     let progress = !args.no_progress && std::io::stderr().is_terminal();
     match runner::execute(store, id, &opts, progress, None) {
