@@ -27,7 +27,7 @@ pub enum CpuIdle {
 pub struct IdleHold {
     _hold: Option<PollHold>,
     /// `poll` or `as-is`: what the run's CPUs did.
-    pub state: &'static str,
+    state: &'static str,
     pub why: String,
 }
 
