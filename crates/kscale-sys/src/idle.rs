@@ -48,12 +48,9 @@ pub fn current_limit_us() -> Option<i64> {
 /// Whether this kernel runs under a hypervisor: the CPU says so (x86's
 /// `hypervisor` flag) or the kernel found one (`/sys/hypervisor/type`).
 pub fn virtual_machine() -> bool {
-    let flag = fs::read_to_string("/proc/cpuinfo").is_ok_and(|info| {
-        info.lines()
-            .filter(|l| l.starts_with("flags"))
-            .any(|l| l.split_whitespace().any(|f| f == "hypervisor"))
-    });
-    flag || Path::new("/sys/hypervisor/type").exists()
+    let info = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    crate::snapshot::cpu_flag(&info, "hypervisor") == Some(true)
+        || Path::new("/sys/hypervisor/type").exists()
 }
 
 fn read(path: impl AsRef<Path>) -> Option<String> {

@@ -108,8 +108,17 @@ fn cpu() -> Value {
         "governor": opt(read(format!("{base}/cpu0/cpufreq/scaling_governor"))),
         "driver": opt(read(format!("{base}/cpu0/cpufreq/scaling_driver"))),
         "smt": opt(read(format!("{base}/smt/control"))),
-        "flags_hypervisor": field("flags").map(|f| f.split_whitespace().any(|x| x == "hypervisor")),
+        "flags_hypervisor": cpu_flag(&info, "hypervisor"),
     })
+}
+
+/// Whether the first `flags` line of `/proc/cpuinfo` text `info` lists
+/// `flag`; `None` where it has no such line (not x86).
+pub(crate) fn cpu_flag(info: &str, flag: &str) -> Option<bool> {
+    info.lines()
+        .find(|l| l.split(':').next().map(str::trim) == Some("flags"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.split_whitespace().any(|f| f == flag))
 }
 
 fn count_unique(base: &str, rel: &str) -> Option<usize> {
@@ -243,5 +252,16 @@ mod tests {
         assert!(s["libc"]["version"].as_str().unwrap().contains('.'));
         assert_eq!(s["kscale"]["git_rev"], "deadbeef");
         assert!(!super::kernel_release().is_empty());
+    }
+
+    #[test]
+    fn cpu_flags_are_read_from_the_flags_line_only() {
+        let info = "model name\t: hypervisor-ish CPU\nflags\t\t: fpu hypervisor sse\n";
+        assert_eq!(super::cpu_flag(info, "hypervisor"), Some(true));
+        assert_eq!(super::cpu_flag(info, "hyper"), Some(false));
+        assert_eq!(
+            super::cpu_flag("Features\t: fp asimd\n", "hypervisor"),
+            None
+        );
     }
 }
