@@ -15,4 +15,4 @@ pub use model::{
     load_bound, CaseKey, Direction, MetricDef, MetricKind, RoleCpu, RunRule, TrialValues,
 };
 pub use params::{ParamDef, ParamError, ParamKind, Params};
-pub use stats::{Decision, StealLink, StopRule, Summary, Welch};
+pub use stats::{Decision, Follows, StopRule, Summary, Welch};

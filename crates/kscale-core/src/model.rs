@@ -221,6 +221,12 @@ pub struct CpuAccounting {
     pub ctxt: u64,
     pub intr: u64,
     pub seconds: f64,
+    /// Round trip in ns of a cache line between two of the trial's CPUs,
+    /// the mean of a probe just before and one just after it; `None` for a
+    /// trial on one CPU, a failed probe, or a run from before kscale
+    /// measured it (docs/method.md, "vCPU placement").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line_ns: Option<f64>,
 }
 
 #[cfg(test)]

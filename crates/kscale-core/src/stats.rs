@@ -307,48 +307,63 @@ pub fn geomean(values: &[f64]) -> Option<f64> {
     Some((values.iter().map(|v| v.ln()).sum::<f64>() / values.len() as f64).exp())
 }
 
-/// Trials whose figures follow the hypervisor's steal time: on a virtual
-/// machine the host runs other work on the vCPUs in spells, and a trial that
-/// lost a share of its CPUs to it is slower for reasons outside the kernel
-/// under test. Tables name such cases, so a NOT CONVERGED mark can be read
-/// as the host's and not the workload's (docs/method.md, "Steal time").
+/// Trials whose figures follow something of the host's rather than the
+/// kernel's. On a virtual machine the host runs other work on the vCPUs in
+/// spells (steal time) and moves the vCPUs between its cores (the
+/// measured round trip of a cache line between two of them);
+/// a trial slowed by either is slower for reasons outside the kernel under
+/// test. Tables name such cases, so a NOT CONVERGED mark can be read as the
+/// host's and not the workload's (docs/method.md, "Steal time" and "vCPU
+/// placement").
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct StealLink {
-    /// Lowest and highest steal time of the trials, % of the CPUs.
-    pub low_pct: f64,
-    pub high_pct: f64,
-    /// Pearson correlation of the trials' figures with their steal time.
+pub struct Follows {
+    /// Lowest and highest value of the host's measure over the trials.
+    pub low: f64,
+    pub high: f64,
+    /// Pearson correlation of the trials' figures with it.
     pub r: f64,
 }
 
-impl StealLink {
-    /// At least this many trials with a steal time, as many as the
+impl Follows {
+    /// At least this many trials with the measure, as many as the
     /// correlation needs to mean something.
     pub const MIN_TRIALS: usize = 5;
     /// Steal time that moves less than this (percentage points) between
     /// trials cannot explain a spread.
-    pub const MIN_RANGE_PCT: f64 = 5.0;
+    pub const MIN_STEAL_RANGE_PCT: f64 = 5.0;
+    /// A line round trip whose slowest trial is less than this many times
+    /// its fastest: the vCPUs stayed where they were.
+    pub const MIN_LINE_RATIO: f64 = 1.5;
     /// The figures must follow it at least this closely, either way (a
     /// latency rises with steal, a throughput falls).
     pub const MIN_ABS_R: f64 = 0.5;
 
-    /// `steal_pct[i]` and `values[i]` belong to trial `i`.
-    pub fn of(steal_pct: &[f64], values: &[f64]) -> Option<StealLink> {
-        if steal_pct.len() != values.len() || values.len() < Self::MIN_TRIALS {
-            return None;
-        }
-        let low = steal_pct.iter().copied().fold(f64::INFINITY, f64::min);
-        let high = steal_pct.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let range = high - low;
-        if range.is_nan() || range < Self::MIN_RANGE_PCT {
-            return None;
-        }
-        let r = pearson(steal_pct, values)?;
-        (r.abs() >= Self::MIN_ABS_R).then_some(StealLink {
-            low_pct: low,
-            high_pct: high,
-            r,
+    /// The hypervisor's steal time, `steal_pct[i]` of trial `i`.
+    pub fn steal(steal_pct: &[f64], values: &[f64]) -> Option<Follows> {
+        Self::of(steal_pct, values, |low, high| {
+            high - low >= Self::MIN_STEAL_RANGE_PCT
         })
+    }
+
+    /// The round trip of a cache line between two of the trial's CPUs,
+    /// `line_ns[i]` around trial `i`.
+    pub fn line(line_ns: &[f64], values: &[f64]) -> Option<Follows> {
+        Self::of(line_ns, values, |low, high| {
+            low > 0.0 && high >= Self::MIN_LINE_RATIO * low
+        })
+    }
+
+    fn of(x: &[f64], values: &[f64], moved: impl Fn(f64, f64) -> bool) -> Option<Follows> {
+        if x.len() != values.len() || values.len() < Self::MIN_TRIALS {
+            return None;
+        }
+        let low = x.iter().copied().fold(f64::INFINITY, f64::min);
+        let high = x.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if !(high - low).is_finite() || !moved(low, high) {
+            return None;
+        }
+        let r = pearson(x, values)?;
+        (r.abs() >= Self::MIN_ABS_R).then_some(Follows { low, high, r })
     }
 }
 
@@ -373,21 +388,38 @@ mod tests {
         let msgs = [
             76.8, 71.6, 83.7, 82.2, 89.3, 67.1, 77.4, 90.7, 90.6, 128.2, 122.8, 124.2,
         ];
-        let l = StealLink::of(&steal, &msgs).unwrap();
+        let l = Follows::steal(&steal, &msgs).unwrap();
         assert!(l.r < -0.8, "{l:?}");
-        assert_eq!((l.low_pct, l.high_pct), (0.0, 22.2));
+        assert_eq!((l.low, l.high), (0.0, 22.2));
         // A latency rises with it: the same link, positive.
         let lat: Vec<f64> = msgs.iter().map(|m| 1.0 / m).collect();
-        assert!(StealLink::of(&steal, &lat).unwrap().r > 0.8);
+        assert!(Follows::steal(&steal, &lat).unwrap().r > 0.8);
         // Steal that barely moves explains nothing.
         let flat: Vec<f64> = steal.iter().map(|s| 1.0 + s / 10.0).collect();
-        assert_eq!(StealLink::of(&flat, &msgs), None);
+        assert_eq!(Follows::steal(&flat, &msgs), None);
         // Figures that do not follow it.
         let noise = [1.0, 3.0, 2.0, 3.0, 1.0, 2.0, 3.0, 1.0, 2.0, 1.0, 3.0, 2.0];
-        assert_eq!(StealLink::of(&steal, &noise), None);
+        assert_eq!(Follows::steal(&steal, &noise), None);
         // Too few trials, or mismatched lengths.
-        assert_eq!(StealLink::of(&steal[..4], &msgs[..4]), None);
-        assert_eq!(StealLink::of(&steal, &msgs[..5]), None);
+        assert_eq!(Follows::steal(&steal[..4], &msgs[..4]), None);
+        assert_eq!(Follows::steal(&steal, &msgs[..5]), None);
+    }
+
+    #[test]
+    fn line_link_needs_the_vcpus_to_have_moved() {
+        // The TCP ping-pong of docs/method.md: fewer round trips/s while a
+        // line takes 400 ns to cross than while it takes 90.
+        let line = [95.0, 430.0, 88.0, 470.0, 101.0, 415.0, 92.0, 440.0];
+        let tps = [48.0, 33.0, 51.0, 31.0, 47.0, 35.0, 49.0, 30.0];
+        let l = Follows::line(&line, &tps).unwrap();
+        assert!(l.r < -0.9, "{l:?}");
+        assert_eq!((l.low, l.high), (88.0, 470.0));
+        // The vCPUs stayed put (within 1.5×): nothing to name.
+        let steady: Vec<f64> = line.iter().map(|x| 400.0 + x / 10.0).collect();
+        assert_eq!(Follows::line(&steady, &tps), None);
+        // No probe figure (0) cannot anchor a ratio.
+        let zero = [0.0, 430.0, 88.0, 470.0, 101.0, 415.0, 92.0, 440.0];
+        assert_eq!(Follows::line(&zero, &tps), None);
     }
 
     #[test]
@@ -535,11 +567,11 @@ mod tests {
         #[test]
         fn steal_link_r_is_a_correlation(v in prop::collection::vec((0.0f64..100.0, 0.001f64..1e6), 0..30)) {
             let (s, x): (Vec<f64>, Vec<f64>) = v.into_iter().unzip();
-            if let Some(l) = StealLink::of(&s, &x) {
+            if let Some(l) = Follows::steal(&s, &x) {
                 prop_assert!((-1.0..=1.0).contains(&l.r));
-                prop_assert!(l.r.abs() >= StealLink::MIN_ABS_R);
-                prop_assert!(l.high_pct - l.low_pct >= StealLink::MIN_RANGE_PCT);
-                prop_assert!(s.len() >= StealLink::MIN_TRIALS);
+                prop_assert!(l.r.abs() >= Follows::MIN_ABS_R);
+                prop_assert!(l.high - l.low >= Follows::MIN_STEAL_RANGE_PCT);
+                prop_assert!(s.len() >= Follows::MIN_TRIALS);
             }
         }
 

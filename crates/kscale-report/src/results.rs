@@ -236,8 +236,21 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
                                          (r = {:.2}): the host's other work, not the workload, \
                                          spread its trials (docs/method.md)",
                                         case_label(&info, key),
-                                        l.low_pct,
-                                        l.high_pct,
+                                        l.low,
+                                        l.high,
+                                        l.r
+                                    ));
+                                }
+                                if let Some(l) = case.line_link(&m.name) {
+                                    stolen.push(format!(
+                                        "placement: {} [cpus {cfg}]: a cache line between two \
+                                         of its CPUs took {:.0}–{:.0} ns there and back around \
+                                         its trials and its figure followed it (r = {:.2}): the \
+                                         host moved its vCPUs between cores, which the guest \
+                                         cannot pin (docs/method.md, \"vCPU placement\")",
+                                        case_label(&info, key),
+                                        l.low,
+                                        l.high,
                                         l.r
                                     ));
                                 }

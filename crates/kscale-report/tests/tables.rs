@@ -163,19 +163,70 @@ fn markdown_tables() {
     insta::assert_snapshot!(text);
 }
 
-/// Sets each counted trial's steal time, in order (the warm-up gets 0).
-fn with_steal(mut c: CaseData, steal: &[f64]) -> CaseData {
-    let mut it = steal.iter();
+/// Sets one measure of each counted trial's accounting, in order (the
+/// warm-up gets 0).
+fn with_accounting(
+    mut c: CaseData,
+    xs: &[f64],
+    set: fn(&mut kscale_core::model::CpuAccounting, f64),
+) -> CaseData {
+    let mut it = xs.iter();
     for t in &mut c.trials {
-        let s = if t.warmup { 0.0 } else { *it.next().unwrap() };
-        t.accounting = Some(kscale_core::model::CpuAccounting {
-            steal_pct: s,
-            user_pct: 100.0 - s,
+        let x = if t.warmup { 0.0 } else { *it.next().unwrap() };
+        let mut a = kscale_core::model::CpuAccounting {
             seconds: 0.2,
             ..Default::default()
-        });
+        };
+        set(&mut a, x);
+        t.accounting = Some(a);
     }
     c
+}
+
+fn with_steal(c: CaseData, steal: &[f64]) -> CaseData {
+    with_accounting(c, steal, |a, s| {
+        a.steal_pct = s;
+        a.user_pct = 100.0 - s;
+    })
+}
+
+fn with_line(c: CaseData, line_ns: &[f64]) -> CaseData {
+    with_accounting(c, line_ns, |a, ns| a.line_ns = Some(ns))
+}
+
+#[test]
+fn the_vcpu_placement_the_figures_follow_is_named_only_for_cases_not_converged() {
+    let vals = [2.1, 2.9, 2.5, 1.8, 3.0];
+    let follows = [95.0, 430.0, 260.0, 90.0, 470.0];
+    let steady = [430.0, 450.0, 470.0, 440.0, 460.0]; // within 1.5×
+    let notes = |cases: Vec<CaseData>| -> Vec<String> {
+        run_tables(&run_with(cases), &Cat)
+            .iter()
+            .flat_map(|t| t.notes.clone())
+            .filter(|n| n.starts_with("placement: "))
+            .collect()
+    };
+    let moved = notes(vec![with_line(
+        case(3, "syscall.pipe", &[], "1", &vals, Some(false)),
+        &follows,
+    )]);
+    assert_eq!(moved.len(), 1, "{moved:?}");
+    assert!(
+        moved[0].contains("Pipe latency [cpus 1]")
+            && moved[0].contains("90–470 ns")
+            && moved[0].contains("r = 0.9"),
+        "{moved:?}"
+    );
+    assert!(notes(vec![with_line(
+        case(3, "syscall.pipe", &[], "1", &vals, Some(true)),
+        &follows
+    )])
+    .is_empty());
+    assert!(notes(vec![with_line(
+        case(3, "syscall.pipe", &[], "1", &vals, Some(false)),
+        &steady
+    )])
+    .is_empty());
 }
 
 #[test]

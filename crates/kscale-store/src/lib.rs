@@ -343,15 +343,30 @@ impl CaseData {
         )
     }
     /// Whether the counted trials' `metric` followed the hypervisor's steal
-    /// time ([`kscale_core::StealLink`]), over the trials that recorded it.
-    pub fn steal_link(&self, metric: &str) -> Option<kscale_core::StealLink> {
-        let (steal, values): (Vec<f64>, Vec<f64>) = self
-            .trials
+    /// time ([`kscale_core::Follows::steal`]), over the trials that recorded it.
+    pub fn steal_link(&self, metric: &str) -> Option<kscale_core::Follows> {
+        let (x, values) = self.counted_with(metric, |a| Some(a.steal_pct));
+        kscale_core::Follows::steal(&x, &values)
+    }
+    /// Whether they followed the host's placement of the vCPUs, the line
+    /// round trip between two of the case's CPUs
+    /// ([`kscale_core::Follows::line`]).
+    pub fn line_link(&self, metric: &str) -> Option<kscale_core::Follows> {
+        let (x, values) = self.counted_with(metric, |a| a.line_ns);
+        kscale_core::Follows::line(&x, &values)
+    }
+    /// The counted trials' `metric` beside one measure of their accounting,
+    /// over the trials that have both.
+    fn counted_with(
+        &self,
+        metric: &str,
+        measure: impl Fn(&CpuAccounting) -> Option<f64>,
+    ) -> (Vec<f64>, Vec<f64>) {
+        self.trials
             .iter()
             .filter(|t| !t.warmup)
-            .filter_map(|t| Some((t.accounting.as_ref()?.steal_pct, *t.values.get(metric)?)))
-            .unzip();
-        kscale_core::StealLink::of(&steal, &values)
+            .filter_map(|t| Some((measure(t.accounting.as_ref()?)?, *t.values.get(metric)?)))
+            .unzip()
     }
     /// Mean CPU accounting over the counted trials that recorded it, with
     /// context switches and interrupts per second.
@@ -378,6 +393,10 @@ impl CaseData {
             ctxt: a.iter().map(|x| x.ctxt).sum(),
             intr: a.iter().map(|x| x.intr).sum(),
             seconds: secs,
+            line_ns: {
+                let l: Vec<f64> = a.iter().filter_map(|x| x.line_ns).collect();
+                (!l.is_empty()).then(|| l.iter().sum::<f64>() / l.len() as f64)
+            },
         })
     }
 }

@@ -5,6 +5,7 @@ pub mod affinity;
 pub mod fsinfo;
 pub mod idle;
 pub mod kallsyms;
+pub mod linetrip;
 pub mod perf;
 pub mod process;
 pub mod procstat;

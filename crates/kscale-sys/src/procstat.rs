@@ -77,6 +77,7 @@ pub fn delta(before: &Snapshot, after: &Snapshot, cpus: &[usize]) -> Option<CpuA
         ctxt: after.ctxt.saturating_sub(before.ctxt),
         intr: after.intr.saturating_sub(before.intr),
         seconds,
+        line_ns: None,
     })
 }
 

@@ -296,16 +296,29 @@ fn run_trial(
     available: &[usize],
     peers: Option<&mut PeerSet>,
 ) -> Result<TrialOutput, String> {
-    if w.roles.is_none() {
-        return run_worker(req, timeout);
-    }
-    let place = match peers {
-        Some(p) => LoadPlace::Peers(p),
-        None => LoadPlace::Local {
-            available: available.to_vec(),
-        },
+    // A trial that spans two CPUs has the distance between them probed just
+    // before and just after it, while nothing of the trial runs: on a
+    // virtual machine the host moves the vCPUs, and cross-CPU figures follow
+    // (docs/method.md, "vCPU placement").
+    let local_load = w.roles.is_some() && peers.is_none();
+    let pair = kscale_sys::linetrip::pair(&req.cpus, available, local_load);
+    let probe = || pair.and_then(|(a, b)| kscale_sys::linetrip::round_trip_ns(a, b));
+    let before = probe();
+    let mut out = if w.roles.is_none() {
+        run_worker(req, timeout)?
+    } else {
+        let place = match peers {
+            Some(p) => LoadPlace::Peers(p),
+            None => LoadPlace::Local {
+                available: available.to_vec(),
+            },
+        };
+        crate::roles::run_trial(w, req, timeout, place)?
     };
-    crate::roles::run_trial(w, req, timeout, place)
+    if let (Some(acc), Some(b), Some(a)) = (out.accounting.as_mut(), before, probe()) {
+        acc.line_ns = Some((b + a) / 2.0);
+    }
+    Ok(out)
 }
 
 /// The stopping decision under the workload's run rule.

@@ -78,6 +78,15 @@ fn net_quick_gives_every_workload_its_metrics_in_under_five_minutes() {
     values(&j, "net.tcp_stream", "sd_recv", false);
     values(&j, "net.tcp_stream", "sd_send", false);
 
+    // Server and load on different CPUs: every trial had the distance
+    // between them probed (docs/method.md, "vCPU placement").
+    if kscale_sys::affinity::available_cpus().is_ok_and(|c| c.len() >= 2) {
+        for r in metric(&j, "net.tcp_rr", "tps") {
+            let ns = r["accounting"]["line_ns"].as_f64();
+            assert!(ns.is_some_and(|ns| ns > 0.0), "no line round trip: {r}");
+        }
+    }
+
     // The quick sweeps the definitions declare.
     assert_eq!(sweep(&j, "net.tcp_rr", "tps", "conns"), ["1", "4", "16"]);
     assert_eq!(sweep(&j, "net.udp_rr", "tps", "conns"), ["1", "4"]);
