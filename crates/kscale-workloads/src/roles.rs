@@ -29,7 +29,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The length of a fixed-duration trial's measured window, like netperf's
-/// `-l`. A ramp-up ([`ramp`]) precedes it and is not counted.
+/// `-l`. A ramp-up ([`ramp`]) precedes it and is not counted. `--quick`
+/// takes 0.5 s windows, and more of them, for the reason micro trials are
+/// short (docs/method.md, "Trials and budgets"): this host's speed moves in
+/// spells, and a case converges by sampling many spells, not by averaging
+/// inside one; five 2 s windows sat in one or two.
 pub const DURATION: ParamDef = ParamDef {
     name: "duration",
     help: "Seconds the measured window lasts (netperf's -l), after an uncounted ramp-up of a \
@@ -39,7 +43,7 @@ pub const DURATION: ParamDef = ParamDef {
         max: 86_400.0,
     },
     default: &["10"],
-    quick: &["2"],
+    quick: &["0.5"],
 };
 
 /// The median and 99th percentile, in µs, of the `latency` histogram (in

@@ -54,6 +54,15 @@ const SD_SERVER: MetricDef = MetricDef::lower("sd_server", "µs/op");
 /// compared with wrk's by scripts/validate-web.
 const SD_LOAD: MetricDef = MetricDef::lower("sd_load", "µs/op");
 
+/// The measured window. `--quick` keeps 2 s windows here, not the 0.5 s
+/// of other fixed-duration workloads ([`roles::DURATION`]): web is a median
+/// of three, not run to convergence, so more windows would not be taken,
+/// and hundreds of connections need the longer ramp-up to be open.
+const DURATION: ParamDef = ParamDef {
+    quick: &["2"],
+    ..roles::DURATION
+};
+
 const CONNS: ParamDef = ParamDef {
     name: "conns",
     help: "Simultaneous keep-alive connections (SPECweb99's load; the seed's x-axis: 420 to \
@@ -193,7 +202,7 @@ pub static FAMILY: Family = Family {
                    kscale's own server on the measured CPUs, in the design `mode` names: static \
                    files with sendfile, dynamic GETs, ad rotation and POSTs in-process, CGI as a \
                    fork and exec. The same metrics as web.nginx; three trials, the median.",
-            params: &[CONNS, MODE, RATE, MIX, FILESET, SEED, roles::DURATION],
+            params: &[CONNS, MODE, RATE, MIX, FILESET, SEED, DURATION],
             roles: Some(&OWN),
             ..SPECWEB
         },
@@ -207,7 +216,7 @@ pub static FAMILY: Family = Family {
                server's CPU utilisation and CPU µs per operation of server and load. Three \
                trials, the \
                median, as SPECweb99 ruled.",
-            params: &[CONNS, RATE, MIX, FILESET, SEED, roles::DURATION],
+            params: &[CONNS, RATE, MIX, FILESET, SEED, DURATION],
             roles: Some(&WEB),
             ..SPECWEB
         },
@@ -218,7 +227,7 @@ pub static FAMILY: Family = Family {
                    serving a file set from `kscale web fileset`; `kscale run web --target \
                    URL`). Families and suites leave it out unless it is named or given \
                    --target. No server CPU is measured.",
-            params: &[TARGET, DYNAMIC, CONNS, RATE, MIX, SEED, roles::DURATION],
+            params: &[TARGET, DYNAMIC, CONNS, RATE, MIX, SEED, DURATION],
             roles: Some(&EXTERNAL),
             ..SPECWEB
         },
