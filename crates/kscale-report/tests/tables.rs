@@ -194,73 +194,63 @@ fn with_line(c: CaseData, line_ns: &[f64]) -> CaseData {
     with_accounting(c, line_ns, |a, ns| a.line_ns = Some(ns))
 }
 
-#[test]
-fn the_vcpu_placement_the_figures_follow_is_named_only_for_cases_not_converged() {
-    let vals = [2.1, 2.9, 2.5, 1.8, 3.0];
-    let follows = [95.0, 430.0, 260.0, 90.0, 470.0];
-    let steady = [430.0, 450.0, 470.0, 440.0, 460.0]; // within 1.5×
-    let notes = |cases: Vec<CaseData>| -> Vec<String> {
-        run_tables(&run_with(cases), &Cat)
-            .iter()
-            .flat_map(|t| t.notes.clone())
-            .filter(|n| n.starts_with("placement: "))
-            .collect()
-    };
-    let moved = notes(vec![with_line(
-        case(3, "syscall.pipe", &[], "1", &vals, Some(false)),
-        &follows,
-    )]);
-    assert_eq!(moved.len(), 1, "{moved:?}");
-    assert!(
-        moved[0].contains("Pipe latency [cpus 1]")
-            && moved[0].contains("90–470 ns")
-            && moved[0].contains("r = 0.9"),
-        "{moved:?}"
+/// The `kind: ` notes under the tables of one `syscall.pipe` case whose five
+/// counted trials read `PIPE` and whose accounting `with` sets to `xs`.
+fn host_notes(
+    kind: &str,
+    with: fn(CaseData, &[f64]) -> CaseData,
+    xs: &[f64],
+    converged: bool,
+) -> Vec<String> {
+    const PIPE: [f64; 5] = [2.1, 2.9, 2.5, 1.8, 3.0];
+    let c = with(
+        case(3, "syscall.pipe", &[], "1", &PIPE, Some(converged)),
+        xs,
     );
-    assert!(notes(vec![with_line(
-        case(3, "syscall.pipe", &[], "1", &vals, Some(true)),
-        &follows
-    )])
-    .is_empty());
-    assert!(notes(vec![with_line(
-        case(3, "syscall.pipe", &[], "1", &vals, Some(false)),
-        &steady
-    )])
-    .is_empty());
+    run_tables(&run_with(vec![c]), &Cat)
+        .iter()
+        .flat_map(|t| t.notes.clone())
+        .filter(|n| n.starts_with(&format!("{kind}: ")))
+        .collect()
 }
 
+/// What the host did to a case's trials is named under its table, only
+/// when the case did not converge and its figures followed it: steal time,
+/// and where the host put the vCPUs (the line round trip between them).
 #[test]
-fn steal_the_figures_follow_is_named_only_for_cases_not_converged() {
-    let vals = [2.1, 2.9, 2.5, 1.8, 3.0];
-    let follows = [4.0, 22.0, 12.0, 0.0, 30.0];
-    let unrelated = [12.0, 0.0, 30.0, 4.0, 22.0]; // r = 0.24
-    let notes = |cases: Vec<CaseData>| -> Vec<String> {
-        run_tables(&run_with(cases), &Cat)
-            .iter()
-            .flat_map(|t| t.notes.clone())
-            .filter(|n| n.starts_with("steal: "))
-            .collect()
-    };
-    let stolen = notes(vec![with_steal(
-        case(3, "syscall.pipe", &[], "1", &vals, Some(false)),
-        &follows,
-    )]);
-    assert_eq!(stolen.len(), 1, "{stolen:?}");
-    assert!(
-        stolen[0].contains("Pipe latency [cpus 1]")
-            && stolen[0].contains("0–30 %")
-            && stolen[0].contains("r = 0.9"),
-        "{stolen:?}"
-    );
-    // Converged, or spread by something the steal time does not follow.
-    assert!(notes(vec![with_steal(
-        case(3, "syscall.pipe", &[], "1", &vals, Some(true)),
-        &follows
-    )])
-    .is_empty());
-    assert!(notes(vec![with_steal(
-        case(3, "syscall.pipe", &[], "1", &vals, Some(false)),
-        &unrelated
-    )])
-    .is_empty());
+fn what_the_host_did_is_named_only_for_cases_not_converged_that_followed_it() {
+    type With = fn(CaseData, &[f64]) -> CaseData;
+    /// Kind, how to set it, values the figures follow, their range as
+    /// printed, and values that do not explain the figures.
+    type Kind = (&'static str, With, [f64; 5], &'static str, [f64; 5]);
+    let kinds: [Kind; 2] = [
+        // The line time moves with the trials; then only within 1.5×.
+        (
+            "placement",
+            with_line,
+            [95.0, 430.0, 260.0, 90.0, 470.0],
+            "90–470 ns",
+            [430.0, 450.0, 470.0, 440.0, 460.0],
+        ),
+        // Steal moves with the trials; then it moves, but unrelated (r = 0.24).
+        (
+            "steal",
+            with_steal,
+            [4.0, 22.0, 12.0, 0.0, 30.0],
+            "0–30 %",
+            [12.0, 0.0, 30.0, 4.0, 22.0],
+        ),
+    ];
+    for (kind, with, follows, range, other) in kinds {
+        let named = host_notes(kind, with, &follows, false);
+        assert_eq!(named.len(), 1, "{kind}: {named:?}");
+        assert!(
+            named[0].contains("Pipe latency [cpus 1]")
+                && named[0].contains(range)
+                && named[0].contains("r = 0.9"),
+            "{kind}: {named:?}"
+        );
+        assert!(host_notes(kind, with, &follows, true).is_empty(), "{kind}");
+        assert!(host_notes(kind, with, &other, false).is_empty(), "{kind}");
+    }
 }
