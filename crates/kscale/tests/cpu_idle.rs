@@ -3,6 +3,7 @@
 //! gone when the run is killed with no chance to clean up (the request is an
 //! open file, and workers, being re-executed, never inherit it). One test in
 //! its own binary, so no other run of this binary holds a request meanwhile.
+//! A `kscale peer` holds its own only while a run is connected to it.
 
 mod common;
 use common::*;
@@ -81,6 +82,48 @@ fn the_request_lasts_as_long_as_the_run() {
     assert_eq!(limit(), Some(before), "the request outlived a killed run");
     assert_no_marked_processes(&mark);
     assert_eq!(limit(), Some(before));
+
+    // A `kscale peer` holds its own request, only while a run is connected:
+    // a run that holds none itself (`as-is`) sees it in force, and it is
+    // gone once the run has ended though the peer still listens.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let peer_mark = format!("cpu-idle-peer-{}", std::process::id());
+    let mut peer = env.spawn_marked(
+        &peer_mark,
+        &["peer", "--listen", &addr, "--cpu-idle", "poll"],
+    );
+    assert!(
+        wait_for(|| std::net::TcpStream::connect(&addr).is_ok(), 10),
+        "the peer never listened"
+    );
+    assert_eq!(limit(), Some(before), "an idle peer holds a request");
+    let mut args = short_tcp_rr("conns=1", "duration=1");
+    args.extend(["--peer", &addr, "--cpu-idle", "as-is", "--label", "peer"]);
+    let mut run = env.spawn_marked(&mark, &args);
+    assert!(
+        wait_for(|| limit() == Some(0), 20),
+        "the peer never held its request during the run"
+    );
+    assert!(
+        run.wait().expect("reap the run").success(),
+        "the run with a peer failed"
+    );
+    assert!(
+        wait_for(|| limit() == Some(before), 5),
+        "the peer's request outlived the run"
+    );
+    let peers = &env.export("peer")["system"]["peers"];
+    assert_eq!(
+        peers[0]["snapshot"]["cpu_idle"]["kscale"], "poll",
+        "{peers}"
+    );
+    let _ = peer.kill();
+    let _ = peer.wait();
+    assert_eq!(limit(), Some(before));
 }
 
 /// Without root: `poll` is refused before a run exists, and `auto` runs
@@ -124,6 +167,19 @@ fn without_root_poll_is_refused_and_auto_says_why() {
         "poll as nobody",
     );
     assert!(!db.exists(), "a refused run created the database");
+    // A peer asked to poll is refused at its start, not at its first run.
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(bin())
+        .args(["peer", "--listen", "127.0.0.1:0", "--cpu-idle", "poll"])
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("setpriv");
+    assert_refused(
+        &out,
+        "--cpu-idle poll: cannot hold a CPU latency request",
+        "peer poll as nobody",
+    );
 
     let out = as_nobody("auto");
     assert_exit(&out, 0);

@@ -4,6 +4,7 @@
 //! (docs/macro.md). A peer runs only kscale's own load roles, never a command.
 
 use crate::error::user;
+use crate::idle::CpuIdle;
 use crate::peer::{FromPeer, Hello, LineReader, Read, ToPeer, Welcome, LOST_AFTER, PROTOCOL};
 use crate::roles::RoleProc;
 use anyhow::Result;
@@ -26,6 +27,11 @@ pub struct Args {
     /// Shared secret a run must present (default: $KSCALE_PEER_TOKEN).
     #[arg(long, value_name = "T")]
     token: Option<String>,
+    /// How this host's idle CPUs wait while it serves a run, by the rule
+    /// `kscale run --cpu-idle` follows (auto: poll in a virtual machine). The
+    /// request is held only while a run is connected.
+    #[arg(long, value_enum, default_value = "auto")]
+    cpu_idle: CpuIdle,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -38,6 +44,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
             crate::peer::TOKEN_ENV
         )));
     }
+    // An explicit `poll` this host cannot hold is refused now, not at the
+    // first run; `auto` says once what it will do.
+    let idle = crate::idle::hold(args.cpu_idle)?;
+    let mode = args.cpu_idle;
     let listener =
         TcpListener::bind(addr).map_err(|e| user(format!("cannot listen on {addr}: {e}")))?;
     listener.set_nonblocking(true)?;
@@ -46,6 +56,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         "kscale peer: listening on {shown} (protocol {PROTOCOL}, kscale {}); Ctrl-C stops",
         crate::cmd::run::VERSION
     );
+    eprintln!("kscale peer: while a run is connected, {}", idle.why);
+    drop(idle);
     let snapshot = kscale_sys::snapshot::take(crate::cmd::run::VERSION, crate::cmd::run::GIT_REV);
     let cpus = kscale_sys::affinity::available_cpus()?;
     loop {
@@ -57,7 +69,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             Ok((stream, from)) => {
                 let (token, snapshot, cpus) = (token.clone(), snapshot.clone(), cpus.clone());
                 std::thread::spawn(move || {
-                    if let Err(e) = serve(stream, token.as_deref(), snapshot, &cpus) {
+                    if let Err(e) = serve(stream, token.as_deref(), snapshot, &cpus, mode) {
                         eprintln!("kscale peer: {from}: {e}");
                     }
                 });
@@ -103,8 +115,9 @@ fn reply(stream: &mut TcpStream, msg: &FromPeer) -> std::io::Result<()> {
 fn serve(
     stream: TcpStream,
     token: Option<&str>,
-    snapshot: serde_json::Value,
+    mut snapshot: serde_json::Value,
     cpus: &[usize],
+    cpu_idle: CpuIdle,
 ) -> Result<(), String> {
     let _ = stream.set_nodelay(true);
     let mut out = stream.try_clone().map_err(|e| e.to_string())?;
@@ -143,6 +156,16 @@ fn serve(
         let _ = reply(&mut out, &FromPeer::Refused(why.clone()));
         return Err(why);
     }
+    // Held for this connection (docs/method.md, "Idle CPUs"); the kernel
+    // drops it when the connection's thread lets go or the peer dies.
+    let _idle = match crate::idle::hold_for_run(cpu_idle, &mut snapshot) {
+        Ok(h) => h,
+        Err(e) => {
+            let why = format!("{e:#}");
+            let _ = reply(&mut out, &FromPeer::Refused(why.clone()));
+            return Err(why);
+        }
+    };
     reply(
         &mut out,
         &FromPeer::Welcome(Box::new(Welcome {
