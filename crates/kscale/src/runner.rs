@@ -296,29 +296,31 @@ fn run_trial(
     available: &[usize],
     peers: Option<&mut PeerSet>,
 ) -> Result<TrialOutput, String> {
-    // A trial that spans two CPUs has the distance between them probed just
-    // before and just after it, while nothing of the trial runs: on a
-    // virtual machine the host moves the vCPUs, and cross-CPU figures follow
-    // (docs/method.md, "vCPU placement").
-    let local_load = w.roles.is_some() && peers.is_none();
-    let pair = kscale_sys::linetrip::pair(&req.cpus, available, local_load);
-    let probe = || pair.and_then(|(a, b)| kscale_sys::linetrip::round_trip_ns(a, b));
-    let before = probe();
-    let mut out = if w.roles.is_none() {
-        run_worker(req, timeout)?
-    } else {
-        let place = match peers {
-            Some(p) => LoadPlace::Peers(p),
-            None => LoadPlace::Local {
-                available: available.to_vec(),
-            },
-        };
-        crate::roles::run_trial(w, req, timeout, place)?
-    };
-    if let (Some(acc), Some(b), Some(a)) = (out.accounting.as_mut(), before, probe()) {
-        acc.line_ns = Some((b + a) / 2.0);
+    if w.roles.is_none() {
+        return run_worker(req, timeout);
     }
-    Ok(out)
+    let place = match peers {
+        Some(p) => LoadPlace::Peers(p),
+        None => LoadPlace::Local {
+            available: available.to_vec(),
+        },
+    };
+    crate::roles::run_trial(w, req, timeout, place)
+}
+
+/// The round trip of a cache line between two CPUs a trial spans, probed
+/// just before and just after it while nothing of the trial runs, and
+/// outside its wall time: on a virtual machine the host moves the vCPUs,
+/// and cross-CPU figures follow (docs/method.md, "vCPU placement").
+fn line_probe(
+    w: &WorkloadDef,
+    req: &TrialRequest,
+    available: &[usize],
+    peers: bool,
+) -> Option<f64> {
+    let local_load = w.roles.is_some() && !peers;
+    let (a, b) = kscale_sys::linetrip::pair(&req.cpus, available, local_load)?;
+    kscale_sys::linetrip::round_trip_ns(a, b)
 }
 
 /// The stopping decision under the workload's run rule.
@@ -382,7 +384,6 @@ fn run_group(
                 h.apply(&u.entry.cpus, env.available)
                     .map_err(|e| anyhow::anyhow!("--cpu-mode hotplug: {e}"))?;
             }
-            let started = Instant::now();
             // Under hotplug only the configuration's CPUs are online: a
             // local load shares them, as it would under maxcpus=N.
             let online = if env.hotplug.is_some() {
@@ -390,8 +391,17 @@ fn run_group(
             } else {
                 env.available
             };
-            let outcome = run_trial(u.workload, &req, timeout, online, peers.as_deref_mut());
+            let remote = peers.is_some();
+            let probe = || line_probe(u.workload, &req, online, remote);
+            let line_before = probe();
+            let started = Instant::now();
+            let mut outcome = run_trial(u.workload, &req, timeout, online, peers.as_deref_mut());
             let wall = started.elapsed().as_secs_f64();
+            if let (Ok(out), Some(before)) = (outcome.as_mut(), line_before) {
+                if let (Some(acc), Some(after)) = (out.accounting.as_mut(), probe()) {
+                    acc.line_ns = Some((before + after) / 2.0);
+                }
+            }
             if let Some(sig) = signals::interrupted() {
                 return Err(Interrupted(sig, run_id).into());
             }
