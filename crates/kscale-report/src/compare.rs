@@ -317,10 +317,7 @@ pub fn compare_metric(
             name,
             run_id: r.run.id,
             label: r.run.label.clone(),
-            cpu_idle: r.run.snapshot["cpu_idle"]["kscale"]
-                .as_str()
-                .filter(|s| *s == "poll")
-                .map(str::to_string),
+            cpu_idle: r.run.idle_cpus_polled().then(|| "poll".to_string()),
         })
         .collect();
     Ok(Comparison {

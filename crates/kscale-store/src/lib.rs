@@ -126,6 +126,14 @@ pub struct RunRow {
     pub not_converged: i64,
 }
 
+impl RunRow {
+    /// Whether kscale kept the run's idle CPUs polling (docs/method.md,
+    /// "Idle CPUs"): the snapshot's `cpu_idle.kscale`, written by the run.
+    pub fn idle_cpus_polled(&self) -> bool {
+        self.snapshot["cpu_idle"]["kscale"] == "poll"
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct MetricRow {
     pub name: String,

@@ -49,7 +49,7 @@ pub fn header(data: &RunData) -> String {
         } else {
             ""
         },
-        if snap["cpu_idle"]["kscale"] == "poll" {
+        if r.idle_cpus_polled() {
             " · idle CPUs polled"
         } else {
             ""
