@@ -2,6 +2,7 @@
 //! (docs/method.md). Nothing here touches the operating system, so every rule can be
 //! unit- and property-tested in isolation.
 
+pub mod budget;
 pub mod cpus;
 pub mod hist;
 pub mod model;

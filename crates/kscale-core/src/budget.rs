@@ -1,0 +1,597 @@
+//! A run's wall-clock budget, spent where intervals narrow most
+//! (docs/method.md, "The run's budget").
+//!
+//! On a shared virtual machine the noise a case meets changes by the hour,
+//! so no fixed per-case budget suits every hour: what one quiet case gets
+//! and does not need, a noisy one needs and does not get. Here a run has one
+//! budget of seconds; after each trial the cases that have not converged
+//! are planned again from their spread so far. Cases that can converge are
+//! funded, cheapest first, with the trials their spread needs; the rest of
+//! the time goes to the others in proportion to what they need; a case
+//! that could not converge even if it had all that is left stops at once,
+//! and says what it would have needed.
+//!
+//! Nothing here measures: the runner passes each case's counted values and
+//! its seconds per trial, and asks for a plan and for the next case to run.
+
+use crate::stats::{t_quantile, StopRule, Summary};
+use statrs::distribution::{ChiSquared, ContinuousCDF};
+
+/// One case as the planner sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct CaseState<'a> {
+    /// Its counted trials' primary values.
+    pub values: &'a [f64],
+    /// Mean wall seconds one more trial costs, everything the runner does
+    /// around it included (the worker's start, probes, the store).
+    pub secs_per_trial: f64,
+    /// Whether its interval already meets the rule.
+    pub converged: bool,
+}
+
+/// The trials a case still needs, at the spread it has shown.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Need {
+    /// Counted trials beyond those it has; infinite when its mean is 0.
+    pub more_trials: f64,
+    /// What those trials cost at the case's seconds per trial.
+    pub more_s: f64,
+    /// False while fewer than two trials give no spread: the need is then
+    /// the rule's minimum, not an estimate.
+    pub estimated: bool,
+}
+
+impl Need {
+    /// What an unconverged case says it would have needed.
+    pub fn message(&self) -> String {
+        if !self.more_trials.is_finite() {
+            return "cannot converge: its mean is 0".into();
+        }
+        let n = self.more_trials.ceil().max(1.0) as u64;
+        let s = if self.more_s >= 10.0 {
+            format!("{:.0}", self.more_s)
+        } else {
+            format!("{:.1}", self.more_s)
+        };
+        let trials = if n == 1 { "trial" } else { "trials" };
+        if self.estimated {
+            format!("needs ~{n} more {trials} (~{s} s) at this spread")
+        } else {
+            format!("needs at least {n} more {trials} (~{s} s) before its spread is known")
+        }
+    }
+}
+
+/// Why a case was stopped before the run's end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// Even the luckiest reading of its spread needs more than what is left
+    /// of the run's budget buys at its pace.
+    Budget,
+    /// Even the luckiest reading of its spread needs more trials than the
+    /// rule's maximum.
+    MaxTrials,
+}
+
+impl StopReason {
+    pub fn describe(&self) -> &'static str {
+        match self {
+            StopReason::Budget => "cannot converge within the run's remaining budget",
+            StopReason::MaxTrials => "cannot converge within the rule's maximum trials",
+        }
+    }
+}
+
+/// What a case gets from one planning.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Plan {
+    /// Its interval meets the rule: it gets nothing.
+    Converged,
+    /// Seconds of trials granted; `grant_s >= need.more_s` when it is
+    /// funded in full.
+    Run { grant_s: f64, need: Need },
+    /// It cannot converge in what is left; stop it now.
+    Stop { need: Need, reason: StopReason },
+}
+
+impl Plan {
+    pub fn grant_s(&self) -> f64 {
+        match self {
+            Plan::Run { grant_s, .. } => *grant_s,
+            _ => 0.0,
+        }
+    }
+
+    pub fn need(&self) -> Option<Need> {
+        match self {
+            Plan::Run { need, .. } | Plan::Stop { need, .. } => Some(*need),
+            Plan::Converged => None,
+        }
+    }
+}
+
+/// One-sided confidence of the "luckiest reading" of a spread: a case is
+/// stopped only when even the variance's lower bound at this level needs
+/// more than is left. At 8 trials it allows the half of the point estimate
+/// that the per-case futility rule allowed (docs/method.md).
+const OPTIMISM: f64 = 0.95;
+
+/// Iterations of the t-quantile fixed point; it settles in three or four.
+const FIXED_POINT_STEPS: usize = 20;
+
+/// The full width, in % of the mean, of the interval the rule judges.
+/// The one place the planner reads an interval, so that the planner follows
+/// whatever estimator the rule uses.
+fn width_pct(rule: &StopRule, values: &[f64]) -> f64 {
+    Summary::of(values, rule.confidence_pct).width_pct()
+}
+
+/// The relative spread (in % of the mean) that the interval of these values
+/// implies: the width is 2·t(n−1)·s / (√n·mean), so s/mean is recovered
+/// from the width, whatever estimator produced it.
+fn spread_pct(rule: &StopRule, values: &[f64]) -> f64 {
+    let n = values.len();
+    let w = width_pct(rule, values);
+    if w == 0.0 {
+        return 0.0;
+    }
+    w * (n as f64).sqrt() / (2.0 * t_quantile(rule.confidence_pct, (n - 1) as f64))
+}
+
+/// Counted trials in all for an interval of `rule.width_pct` at a relative
+/// spread of `spread` %: n = (2·t(n−1)·s / (W·mean))², iterated because t
+/// depends on n.
+fn trials_for(rule: &StopRule, spread: f64) -> f64 {
+    if spread == 0.0 {
+        return 0.0;
+    }
+    if !spread.is_finite() {
+        return f64::INFINITY;
+    }
+    let k = 2.0 * spread / rule.width_pct;
+    let mut n = (k * t_quantile(rule.confidence_pct, 1e6)).powi(2);
+    for _ in 0..FIXED_POINT_STEPS {
+        let next = (k * t_quantile(rule.confidence_pct, (n.max(2.0) - 1.0).max(1.0))).powi(2);
+        if (next - n).abs() < 0.01 {
+            return next;
+        }
+        n = next;
+    }
+    n
+}
+
+/// Counted trials in all that the case's spread so far needs; `None` with
+/// fewer than two values (no spread yet).
+pub fn trials_needed(rule: &StopRule, values: &[f64]) -> Option<f64> {
+    (values.len() >= 2).then(|| trials_for(rule, spread_pct(rule, values)))
+}
+
+/// The lower bound of the variance at [`OPTIMISM`], as a factor of the
+/// sample variance: (n−1)/χ²(OPTIMISM; n−1).
+fn lucky_variance_factor(n: usize) -> f64 {
+    let df = (n.max(2) - 1) as f64;
+    match ChiSquared::new(df) {
+        Ok(c) => df / c.inverse_cdf(OPTIMISM),
+        Err(_) => 1.0,
+    }
+}
+
+/// What the case needs beyond its counted trials, at its spread's point
+/// estimate (`lucky` false) or at the variance's lower bound (`lucky`).
+fn need_of(rule: &StopRule, c: &CaseState<'_>, lucky: bool) -> Need {
+    let n = c.values.len();
+    let floor = rule.min_trials.max(2).saturating_sub(n) as f64;
+    let (more, estimated) = match trials_needed(rule, c.values) {
+        None => (floor, false),
+        Some(_) if c.converged => (0.0, true),
+        Some(_) => {
+            let mut spread = spread_pct(rule, c.values);
+            if lucky {
+                spread *= lucky_variance_factor(n).sqrt();
+            }
+            // Not converged means at least one more trial, whatever the
+            // estimate says.
+            let total = trials_for(rule, spread).ceil();
+            ((total - n as f64).max(1.0).max(floor), true)
+        }
+    };
+    Need {
+        more_trials: more,
+        more_s: more * c.secs_per_trial.max(0.0),
+        estimated,
+    }
+}
+
+/// The trials `c` still needs at its spread so far (the figure a NOT
+/// CONVERGED case reports).
+pub fn need(rule: &StopRule, c: &CaseState<'_>) -> Need {
+    need_of(rule, c, false)
+}
+
+/// Plans `remaining_s` seconds over the cases, one plan per case in their
+/// order.
+///
+/// - A converged case gets nothing.
+/// - A case stops when even the luckiest reading of its spread needs more
+///   trials than the rule's maximum, or more seconds than all that is left.
+/// - The others are funded in full, cheapest first, while the funded total
+///   fits in `remaining_s`: that converges the most cases the time can buy.
+/// - What is left after them goes to the cases not funded in full, in
+///   proportion to what they need: their estimates improve with trials,
+///   and one that turns out cheaper is funded at a later planning.
+///
+/// The grants never add up to more than `remaining_s`.
+pub fn allocate(rule: &StopRule, cases: &[CaseState<'_>], remaining_s: f64) -> Vec<Plan> {
+    let remaining_s = remaining_s.max(0.0);
+    let mut plans: Vec<Plan> = cases
+        .iter()
+        .map(|c| {
+            if c.converged {
+                return Plan::Converged;
+            }
+            let need = need(rule, c);
+            let lucky = need_of(rule, c, true);
+            if c.values.len() as f64 + lucky.more_trials > rule.max_trials as f64 {
+                Plan::Stop {
+                    need,
+                    reason: StopReason::MaxTrials,
+                }
+            } else if lucky.more_s > remaining_s {
+                Plan::Stop {
+                    need,
+                    reason: StopReason::Budget,
+                }
+            } else {
+                Plan::Run { grant_s: 0.0, need }
+            }
+        })
+        .collect();
+
+    let mut order: Vec<usize> = (0..plans.len())
+        .filter(|&i| matches!(plans[i], Plan::Run { .. }))
+        .collect();
+    order.sort_by(|&a, &b| {
+        let (na, nb) = (plans[a].need(), plans[b].need());
+        let cost = |n: Option<Need>| n.map_or(0.0, |n| n.more_s);
+        cost(na).total_cmp(&cost(nb)).then(a.cmp(&b))
+    });
+    let mut left = remaining_s;
+    let mut unfunded = Vec::new();
+    for i in order {
+        if let Plan::Run { grant_s, need } = &mut plans[i] {
+            if need.more_s <= left && unfunded.is_empty() {
+                *grant_s = need.more_s;
+                left -= need.more_s;
+            } else {
+                unfunded.push(i);
+            }
+        }
+    }
+    let wanted: f64 = unfunded
+        .iter()
+        .filter_map(|&i| plans[i].need())
+        .map(|n| n.more_s)
+        .sum();
+    if wanted > 0.0 && left > 0.0 {
+        for &i in &unfunded {
+            if let Plan::Run { grant_s, need } = &mut plans[i] {
+                // Never more than it needs, never more than is left.
+                *grant_s = (left * need.more_s / wanted).min(need.more_s);
+            }
+        }
+    }
+    plans
+}
+
+/// Which case runs next, so that each case's trials spread over the whole
+/// run, interleaved with every other case's, and a spell of the host's of
+/// some tens of seconds falls on many cases once rather than on one case
+/// many times.
+///
+/// A case still short of the rule's minimum trials goes first (its spread
+/// is not known, so it cannot be planned); then the planned case furthest
+/// behind its plan, counting its trials so far against those it has plus
+/// those its grant buys: a case that needs eight times the trials of
+/// another runs eight times as often, and both reach their plan together.
+/// Ties go to the case whose last turn is oldest (`last_turn[i]`, 0 for
+/// never), which makes equal cases plain round-robin. `None` when no case
+/// has a grant that buys a trial.
+pub fn next(
+    rule: &StopRule,
+    cases: &[CaseState<'_>],
+    plans: &[Plan],
+    last_turn: &[u64],
+) -> Option<usize> {
+    let turn = |i: usize| last_turn.get(i).copied().unwrap_or(0);
+    let runnable = |i: usize| match plans.get(i) {
+        Some(Plan::Run { grant_s, .. }) => {
+            let spt = cases[i].secs_per_trial;
+            // A grant for at least one trial; a case with no spread yet
+            // gets its minimum trials whatever its grant.
+            cases[i].values.len() < rule.min_trials
+                || (spt > 0.0 && *grant_s >= 0.999 * spt)
+                || (spt <= 0.0 && *grant_s > 0.0)
+        }
+        _ => false,
+    };
+    let candidates = (0..cases.len()).filter(|&i| runnable(i));
+    let exploring = candidates
+        .clone()
+        .filter(|&i| cases[i].values.len() < rule.min_trials)
+        .min_by_key(|&i| (cases[i].values.len(), turn(i), i));
+    if exploring.is_some() {
+        return exploring;
+    }
+    let progress = |i: usize| {
+        let n = cases[i].values.len() as f64;
+        let spt = cases[i].secs_per_trial;
+        let granted = if spt > 0.0 {
+            plans[i].grant_s() / spt
+        } else {
+            1.0
+        };
+        n / (n + granted)
+    };
+    candidates.min_by(|&a, &b| {
+        progress(a)
+            .total_cmp(&progress(b))
+            .then(turn(a).cmp(&turn(b)))
+            .then(a.cmp(&b))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const RULE: StopRule = StopRule {
+        width_pct: 10.0,
+        confidence_pct: 95.0,
+        min_trials: 3,
+        max_trials: 1000,
+        case_budget_s: None,
+    };
+
+    fn case(values: &[f64], spt: f64) -> CaseState<'_> {
+        CaseState {
+            values,
+            secs_per_trial: spt,
+            converged: RULE.is_converged(values),
+        }
+    }
+
+    #[test]
+    fn the_need_follows_the_formula_with_t_iterated() {
+        // CV 22 % at W 10 %: (2·t·0.22/0.1)² with t(df≈75) ≈ 1.99 → about 76.
+        let v = [0.8, 1.2, 0.8, 1.2, 0.8, 1.2];
+        let s = Summary::of(&v, 95.0);
+        let cv = 100.0 * s.sd / s.mean;
+        let n = trials_needed(&RULE, &v).unwrap();
+        let t = t_quantile(95.0, n - 1.0);
+        assert!((n - (2.0 * t * cv / 10.0).powi(2)).abs() < 0.05, "{n}");
+        assert!((70.0..85.0).contains(&n), "{n}");
+        // The t of few trials is larger than the normal quantile: a spread
+        // that needs few trials needs more than z alone would say.
+        let v = [0.97, 1.03, 0.96, 1.04];
+        let n = trials_needed(&RULE, &v).unwrap();
+        let s = Summary::of(&v, 95.0);
+        let z_only = (2.0 * 1.96 * s.sd / s.mean / 0.1).powi(2);
+        assert!(n > z_only, "{n} {z_only}");
+        assert_eq!(trials_needed(&RULE, &[1.0]), None);
+        assert_eq!(trials_needed(&RULE, &[2.0, 2.0]), Some(0.0));
+    }
+
+    #[test]
+    fn messages_say_trials_and_seconds() {
+        let v = [0.8, 1.2, 0.8, 1.2, 0.8, 1.2];
+        let n = need(&RULE, &case(&v, 1.5));
+        assert!(n.estimated);
+        let more = trials_needed(&RULE, &v).unwrap().ceil() - 6.0;
+        assert_eq!(n.more_trials, more);
+        assert_eq!(
+            n.message(),
+            format!(
+                "needs ~{} more trials (~{:.0} s) at this spread",
+                more,
+                more * 1.5
+            )
+        );
+        let n = need(&RULE, &case(&[1.0], 0.2));
+        assert!(!n.estimated);
+        assert_eq!(
+            n.message(),
+            "needs at least 2 more trials (~0.4 s) before its spread is known"
+        );
+        let n = need(&RULE, &case(&[-1.0, 1.0, -1.0, 1.0], 0.2));
+        assert_eq!(n.message(), "cannot converge: its mean is 0");
+    }
+
+    /// Recorded trials of the quick study in a noisy hour (docs/method.md):
+    /// `chat` msgs/s of twelve trials that followed the host's steal time
+    /// (CV about 22 %), and `syscall.pipe` on one CPU (CV about 6 %).
+    const CHAT: [f64; 12] = [
+        76.8, 71.6, 83.7, 82.2, 89.3, 67.1, 77.4, 90.7, 90.6, 128.2, 122.8, 124.2,
+    ];
+    const PIPE: [f64; 5] = [4.71, 5.12, 4.95, 5.38, 4.82];
+
+    #[test]
+    fn recorded_trials_time_goes_to_the_case_that_can_converge() {
+        // A chat trial costs 3 s; it needs some ninety more. The pipe case
+        // costs 0.1 s a trial and needs a handful. 20 s are left.
+        let chat = case(&CHAT, 3.0);
+        let pipe = case(&PIPE, 0.1);
+        assert!(!chat.converged && !pipe.converged);
+        let plans = allocate(&RULE, &[chat, pipe], 20.0);
+        match plans[0] {
+            Plan::Stop { need, reason } => {
+                assert_eq!(reason, StopReason::Budget);
+                assert!(need.more_trials > 50.0, "{need:?}");
+                assert!(need.message().starts_with("needs ~"), "{}", need.message());
+            }
+            p => panic!("chat should stop: {p:?}"),
+        }
+        match plans[1] {
+            Plan::Run { grant_s, need } => {
+                assert!(
+                    grant_s >= need.more_s && grant_s > 0.0,
+                    "{grant_s} {need:?}"
+                );
+            }
+            p => panic!("pipe should run: {p:?}"),
+        }
+        assert_eq!(next(&RULE, &[chat, pipe], &plans, &[0, 0]), Some(1));
+        // With ten minutes left chat can converge, and both are funded.
+        let plans = allocate(&RULE, &[chat, pipe], 600.0);
+        assert!(plans
+            .iter()
+            .all(|p| matches!(p, Plan::Run { grant_s, need } if *grant_s >= need.more_s)));
+    }
+
+    #[test]
+    fn cheapest_first_then_the_rest_in_proportion() {
+        let a = [0.9, 1.1, 0.9, 1.1]; // needs some 30 trials
+        let b = [0.8, 1.2, 0.8, 1.2]; // needs some 60
+        let cases = [case(&a, 1.0), case(&a, 1.0), case(&b, 1.0)];
+        let need_a = need(&RULE, &cases[0]).more_s;
+        let need_b = need(&RULE, &cases[2]).more_s;
+        // Enough for both a's and a third of b.
+        let left = 2.0 * need_a + need_b / 3.0;
+        let plans = allocate(&RULE, &cases, left);
+        assert_eq!(plans[0].grant_s(), need_a);
+        assert_eq!(plans[1].grant_s(), need_a);
+        assert!((plans[2].grant_s() - need_b / 3.0).abs() < 1e-9);
+        assert!(matches!(plans[2], Plan::Run { .. }));
+    }
+
+    #[test]
+    fn a_case_past_the_maximum_stops() {
+        let rule = StopRule {
+            max_trials: 30,
+            ..RULE
+        };
+        let wide = [0.4, 1.6, 0.4, 1.6, 0.4, 1.6, 0.4, 1.6];
+        let plans = allocate(&rule, &[case(&wide, 0.01)], 1e6);
+        assert!(matches!(
+            plans[0],
+            Plan::Stop {
+                reason: StopReason::MaxTrials,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_few_trials_are_judged_with_more_slack_than_many() {
+        // Same spread, same pace: the point estimate's cost is just over
+        // what is left. Three trials say too little to stop; thirty do.
+        let few = [0.7, 1.3, 1.0];
+        let many: Vec<f64> = (0..30).map(|i| few[i % 3]).collect();
+        let cost = |v: &[f64]| need(&RULE, &case(v, 1.0)).more_s;
+        let p = allocate(&RULE, &[case(&few, 1.0)], cost(&few) * 0.9);
+        assert!(matches!(p[0], Plan::Run { .. }), "{p:?}");
+        let p = allocate(&RULE, &[case(&many, 1.0)], cost(&many) * 0.4);
+        assert!(matches!(p[0], Plan::Stop { .. }), "{p:?}");
+    }
+
+    #[test]
+    fn new_cases_go_first_then_the_one_furthest_behind() {
+        let steady = [1.0, 1.01, 0.99];
+        let noisy = [0.8, 1.2, 0.8, 1.2];
+        let fresh: [f64; 0] = [];
+        let cases = [case(&noisy, 0.1), case(&fresh, 0.1), case(&steady, 0.1)];
+        let plans = allocate(&RULE, &cases, 100.0);
+        assert_eq!(plans[2], Plan::Converged);
+        assert_eq!(next(&RULE, &cases, &plans, &[3, 1, 2]), Some(1));
+        let cases = [case(&noisy, 0.1), case(&steady, 0.1)];
+        let plans = allocate(&RULE, &cases, 100.0);
+        assert_eq!(next(&RULE, &cases, &plans, &[3, 2]), Some(0));
+        // Nothing granted, nothing to run.
+        assert_eq!(next(&RULE, &cases, &[Plan::Converged; 2], &[0, 0]), None);
+    }
+
+    #[test]
+    fn trials_spread_over_the_run_in_proportion_to_need() {
+        // Simulate: each case's values alternate ±spread; a case needing
+        // eight times as many trials gets about eight turns for one, and
+        // the cheap one's trials are spread over the whole sequence.
+        let spreads = [0.05, 0.14];
+        let mut vals: Vec<Vec<f64>> = vec![Vec::new(); 2];
+        let mut turns = [0u64; 2];
+        let mut seq = Vec::new();
+        for step in 1..=400u64 {
+            let cases: Vec<CaseState> = vals.iter().map(|v| case(v, 0.1)).collect();
+            let plans = allocate(&RULE, &cases, 1000.0);
+            let Some(i) = next(&RULE, &cases, &plans, &turns) else {
+                break;
+            };
+            let sign = if vals[i].len().is_multiple_of(2) {
+                1.0
+            } else {
+                -1.0
+            };
+            vals[i].push(1.0 + sign * spreads[i]);
+            turns[i] = step;
+            seq.push(i);
+        }
+        assert!(vals.iter().all(|v| RULE.is_converged(v)), "{vals:?}");
+        // After the first rounds, the cheap case's trials are not bunched
+        // at either end.
+        let cheap: Vec<usize> = seq
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c == 0)
+            .map(|(k, _)| k)
+            .collect();
+        let last = *cheap.last().unwrap();
+        assert!(last > seq.len() / 2, "{seq:?}");
+    }
+
+    fn arb_case() -> impl Strategy<Value = (Vec<f64>, f64)> {
+        (
+            prop::collection::vec(0.5f64..1.5, 0..40),
+            prop_oneof![Just(0.0), 0.001f64..5.0],
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn never_more_than_remaining_and_converged_get_nothing(
+            cs in prop::collection::vec(arb_case(), 0..12),
+            remaining in prop_oneof![Just(0.0), -5.0f64..0.0, 0.0f64..500.0],
+        ) {
+            let cases: Vec<CaseState> = cs.iter().map(|(v, s)| case(v, *s)).collect();
+            let plans = allocate(&RULE, &cases, remaining);
+            prop_assert_eq!(plans.len(), cases.len());
+            let total: f64 = plans.iter().map(Plan::grant_s).sum();
+            prop_assert!(total <= remaining.max(0.0) * (1.0 + 1e-9) + 1e-12, "{} > {}", total, remaining);
+            for (c, p) in cases.iter().zip(&plans) {
+                prop_assert!(p.grant_s() >= 0.0);
+                if c.converged {
+                    prop_assert_eq!(*p, Plan::Converged);
+                } else {
+                    prop_assert!(*p != Plan::Converged);
+                }
+                if let Plan::Run { grant_s, need } = p {
+                    prop_assert!(*grant_s <= need.more_s + 1e-9);
+                }
+            }
+            if let Some(i) = next(&RULE, &cases, &plans, &vec![0; cases.len()]) {
+                prop_assert!(matches!(plans[i], Plan::Run { .. }), "{:?}", plans[i]);
+                prop_assert!(!cases[i].converged);
+            }
+        }
+
+        #[test]
+        fn an_unconverged_case_needs_at_least_one_more(v in prop::collection::vec(0.5f64..1.5, 2..40)) {
+            let c = case(&v, 0.1);
+            let n = need(&RULE, &c);
+            if c.converged {
+                prop_assert_eq!(n.more_trials, 0.0);
+            } else {
+                prop_assert!(n.more_trials >= 1.0);
+                prop_assert!(need_of(&RULE, &c, true).more_trials <= n.more_trials);
+            }
+        }
+    }
+}
