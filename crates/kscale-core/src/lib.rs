@@ -5,6 +5,7 @@
 pub mod budget;
 pub mod cpus;
 pub mod hist;
+pub mod label;
 pub mod model;
 pub mod params;
 pub mod profile;

@@ -130,15 +130,25 @@ struct ExportedRun {
 /// label (an import may change it: `kscale fleet` labels runs by host), and
 /// not what is derived (`results`, `schema`), which another kscale version
 /// may render differently from the same data.
+/// Secrets count as masked ([`crate::secret`]): the store masks what it
+/// records and reads, so a file exported before masking existed is the same
+/// run as its masked copy.
 fn identity(export: &Value) -> Value {
     let mut run = export.get("run").cloned().unwrap_or(Value::Null);
     if let Some(r) = run.as_object_mut() {
         r.remove("id");
         r.remove("label");
+        if let Some(args) = r.get("args").and_then(Value::as_array) {
+            let args: Vec<&str> = args.iter().filter_map(Value::as_str).collect();
+            r.insert("args".into(), json!(crate::mask_args(args)));
+        }
+        if let Some(o) = r.get("options") {
+            r.insert("options".into(), crate::mask_json(o));
+        }
     }
     json!({
         "run": run,
-        "system": export.get("system"),
+        "system": export.get("system").map(crate::mask_json),
         "cases": export.get("cases"),
     })
 }

@@ -126,7 +126,12 @@ impl Store {
         self.db.insert_returning_id(
             "INSERT INTO tunes (label, plan_file, plan, started_at, status)
              VALUES ($1, $2, $3, $4, 'running') RETURNING id",
-            &[&label, &plan_file, &plan, &now_rfc3339()],
+            &[
+                &label,
+                &crate::mask_text(plan_file),
+                &crate::mask_text(plan),
+                &now_rfc3339(),
+            ],
         )
     }
 

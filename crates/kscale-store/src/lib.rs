@@ -19,6 +19,7 @@ mod pg;
 #[cfg(all(feature = "postgres", any(test, feature = "test-harness")))]
 pub mod pg_harness;
 mod schema;
+pub mod secret;
 mod time;
 
 use db::{Db, Row};
@@ -34,8 +35,9 @@ use thiserror::Error;
 pub use db::Backend;
 pub use import::{new_uuid, ImportOutcome};
 pub use journal::{JournalEntry, TuneRow, TuneStep};
-pub use location::{is_postgres_url, is_url, mask_arg, mask_url};
+pub use location::{is_postgres_url, is_url, mask_url};
 pub use schema::SCHEMA_VERSION;
+pub use secret::{mask_args, mask_json, mask_text};
 pub use time::now_rfc3339;
 
 #[derive(Debug, Error)]
@@ -540,6 +542,9 @@ impl Store {
         schema::migrate(&self.db, &self.location())
     }
 
+    /// Records a new run. Its command line, options and snapshot are
+    /// stored with their secrets masked ([`secret`]): every command that
+    /// stores a run comes through here.
     pub fn create_run(&self, r: &NewRun) -> Result<i64> {
         self.db.insert_returning_id(
             "INSERT INTO runs (label, started_at, status, kscale_version, git_rev, args, options, snapshot, uuid)
@@ -549,9 +554,9 @@ impl Store {
                 &now_rfc3339(),
                 &r.kscale_version,
                 &r.git_rev,
-                &serde_json::to_string(&r.args)?,
-                &serde_json::to_string(&r.options)?,
-                &serde_json::to_string(&r.snapshot)?,
+                &serde_json::to_string(&mask_args(&r.args))?,
+                &serde_json::to_string(&mask_json(&r.options))?,
+                &serde_json::to_string(&mask_json(&r.snapshot))?,
                 &new_uuid(),
             ],
         )
@@ -902,10 +907,13 @@ const RUN_SELECT: &str = "SELECT r.id, r.label, r.started_at, r.ended_at, r.stat
         (SELECT count(*) FROM cases c WHERE c.run_id = r.id AND c.status = 'skipped')
     FROM runs r";
 
+/// A stored run as every reader sees it: masked again, for runs recorded
+/// before the store masked what it records.
 fn run_from_row(r: &Row) -> Result<RunRow> {
     let args: String = r.get(7)?;
     let options: String = r.get(8)?;
     let snapshot: String = r.get(9)?;
+    let args: Vec<String> = serde_json::from_str(&args)?;
     Ok(RunRow {
         id: r.get(0)?,
         label: r.get(1)?,
@@ -914,9 +922,9 @@ fn run_from_row(r: &Row) -> Result<RunRow> {
         status: r.get(4)?,
         kscale_version: r.get(5)?,
         git_rev: r.get::<Option<String>>(6)?.unwrap_or_default(),
-        args: serde_json::from_str(&args)?,
-        options: serde_json::from_str(&options)?,
-        snapshot: serde_json::from_str(&snapshot)?,
+        args: mask_args(&args),
+        options: mask_json(&serde_json::from_str(&options)?),
+        snapshot: mask_json(&serde_json::from_str(&snapshot)?),
         cases_total: r.get(10)?,
         cases_done: r.get(11)?,
         cases_failed: r.get(12)?,

@@ -51,8 +51,8 @@ pub fn mask_url(url: &str) -> String {
 }
 
 /// `password=secret` → `password=***`, in a query string or a key=value
-/// connection string.
-fn mask_password_params(s: &str) -> String {
+/// connection string (`password='a b'` quoted as libpq allows).
+pub(crate) fn mask_password_params(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(i) = rest.to_ascii_lowercase().find("password=") {
@@ -60,27 +60,16 @@ fn mask_password_params(s: &str) -> String {
         out.push_str(&rest[..value_at]);
         out.push_str("***");
         let tail = &rest[value_at..];
-        let end = tail
-            .find(|c: char| c == '&' || c.is_whitespace())
-            .unwrap_or(tail.len());
+        let end = match tail.strip_prefix('\'') {
+            Some(q) => q.find('\'').map_or(tail.len(), |j| j + 2),
+            None => tail
+                .find(|c: char| c == '&' || c.is_whitespace())
+                .unwrap_or(tail.len()),
+        };
         rest = &tail[end..];
     }
     out.push_str(rest);
     out
-}
-
-/// A command-line argument with any store URL's password masked: `--db
-/// URL`'s value or `--db=URL`. Anything else is returned as it is.
-pub fn mask_arg(arg: &str) -> String {
-    if let Some(v) = arg.strip_prefix("--db=") {
-        if is_url(v) {
-            return format!("--db={}", mask_url(v));
-        }
-    }
-    if is_url(arg) {
-        return mask_url(arg);
-    }
-    arg.to_string()
 }
 
 #[cfg(test)]
@@ -111,12 +100,9 @@ mod tests {
             assert!(!mask_url(url).contains("s3cret"));
         }
         assert_eq!(
-            mask_arg("--db=postgres://u:pw@h/d"),
-            "--db=postgres://u:***@h/d"
+            mask_password_params("host=/tmp password='a b' dbname=lab"),
+            "host=/tmp password=*** dbname=lab"
         );
-        assert_eq!(mask_arg("postgres://u:pw@h/d"), "postgres://u:***@h/d");
-        assert_eq!(mask_arg("syscall.null"), "syscall.null");
-        assert_eq!(mask_arg("--db=/tmp/k.db"), "--db=/tmp/k.db");
     }
 
     #[test]

@@ -95,6 +95,9 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     if args.run.resume.is_some() {
         return Err(user("check measures afresh; --resume is not accepted here"));
     }
+    if let Some(l) = &args.run.label {
+        super::import::check_label(l)?;
+    }
     let base = {
         let store = super::open_existing(db.clone())?;
         let id = resolve_baseline(&store, &args.baseline)?;

@@ -38,15 +38,13 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     Ok(status)
 }
 
-/// The rule `kscale run --label` applies: a label must not be mistaken for
-/// a run id or `latest`.
+/// The rule every command that stores a run applies to its label
+/// ([`kscale_core::label::refusal`]): one line, exit status 2.
 pub fn check_label(label: &str) -> Result<()> {
-    if label.trim().is_empty() || label.trim().parse::<i64>().is_ok() || label == "latest" {
-        return Err(user(format!(
-            "bad --label `{label}`: a label must not be empty, a number or `latest`"
-        )));
+    match kscale_core::label::refusal(label) {
+        Some(why) => Err(user(why)),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Imports one export file; the message says what happened.

@@ -103,6 +103,9 @@ pub struct Args {
 
 /// Builds validated options from the command line.
 pub fn options(args: &Args) -> Result<RunOptions> {
+    if let Some(l) = &args.label {
+        super::import::check_label(l)?;
+    }
     let mut rule = if args.quick {
         StopRule::QUICK
     } else {
@@ -313,11 +316,7 @@ pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store,
             .label
             .clone()
             .unwrap_or_else(kscale_sys::snapshot::kernel_release);
-        if label.trim().is_empty() || label.trim().parse::<i64>().is_ok() || label == "latest" {
-            return Err(user(format!(
-                "bad --label `{label}`: a label must not be empty, a number or `latest`"
-            )));
-        }
+        super::import::check_label(&label)?;
         // Peers are greeted before the run exists: a wrong token or an
         // unreachable peer stops here with nothing measured.
         let mut snapshot = kscale_sys::snapshot::take(VERSION, GIT_REV);
@@ -333,7 +332,8 @@ pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store,
             label,
             kscale_version: VERSION.into(),
             git_rev: GIT_REV.into(),
-            args: redact_token(std::env::args().map(|a| kscale_store::mask_arg(&a))),
+            // The store masks passwords and tokens in what it records.
+            args: std::env::args().collect(),
             options: serde_json::to_value(&opts)?,
             snapshot,
         };
@@ -399,36 +399,4 @@ pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store,
         }
     }
     Ok((store, run_id))
-}
-
-/// The command line as stored with the run: a `--token` value never is.
-fn redact_token(args: impl Iterator<Item = String>) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut hide = false;
-    for a in args {
-        if hide {
-            out.push("***".into());
-            hide = false;
-        } else if a == "--token" {
-            out.push(a);
-            hide = true;
-        } else if a.starts_with("--token=") {
-            out.push("--token=***".into());
-        } else {
-            out.push(a);
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn tokens_are_not_stored() {
-        let a = ["kscale", "run", "--token", "s3cret", "--token=x", "net"].map(String::from);
-        assert_eq!(
-            super::redact_token(a.into_iter()),
-            ["kscale", "run", "--token", "***", "--token=***", "net"]
-        );
-    }
 }

@@ -96,11 +96,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "tune".into()),
     };
-    if label.trim().is_empty() || label.parse::<i64>().is_ok() || label == "latest" {
-        return Err(user(format!(
-            "bad --label `{label}`: a label must not be empty, a number or `latest`"
-        )));
-    }
+    super::import::check_label(&label)?;
     let dir = match &args.dir {
         Some(d) => d.clone(),
         None => std::env::current_dir()
