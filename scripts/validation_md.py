@@ -150,6 +150,16 @@ def write_headline():
     README.write_text(replace(readme, "headline", table, README), encoding="utf-8")
 
 
+def write_section(name, command, body):
+    """Replaces section NAME of docs/validation.md with the header line of
+    COMMAND run here and now, then BODY; regenerates the headline."""
+    text = VALIDATION.read_text(encoding="utf-8")
+    text = replace(text, name, header(command) + "\n\n" + body, VALIDATION)
+    VALIDATION.write_text(text, encoding="utf-8")
+    print(f"validation_md: wrote <!-- {name} --> in {VALIDATION.relative_to(ROOT)}", file=sys.stderr)
+    write_headline()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="what", required=True)
@@ -159,12 +169,9 @@ def main():
     sub.add_parser("headline")
     a = ap.parse_args()
     if a.what == "section":
-        body = sys.stdin.read()
-        text = VALIDATION.read_text(encoding="utf-8")
-        text = replace(text, a.name, header(a.command) + "\n\n" + body, VALIDATION)
-        VALIDATION.write_text(text, encoding="utf-8")
-        print(f"validation_md: wrote <!-- {a.name} --> in {VALIDATION.relative_to(ROOT)}", file=sys.stderr)
-    write_headline()
+        write_section(a.name, a.command, sys.stdin.read())
+    else:
+        write_headline()
 
 
 if __name__ == "__main__":
