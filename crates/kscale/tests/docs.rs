@@ -48,10 +48,7 @@ fn readme_is_short_and_undated() {
         "README.md has {} lines; the reference belongs in docs/",
         lines.len()
     );
-    for cmd in [
-        "cargo run --release -- study --quick",
-        "cargo test",
-    ] {
+    for cmd in ["cargo run --release -- study --quick", "cargo test"] {
         let at = lines.iter().position(|l| l.starts_with(cmd));
         assert!(
             matches!(at, Some(n) if n < 40),
