@@ -6,14 +6,15 @@
 //! rendered with minijinja's HTML auto-escaping, and the tables and charts
 //! it inserts as markup are built from escaped parts.
 
-use crate::compare::{compare, tables as compare_tables, Comparison};
+use crate::compare::{compare, tables as compare_tables, CompareRow, Comparison, Matching};
 use crate::format::escape_html;
 use crate::results::{cpus_header, run_tables, RuleInfo};
-use crate::scale::{scale, tables as scale_tables, ScaleReport};
-use crate::svg::{BarChart, Chart, LineChart, Series};
+use crate::scale::{scale, tables as scale_tables, ScaleReport, ScaleRow};
+use crate::svg::{BarChart, Chart, LineChart, Point, Series, Uncertainty};
 use crate::table::Table;
 use crate::{Catalog, ChartSpec, ParamScale, WorkloadInfo};
 use kscale_core::params::parse_size;
+use kscale_core::Summary;
 use kscale_store::{CaseData, CaseStatus, RunData};
 use minijinja::{context, Environment};
 use serde::Serialize;
@@ -144,7 +145,7 @@ pub fn build(runs: &[&RunData], cat: &dyn Catalog) -> Report {
     report.sections.push(systems_section(runs));
     if runs.len() >= 2 {
         if let Ok(c) = compare(runs, cat) {
-            report.sections.push(comparison_section(&c));
+            report.sections.push(comparison_section(runs, &c));
         }
     }
     for r in runs {
@@ -258,36 +259,103 @@ fn systems_section(runs: &[&RunData]) -> Section {
     }
 }
 
-fn comparison_section(c: &Comparison) -> Section {
+/// How far, as a factor, a value could be off by its interval: the
+/// interval's half-width on a log scale. Infinite where the interval
+/// reaches zero or is unknown; zero for an exact value.
+fn log_half_width(s: &Summary) -> f64 {
+    if s.ci_low == s.ci_high {
+        0.0
+    } else if s.ci_low > 0.0 && s.ci_high.is_finite() {
+        (s.ci_high.ln() - s.ci_low.ln()) / 2.0
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// A ratio of measured values with the interval their own intervals give
+/// it, combined on a log scale (the delta method for a ratio): so a ratio's
+/// bar is as uncertain as the two results it divides.
+fn ratio_point(ratio: f64, sides: &[Summary], converged: bool) -> Point {
+    let h = sides
+        .iter()
+        .map(|s| log_half_width(s).powi(2))
+        .sum::<f64>()
+        .sqrt();
+    let (a, b) = (ratio * (-h).exp(), ratio * h.exp());
+    Point::new(ratio, a.min(b), a.max(b), converged)
+}
+
+/// What a ratio chart's error bars span.
+fn ratio_uncertainty() -> Uncertainty {
+    Uncertainty {
+        interval: "the ratio's interval, from both results' intervals (±CI) combined".into(),
+        hollow: "a result it divides did not converge".into(),
+    }
+}
+
+/// The case of `run` a comparison row stands for.
+fn compared_case<'a>(
+    run: &'a RunData,
+    row: &CompareRow,
+    matching: Matching,
+) -> Option<&'a CaseData> {
+    run.cases.iter().find(|c| {
+        c.key.workload == row.workload
+            && c.key.params == row.params
+            && (matching == Matching::AcrossCpus || c.key.cpus == row.cpus)
+    })
+}
+
+fn comparison_section(runs: &[&RunData], c: &Comparison) -> Section {
     let mut charts = Vec::new();
     for f in &c.families {
-        let Some(first) = f.rows.iter().find(|r| !r.summary) else {
+        // Geometric-mean rows are in the tables: the chart draws the
+        // measured cases, each with its interval.
+        let rows: Vec<&CompareRow> = f.rows.iter().filter(|r| !r.summary).collect();
+        let Some(first) = rows.first() else {
             continue;
         };
+        let summaries: Vec<Vec<Option<Summary>>> = rows
+            .iter()
+            .map(|row| {
+                runs.iter()
+                    .map(|r| {
+                        compared_case(r, row, c.matching)
+                            .map(|case| case.summary(&row.metric, RuleInfo::of(r).confidence_pct))
+                    })
+                    .collect()
+            })
+            .collect();
         let series = first
             .ratios
             .iter()
             .enumerate()
             .map(|(i, r)| {
-                (
-                    format!(
-                        "{}/{}",
-                        crate::compare::letter(r.num),
-                        crate::compare::letter(r.den)
-                    ),
-                    f.rows
-                        .iter()
-                        .map(|row| row.ratios.get(i).map(|x| x.ratio * 100.0))
-                        .collect(),
-                )
+                let name = format!(
+                    "{}/{}",
+                    crate::compare::letter(r.num),
+                    crate::compare::letter(r.den)
+                );
+                let points = rows
+                    .iter()
+                    .zip(&summaries)
+                    .map(|(row, sums)| {
+                        let x = row.ratios.get(i)?;
+                        let sides = [sums.get(x.num).copied()??, sums.get(x.den).copied()??];
+                        let settled = row.converged[x.num] && row.converged[x.den];
+                        Some(ratio_point(x.ratio * 100.0, &sides, settled))
+                    })
+                    .collect();
+                (name, points)
             })
             .collect();
         charts.push(Chart::Bar(BarChart {
             title: format!("{} — ratios (%)", f.title),
             y_label: "ratio of raw values (%)".into(),
-            categories: f.rows.iter().map(|r| r.label.clone()).collect(),
+            categories: rows.iter().map(|r| r.label.clone()).collect(),
             series,
             reference: Some(100.0),
+            uncertainty: ratio_uncertainty(),
         }));
     }
     let mut blocks = vec![Block::Charts(charts)];
@@ -295,30 +363,60 @@ fn comparison_section(c: &Comparison) -> Section {
     Section {
         id: "compare".into(),
         title: "Direct comparison".into(),
-        intro: Some("Raw-value ratios as in the seed's tables; the dashed line is 100 %.".into()),
+        intro: Some(
+            "Raw-value ratios as in the seed's tables, each case's with its interval; the \
+             dashed line is 100 %. The geometric means are in the tables."
+                .into(),
+        ),
         blocks,
     }
+}
+
+/// The case of a scalability row at `cpus` CPUs, as `scale` chose it.
+fn scaled_case<'a>(run: &'a RunData, row: &ScaleRow, cpus: usize) -> Option<&'a CaseData> {
+    run.cases.iter().find(|c| {
+        c.status == CaseStatus::Done
+            && c.key.workload == row.workload
+            && c.key.params == row.params
+            && c.cpus.len() == cpus
+            && c.metric(&row.metric).is_some()
+    })
 }
 
 fn scalability_section(r: &RunData, s: &ScaleReport) -> Section {
     let mut charts = Vec::new();
     let base = s.counts.first().copied().unwrap_or(1) as f64;
+    let confidence = RuleInfo::of(r).confidence_pct;
     for f in &s.families {
         let chunks: Vec<_> = f.rows.chunks(LINES_PER_CHART).collect();
         for (ci, rows) in chunks.iter().enumerate() {
             // Lines are named like the table rows (title and params), so
-            // two workloads with the same params never share a name.
+            // two workloads with the same params never share a name. A
+            // point's interval combines its result's and the base's; the
+            // base itself is 1 by definition.
             let mut series: Vec<Series> = rows
                 .iter()
                 .map(|row| {
-                    Series::new(
-                        row.label.clone(),
-                        s.counts
-                            .iter()
-                            .zip(&row.scalability)
-                            .filter_map(|(n, v)| v.map(|v| (*n as f64, v)))
-                            .collect(),
-                    )
+                    let summary = |n: usize| {
+                        scaled_case(r, row, n).map(|c| c.summary(&row.metric, confidence))
+                    };
+                    let base_summary = s.counts.first().and_then(|n| summary(*n));
+                    let points = s
+                        .counts
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(i, n)| {
+                            let v = row.scalability[i]?;
+                            let settled = row.converged[i] && row.converged[0];
+                            let p = if i == 0 {
+                                Point::new(v, v, v, settled)
+                            } else {
+                                ratio_point(v, &[summary(*n)?, base_summary?], settled)
+                            };
+                            Some((*n as f64, p))
+                        })
+                        .collect();
+                    Series::new(row.label.clone(), points)
                 })
                 .collect();
             series.push(Series::reference(
@@ -342,6 +440,12 @@ fn scalability_section(r: &RunData, s: &ScaleReport) -> Section {
                 y_label: format!("scalability (÷ {base} CPU)"),
                 log_x: false,
                 series,
+                uncertainty: Uncertainty {
+                    interval: "from the intervals (±CI) of the result and of the base's, \
+                               combined"
+                        .into(),
+                    hollow: "the result or the base did not converge".into(),
+                },
             }));
         }
     }
@@ -522,7 +626,7 @@ fn workload_charts(
             })
             .unwrap_or_default();
         for g in &groups {
-            let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+            let mut series: Vec<(String, Vec<(f64, Point)>)> = Vec::new();
             for p in points.iter().filter(|p| label(p, &chart_params) == *g) {
                 let rule = RuleInfo::of(runs[p.system]);
                 let s = p.case.summary(metric, rule.confidence_pct);
@@ -542,7 +646,11 @@ fn workload_charts(
                     .filter(|s| !s.is_empty())
                     .collect::<Vec<_>>()
                     .join(" ");
-                let pt = (p.x / x_div, s.mean);
+                let pt = (
+                    p.x / x_div,
+                    Point::new(s.mean, s.ci_low, s.ci_high, p.case.settled())
+                        .with_label(format!("{} trials", s.n)),
+                );
                 match series.iter_mut().find(|(n, _)| *n == name) {
                     Some((_, pts)) => pts.push(pt),
                     None => series.push((name, vec![pt])),
@@ -572,6 +680,7 @@ fn workload_charts(
                 },
                 log_x: spec.log_x,
                 series: series.into_iter().map(|(n, p)| Series::new(n, p)).collect(),
+                uncertainty: Uncertainty::default(),
             }));
         }
     }

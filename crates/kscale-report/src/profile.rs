@@ -7,7 +7,7 @@
 
 use crate::format::sig;
 use crate::results::{case_label, cpus_header};
-use crate::svg::{BarChart, Chart};
+use crate::svg::{BarChart, Chart, Point, Uncertainty};
 use crate::table::{Cell, RowKind, Table, Tone};
 use crate::Catalog;
 use kscale_core::profile::{diff, is_idle_routine, Profile};
@@ -21,6 +21,53 @@ pub const TOP: usize = 10;
 pub const GROWTH_TOP: usize = 3;
 /// Name under which user-mode samples compete with kernel routines there.
 pub const USER_MODE: &str = "(user mode)";
+/// Samples below which a profile's ranking is not stable: at 1,000, a
+/// routine with a 5 % share is known to about ±1.4 points (95 %), enough to
+/// tell it from its neighbours in a top 10; at 50 it is ±6 points, and the
+/// order of the top routines is largely chance.
+pub const MIN_SAMPLES: u64 = 1000;
+
+/// "from 52 samples — too few for a stable ranking" for a profile under
+/// [`MIN_SAMPLES`]; `None` for one with enough.
+pub fn few_samples(p: &Profile) -> Option<String> {
+    (p.total < MIN_SAMPLES).then(|| {
+        format!(
+            "from {} samples — too few for a stable ranking (fewer than {})",
+            p.total,
+            sig_count(MIN_SAMPLES)
+        )
+    })
+}
+
+/// A count with thousands separated: 1,000.
+fn sig_count(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The 95 % Wilson interval of a share of `n` samples, in %: a sampled
+/// profile's share is a proportion, known as well as its count allows.
+pub fn share_interval(share_pct: f64, n: u64) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 100.0);
+    }
+    let (z, n) = (1.96f64, n as f64);
+    let p = (share_pct / 100.0).clamp(0.0, 1.0);
+    let d = 1.0 + z * z / n;
+    let centre = (p + z * z / (2.0 * n)) / d;
+    let half = z / d * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt();
+    (
+        (100.0 * (centre - half)).clamp(0.0, share_pct),
+        (100.0 * (centre + half)).clamp(share_pct, 100.0),
+    )
+}
 
 /// The case's row label and configuration: `Simple stat [1 CPU]`.
 pub fn case_title(cat: &dyn Catalog, c: &CaseData) -> String {
@@ -77,7 +124,11 @@ pub fn summary_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
             RowKind::Data,
             vec![
                 Cell::new(case_title(cat, c)),
-                Cell::new(p.total.to_string()),
+                if p.total < MIN_SAMPLES {
+                    Cell::tone(format!("{} (few)", p.total), Tone::Warn)
+                } else {
+                    Cell::new(p.total.to_string())
+                },
                 Cell::new(pct1(p.kernel_share())),
                 Cell::new(pct1(p.user_share())),
                 Cell::new(pct1(p.idle_share())),
@@ -96,6 +147,18 @@ pub fn summary_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
     }
     if t.rows.is_empty() {
         return None;
+    }
+    if run
+        .cases
+        .iter()
+        .filter_map(clock)
+        .any(|p| p.total < MIN_SAMPLES)
+    {
+        t.notes.push(format!(
+            "few: a profile of fewer than {} samples — too few for a stable ranking of its \
+             routines; profile longer trials (--trial-time) for one",
+            sig_count(MIN_SAMPLES)
+        ));
     }
     t.notes.push(
         "spin-lock: samples in spin-lock slow paths and spinning mutex/rwsem owners \
@@ -122,13 +185,15 @@ pub fn case_table(cat: &dyn Catalog, c: &CaseData) -> Option<Table> {
     for o in &others {
         headers.push(format!("{} %", o.event));
     }
+    // The sample count stands in the heading, beside the ranking it
+    // qualifies, and says so where it is too small to rank by.
+    let samples = few_samples(p).unwrap_or_else(|| format!("{} samples", p.total));
     let mut t = Table::new(
         format!(
-            "Profile — {}: {} {}, {} samples{}",
+            "Profile — {}: {} {}, {samples}{}",
             case_title(cat, c),
             p.event,
             p.sample_on,
-            p.total,
             p.ops
                 .map(|o| format!(", {o} operations"))
                 .unwrap_or_default()
@@ -216,8 +281,11 @@ pub fn case_table(cat: &dyn Catalog, c: &CaseData) -> Option<Table> {
 /// collapsed details.
 pub fn case_summary(cat: &dyn Catalog, c: &CaseData) -> Option<String> {
     let p = clock(c)?;
+    let few = few_samples(p)
+        .map(|f| format!(" · {f}"))
+        .unwrap_or_default();
     Some(format!(
-        "{}: kernel {:.1}% (top: {}) · user {:.1}% · idle {:.1}% · spin-lock {:.1}% of kernel",
+        "{}: kernel {:.1}% (top: {}) · user {:.1}% · idle {:.1}% · spin-lock {:.1}% of kernel{few}",
         case_title(cat, c),
         p.kernel_share(),
         top_routine(p),
@@ -418,6 +486,14 @@ fn growth_table(
          most, when not the only one. {USER_MODE} is user-space time of every process on the \
          sampled CPUs. Idle is the CPUs waiting: its own share, never a routine."
     ));
+    let fewest = pairs.iter().flat_map(|p| [p.a.total, p.b.total]).min();
+    if let Some(n) = fewest.filter(|n| *n < MIN_SAMPLES) {
+        t.notes.push(format!(
+            "Ranked from profiles of as few as {n} samples — too few for a stable ranking \
+             (fewer than {}): read what grew most as a hint, not a finding.",
+            sig_count(MIN_SAMPLES)
+        ));
+    }
     if any_share {
         t.notes.push(
             "†: no operation count in these profiles: change of the routine's share of busy \
@@ -524,7 +600,7 @@ pub fn system_growth(
 /// of kernel time, a bar per system and CPU configuration.
 pub fn spinlock_chart(runs: &[(&str, &RunData)], cat: &dyn Catalog) -> Option<Chart> {
     let mut cases: Vec<(String, CaseKey)> = Vec::new();
-    let mut series: Vec<(String, Vec<(CaseKey, f64)>)> = Vec::new();
+    let mut series: Vec<(String, Vec<(CaseKey, Point)>)> = Vec::new();
     for (name, run) in runs {
         for (cfg, count) in configs(run) {
             let label = if runs.len() > 1 {
@@ -541,7 +617,11 @@ pub fn spinlock_chart(runs: &[(&str, &RunData)], cat: &dyn Catalog) -> Option<Ch
                     let info = cat.info(&c.key.workload);
                     cases.push((case_label(&info, &key), key.clone()));
                 }
-                vals.push((key, p.spinlock_kernel_share()));
+                let share = p.spinlock_kernel_share();
+                let (lo, hi) = share_interval(share, p.kernel);
+                let point = Point::new(share, lo, hi, p.total >= MIN_SAMPLES)
+                    .with_label(format!("{} samples", p.total));
+                vals.push((key, point));
             }
             if !vals.is_empty() {
                 series.push((label, vals));
@@ -562,12 +642,19 @@ pub fn spinlock_chart(runs: &[(&str, &RunData)], cat: &dyn Catalog) -> Option<Ch
                     name,
                     cases
                         .iter()
-                        .map(|(_, k)| vals.iter().find(|(vk, _)| vk == k).map(|(_, v)| *v))
+                        .map(|(_, k)| vals.iter().find(|(vk, _)| vk == k).map(|(_, v)| v.clone()))
                         .collect(),
                 )
             })
             .collect(),
         reference: None,
+        uncertainty: Uncertainty {
+            interval: "the share's 95 % interval from the profile's kernel samples (Wilson)".into(),
+            hollow: format!(
+                "a profile of fewer than {} samples — too few for a stable share",
+                sig_count(MIN_SAMPLES)
+            ),
+        },
     }))
 }
 
@@ -581,6 +668,17 @@ pub fn diff_table(
     b: &Profile,
     n: usize,
 ) -> Table {
+    // Where a side is too small to rank by, the heading says so beside the
+    // ranking.
+    let few: Vec<String> = [(a_name, a), (b_name, b)]
+        .iter()
+        .filter_map(|(n, p)| few_samples(p).map(|f| format!("{n} {f}")))
+        .collect();
+    let title = if few.is_empty() {
+        title.to_string()
+    } else {
+        format!("{title} — {}", few.join("; "))
+    };
     let mut t = Table::new(
         title,
         vec![

@@ -5,14 +5,13 @@
 //! the metric points, and Welch's test marks with `~` the steps whose
 //! change is within the noise.
 
-use crate::format::{escape_html as esc, sig};
+use crate::format::sig;
 use crate::html::{Block, Section};
-use crate::svg::{self, Chart, WIDTH};
+use crate::svg::{Chart, Column, ColumnChart, Point, Uncertainty};
 use crate::table::{Cell, RowKind, Table, Tone};
 use crate::Catalog;
 use kscale_core::{Direction, Welch};
 use kscale_store::RunData;
-use std::fmt::Write;
 
 /// Welch's significance level for a step's change.
 const ALPHA: f64 = 0.05;
@@ -268,7 +267,7 @@ pub fn table(s: &Staircase) -> Table {
 pub fn section(steps: &[StepData], cat: &dyn Catalog) -> Section {
     let mut blocks = Vec::new();
     for s in build(steps, cat) {
-        blocks.push(Block::Charts(vec![Chart::Staircase(s.clone())]));
+        blocks.push(Block::Charts(vec![Chart::Column(chart(&s))]));
         blocks.push(Block::Table(table(&s)));
     }
     Section {
@@ -285,160 +284,52 @@ pub fn section(steps: &[StepData], cat: &dyn Catalog) -> Section {
     }
 }
 
-const PAD: f64 = 10.0;
-const FONT: f64 = 12.0;
-const PLOT_H: f64 = 230.0;
-
-impl Staircase {
-    pub fn to_svg(&self) -> String {
-        let vals: Vec<f64> = self
-            .bars
-            .iter()
-            .flat_map(|b| b.mean.into_iter().chain(b.ci.map(|c| c.1)))
-            .filter(|v| v.is_finite())
-            .collect();
-        let mut body = String::new();
-        let top = svg::title(&mut body, &self.title);
-        let hi = vals.iter().copied().fold(0.0, f64::max);
-        let (ticks, step) = svg::ticks(0.0, if hi > 0.0 { hi } else { 1.0 }, 5);
-        let v1 = ticks[ticks.len() - 1].max(f64::MIN_POSITIVE);
-        let labels: Vec<String> = ticks.iter().map(|t| svg::tick_label(*t, step)).collect();
-        let lw = labels
-            .iter()
-            .map(|l| svg::text_width(l, FONT))
-            .fold(0.0, f64::max);
-        // Room above the bars for their gain labels.
-        let plot_top = top + FONT * 2.0;
-        let left = PAD + FONT * 1.4 + lw + 6.0;
-        let right = WIDTH - PAD;
-        let bottom = plot_top + PLOT_H;
-        let sy = |v: f64| bottom - (v / v1) * PLOT_H;
-        let _ = write!(
-            body,
-            r##"<rect class="plot" x="{left:.2}" y="{plot_top:.2}" width="{:.2}" height="{PLOT_H:.2}" fill="none" stroke="#ccc"/>"##,
-            right - left
-        );
-        for (t, l) in ticks.iter().zip(&labels) {
-            let y = sy(*t);
-            let _ = write!(
-                body,
-                r##"<line x1="{left:.2}" x2="{right:.2}" y1="{y:.2}" y2="{y:.2}" stroke="#eee"/><text data-tick="{t}" x="{:.2}" y="{:.2}" text-anchor="end">{}</text>"##,
-                left - 4.0,
-                y + FONT * 0.35,
-                esc(l)
-            );
-        }
-        let axis = format!("{} ({})", self.metric, self.unit);
-        let _ = write!(
-            body,
-            r##"<text x="{:.2}" y="{:.2}" transform="rotate(-90 {:.2} {:.2})" text-anchor="middle">{}</text>"##,
-            PAD + FONT,
-            plot_top + PLOT_H / 2.0,
-            PAD + FONT,
-            plot_top + PLOT_H / 2.0,
-            esc(&axis)
-        );
-        let n = self.bars.len().max(1);
-        let slot = (right - left) / n as f64;
-        let bw = slot * 0.62;
-        let last = self.bars.len().saturating_sub(1);
-        for (i, b) in self.bars.iter().enumerate() {
-            let cx = left + slot * (i as f64 + 0.5);
-            let (fill, extra) = if i == 0 || i == last {
-                ("#999999", r#" fill-opacity="0.6""#)
-            } else {
-                (svg::color(0), "")
-            };
-            match b.mean {
-                Some(m) if m.is_finite() && m >= 0.0 => {
-                    let y = sy(m);
-                    let _ = write!(
-                        body,
-                        r##"<rect class="mark" x="{:.2}" y="{y:.2}" width="{bw:.2}" height="{:.2}" fill="{fill}"{extra}><title>{}: {} {}</title></rect>"##,
-                        cx - bw / 2.0,
-                        (bottom - y).max(0.0),
-                        esc(&b.name),
-                        sig(m, 4),
-                        esc(&self.unit)
-                    );
-                    if let Some((lo, hi)) = b.ci {
-                        let (lo, hi) = (lo.max(0.0), hi.min(v1));
-                        let _ = write!(
-                            body,
-                            r##"<line class="mark" x1="{cx:.2}" x2="{cx:.2}" y1="{:.2}" y2="{:.2}" stroke="#000"/>"##,
-                            sy(lo),
-                            sy(hi)
-                        );
-                    }
-                    let label = match (i, b.vs_prev, b.vs_base) {
-                        (0, _, _) => "baseline".to_string(),
-                        (i, _, Some(g)) if i == last => format!("drift {}", g.label()),
-                        (_, Some(g), _) => g.label(),
-                        _ => String::new(),
-                    };
-                    // Above the bar and its interval, below the title.
-                    let whisker = b.ci.map_or(y, |(_, hi)| sy(hi.min(v1)));
-                    let label_y = (y.min(whisker) - 5.0).max(top + FONT);
-                    let _ = write!(
-                        body,
-                        r##"<text x="{cx:.2}" y="{label_y:.2}" text-anchor="middle" font-size="{:.0}">{}</text>"##,
-                        FONT - 1.0,
-                        esc(&label)
-                    );
-                }
-                _ => {
-                    let _ = write!(
-                        body,
-                        r##"<text x="{cx:.2}" y="{:.2}" text-anchor="middle" fill="#D55E00">failed</text>"##,
-                        bottom - 6.0
-                    );
-                }
-            }
-            let _ = write!(
-                body,
-                r##"<text x="{cx:.2}" y="{:.2}" text-anchor="middle">{i}</text>"##,
-                bottom + FONT * 1.3
-            );
-        }
-        // Legend: each step's number, name, total gain and rationale.
-        let mut y = bottom + FONT * 3.0;
-        let _ = write!(body, r#"<g class="legend">"#);
-        for (i, b) in self.bars.iter().enumerate() {
+/// The staircase as a chart: a column per step, each annotated with its
+/// gain over the step before and explained by a line of the legend, the
+/// baselines grey.
+pub fn chart(s: &Staircase) -> ColumnChart {
+    let last = s.bars.len().saturating_sub(1);
+    let columns = s
+        .bars
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
             let total = match (i, b.vs_base) {
-                (0, _) => String::new(),
+                (0, _) | (_, None) => String::new(),
                 (_, Some(g)) => format!(" [{} vs baseline]", g.label()),
+            };
+            let annotation = match (i, b.vs_prev, b.vs_base) {
+                (0, _, _) => "baseline".to_string(),
+                (i, _, Some(g)) if i == last => format!("drift {}", g.label()),
+                (_, Some(g), _) => g.label(),
                 _ => String::new(),
             };
-            let text = format!("{i} {}{total}: {}", b.name, b.rationale);
-            let label = format!("{i} {}", b.name);
-            for (k, line) in svg::wrap(&text, WIDTH - 2.0 * PAD, FONT).iter().enumerate() {
-                let _ = write!(
-                    body,
-                    r#"<text class="{}" data-label="{}" x="{PAD}" y="{y:.2}">{}</text>"#,
-                    if k == 0 {
-                        "legend-entry"
-                    } else {
-                        "legend-more"
-                    },
-                    esc(&label),
-                    esc(line)
-                );
-                y += FONT * 1.3;
+            // A measured step without an interval had one trial: its
+            // interval is unknown, so unbounded.
+            let point = b.mean.map(|m| {
+                let (lo, hi) = b.ci.unwrap_or((f64::NEG_INFINITY, f64::INFINITY));
+                Point::new(m, lo, hi, b.settled).with_label(s.unit.clone())
+            });
+            Column {
+                label: i.to_string(),
+                legend: format!("{i} {}{total}: {}", b.name, b.rationale),
+                point,
+                missing: if b.error.is_some() {
+                    "failed".into()
+                } else {
+                    "not measured".into()
+                },
+                annotation,
+                muted: i == 0 || i == last,
             }
-        }
-        if let Some(d) = drift_note(self) {
-            for line in svg::wrap(&d, WIDTH - 2.0 * PAD, FONT) {
-                let _ = write!(
-                    body,
-                    r##"<text x="{PAD}" y="{y:.2}" fill="#555">{}</text>"##,
-                    esc(&line)
-                );
-                y += FONT * 1.3;
-            }
-        }
-        body.push_str("</g>");
-        let height = (y + PAD).ceil();
-        svg::document("staircase", &self.title, height, &body)
+        })
+        .collect();
+    ColumnChart {
+        title: s.title.clone(),
+        y_label: format!("{} ({})", s.metric, s.unit),
+        columns,
+        notes: drift_note(s).into_iter().collect(),
+        uncertainty: Uncertainty::default(),
     }
 }
 
@@ -502,14 +393,22 @@ mod tests {
                 significant: false,
             }),
         };
-        let svg = s.to_svg();
-        assert_eq!(svg.matches(r#"<rect class="mark""#).count(), 3);
+        let svg = chart(&s).to_svg();
+        assert_eq!(svg.matches(r#"<rect class="bar mark""#).count(), 3);
+        // Every measured step with its interval; the unsettled one hollow.
+        assert_eq!(svg.matches(r#"class="ci mark""#).count(), 3);
+        assert_eq!(
+            svg.matches(r#"data-ci-low="123.5" data-ci-high="136.5""#)
+                .count(),
+            1
+        );
+        assert_eq!(svg.matches(r#"data-converged="false""#).count(), 1);
         assert!(svg.contains("failed"));
         assert!(svg.contains("+30.0 %"));
         assert!(svg.contains("drift ~+1.0 %"));
         assert!(svg.contains("why sockbuf"));
         assert!(svg.contains("No significant drift"));
-        assert_eq!(svg.matches("legend-entry").count(), 4);
+        assert_eq!(svg.matches(r#"class="legend-entry""#).count(), 4);
         let t = table(&s);
         assert_eq!(t.rows.len(), 4);
         let md = t.to_markdown();

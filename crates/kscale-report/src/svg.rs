@@ -1,16 +1,26 @@
-//! Hand-written SVG charts. A chart is plain data — [`LineChart`] or
-//! [`BarChart`] — and lays itself out: margins, axis ranges, tick labels,
-//! wrapped titles and legends are computed from the data and from the width
-//! the text will take, so nothing is clipped, no mark is drawn outside its
-//! plot and every line stays honest whatever values a workload produces.
+//! Hand-written SVG charts. This module draws and knows no report section:
+//! a chart is plain data — a [`LineChart`], [`BarChart`] or [`ColumnChart`]
+//! of measured [`Point`]s — that the sections build, and it lays itself
+//! out: margins, axis ranges, tick labels, wrapped titles and legends are
+//! computed from the data and from the width the text will take, so
+//! nothing is clipped, no mark is drawn outside its plot and every line
+//! stays honest whatever values a workload produces.
+//!
+//! A measured value is never drawn without its uncertainty: every chart
+//! kind draws its points through one function (`draw_point`), which
+//! draws the interval as an error bar and the mark hollow when the value
+//! did not converge; a key under the legend says what both mean.
 //!
 //! What the layout guarantees (and `tests/svg_props.rs` checks for arbitrary
 //! charts): every mark lies inside the plot area (`rect.plot`), the axis
-//! ticks cover every value drawn, legend labels are unique, and no text
-//! leaves the viewBox. The rendered markup carries what a checker needs:
-//! `class="plot"` on the plot area, `class="mark"` on every data mark,
-//! `data-tick` on every tick and `class="legend-entry"` with `data-label`
-//! on every legend entry.
+//! ticks cover every value drawn, legend labels are unique, no text leaves
+//! the viewBox, and every point's error bar spans its interval. The
+//! rendered markup carries what a checker needs: `class="plot"` on the plot
+//! area, `class="mark"` on every data mark, `data-tick` on every tick,
+//! `class="legend-entry"` with `data-label` on every legend entry, and a
+//! `g.point` per measured value holding its mark (with `data-value`,
+//! `data-ci-low`, `data-ci-high`, `data-converged`) and its error bar
+//! (`class="ci"`).
 
 use crate::format::{escape_html as esc, sig};
 use std::fmt::Write;
@@ -34,7 +44,7 @@ const PALETTE: &[&str] = &[
 ];
 const DASHES: &[&str] = &["", "6 3", "2 2", "8 3 2 3"];
 
-pub fn color(i: usize) -> &'static str {
+fn color(i: usize) -> &'static str {
     PALETTE[i % PALETTE.len()]
 }
 
@@ -137,13 +147,13 @@ fn wrap_with(s: &str, max: f64, width: &dyn Fn(&str) -> f64) -> Vec<String> {
     lines
 }
 
-pub(crate) fn wrap(s: &str, max: f64, size: f64) -> Vec<String> {
+fn wrap(s: &str, max: f64, size: f64) -> Vec<String> {
     wrap_with(s, max, &|t| text_width(t, size))
 }
 
 /// Tick label: integers without decimals, others with three significant
 /// digits (more when neighbouring ticks would otherwise read the same).
-pub(crate) fn tick_label(v: f64, step: f64) -> String {
+fn tick_label(v: f64, step: f64) -> String {
     if v == 0.0 {
         return "0".into();
     }
@@ -220,16 +230,93 @@ pub fn ticks(lo: f64, hi: f64, n: usize) -> (Vec<f64>, f64) {
     (v, step)
 }
 
+/// One measured value as a chart draws it: the value, its interval and
+/// whether it settled. The interval is in the chart's units, after any
+/// scaling its axis uses, and holds the value; where nothing is known about
+/// it (a single trial) it is infinite, and where the value is exact it has
+/// no width.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    pub value: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+    /// Settled by its rule; an unsettled point is drawn hollow.
+    pub converged: bool,
+    /// More words for the point's tooltip ("5 trials"); may be empty.
+    pub label: String,
+}
+
+impl Point {
+    pub fn new(value: f64, ci_low: f64, ci_high: f64, converged: bool) -> Point {
+        Point {
+            value,
+            ci_low,
+            ci_high,
+            converged,
+            label: String::new(),
+        }
+    }
+    /// A value known exactly: a reference, or a ratio's base.
+    pub fn exact(value: f64) -> Point {
+        Point::new(value, value, value, true)
+    }
+    pub fn with_label(self, label: impl Into<String>) -> Point {
+        Point {
+            label: label.into(),
+            ..self
+        }
+    }
+    /// The point in units `k` times smaller than its own (bytes → KB).
+    pub fn divided(self, k: f64) -> Point {
+        Point {
+            value: self.value / k,
+            ci_low: self.ci_low / k,
+            ci_high: self.ci_high / k,
+            ..self
+        }
+    }
+    /// The interval as drawn: around the value whatever was given, an
+    /// unknown (NaN) bound taken as the value itself.
+    pub fn interval(&self) -> (f64, f64) {
+        let bound = |b: f64| if b.is_nan() { self.value } else { b };
+        (
+            bound(self.ci_low).min(self.value),
+            bound(self.ci_high).max(self.value),
+        )
+    }
+}
+
+/// What a chart's error bars and hollow marks stand for, said under its
+/// legend.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Uncertainty {
+    /// What an error bar spans.
+    pub interval: String,
+    /// What makes a mark hollow.
+    pub hollow: String,
+}
+
+impl Default for Uncertainty {
+    fn default() -> Self {
+        Uncertainty {
+            interval: "the value's interval, the tables' ±CI".into(),
+            hollow: "not converged: its interval is wider than the run rule asks".into(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Series {
     pub name: String,
-    pub points: Vec<(f64, f64)>,
-    /// Drawn dashed, grey and without markers (e.g. the ideal-scaling line).
+    /// (x, the value there).
+    pub points: Vec<(f64, Point)>,
+    /// Drawn dashed, grey and without markers or intervals (e.g. the
+    /// ideal-scaling line, which is not measured).
     pub reference: bool,
 }
 
 impl Series {
-    pub fn new(name: impl Into<String>, points: Vec<(f64, f64)>) -> Self {
+    pub fn new(name: impl Into<String>, points: Vec<(f64, Point)>) -> Self {
         Series {
             name: name.into(),
             points,
@@ -239,14 +326,17 @@ impl Series {
     pub fn reference(name: impl Into<String>, points: Vec<(f64, f64)>) -> Self {
         Series {
             name: name.into(),
-            points,
+            points: points
+                .into_iter()
+                .map(|(x, y)| (x, Point::exact(y)))
+                .collect(),
             reference: true,
         }
     }
 }
 
 /// A metric against a numeric param (or CPUs), one line per series.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct LineChart {
     pub title: String,
     pub x_label: String,
@@ -255,27 +345,58 @@ pub struct LineChart {
     /// so a chart holding any is drawn on a linear axis instead.
     pub log_x: bool,
     pub series: Vec<Series>,
+    pub uncertainty: Uncertainty,
 }
 
 /// Horizontal grouped bars: a row of bars per category (one per series),
 /// with the category's name beside it, so long case and routine names stay
 /// readable; an optional reference line (100 % for ratios).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct BarChart {
     pub title: String,
     /// What the bars measure, under the value axis.
     pub y_label: String,
     pub categories: Vec<String>,
-    pub series: Vec<(String, Vec<Option<f64>>)>,
+    /// (name, a value per category, `None` where it has none).
+    pub series: Vec<(String, Vec<Option<Point>>)>,
     pub reference: Option<f64>,
+    pub uncertainty: Uncertainty,
+}
+
+/// Vertical columns in a row, one per step of something, each numbered
+/// under its column, annotated above it and explained by a line of the
+/// legend (a tuning staircase).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ColumnChart {
+    pub title: String,
+    /// What the columns measure, beside the value axis.
+    pub y_label: String,
+    pub columns: Vec<Column>,
+    /// Lines under the legend.
+    pub notes: Vec<String>,
+    pub uncertainty: Uncertainty,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Column {
+    /// Under the column: short (a step's number).
+    pub label: String,
+    /// Its line of the legend; empty for none.
+    pub legend: String,
+    /// `None`: not measured, and `missing` says so in its place.
+    pub point: Option<Point>,
+    pub missing: String,
+    /// Above the column (its gain).
+    pub annotation: String,
+    /// Drawn grey: a column the others are read against (a baseline).
+    pub muted: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Chart {
     Line(LineChart),
     Bar(BarChart),
-    /// A tuning study's cumulative steps (crate::staircase).
-    Staircase(crate::staircase::Staircase),
+    Column(ColumnChart),
 }
 
 impl Chart {
@@ -283,14 +404,14 @@ impl Chart {
         match self {
             Chart::Line(c) => &c.title,
             Chart::Bar(c) => &c.title,
-            Chart::Staircase(c) => &c.title,
+            Chart::Column(c) => &c.title,
         }
     }
     pub fn to_svg(&self) -> String {
         match self {
             Chart::Line(c) => c.to_svg(),
             Chart::Bar(c) => c.to_svg(),
-            Chart::Staircase(c) => c.to_svg(),
+            Chart::Column(c) => c.to_svg(),
         }
     }
 }
@@ -341,7 +462,7 @@ fn text_lines(
 }
 
 /// The title, wrapped to the chart's width; returns the y below it.
-pub(crate) fn title(out: &mut String, title: &str) -> f64 {
+fn title(out: &mut String, title: &str) -> f64 {
     let lines = wrap_with(title, WIDTH - 2.0 * PAD, &|t| bold_width(t, TITLE_FONT));
     text_lines(
         out,
@@ -411,7 +532,7 @@ fn legend(entries: &[Entry], top: f64) -> (String, f64) {
 
 /// A chart's whole SVG document: the opening tag sized to `height`, the
 /// chart's `body`, the closing tag.
-pub(crate) fn document(kind: &str, title: &str, height: f64, body: &str) -> String {
+fn document(kind: &str, title: &str, height: f64, body: &str) -> String {
     let mut out = String::new();
     let _ = write!(
         out,
@@ -485,18 +606,225 @@ fn x_ticks(
     out.push_str("</g>");
 }
 
-/// A point's coordinates when both are finite and, on a log axis, x > 0.
-fn usable(p: &(f64, f64)) -> bool {
-    p.0.is_finite() && p.1.is_finite()
+/// The values a chart's value axis must show: every value and zero, the
+/// `extra` ones (a reference line), and each interval as far as it does
+/// not squash the values: at most the values' own span beyond them. An
+/// interval reaching further is cut at the plot's edge (and says so by
+/// having no cap there).
+fn value_range<'a>(points: impl Iterator<Item = &'a Point>, extra: Option<f64>) -> (f64, f64) {
+    let (mut lo, mut hi) = (0.0f64, 0.0f64);
+    let (mut ci_lo, mut ci_hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for p in points.filter(|p| p.value.is_finite()) {
+        lo = lo.min(p.value);
+        hi = hi.max(p.value);
+        let (a, b) = p.interval();
+        if a.is_finite() {
+            ci_lo = ci_lo.min(a);
+        }
+        if b.is_finite() {
+            ci_hi = ci_hi.max(b);
+        }
+    }
+    for v in extra.into_iter().filter(|v| v.is_finite()) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    let span = hi - lo;
+    (lo.min(ci_lo.max(lo - span)), hi.max(ci_hi.min(hi + span)))
+}
+
+/// How a point sits on its chart.
+struct Place<'a> {
+    /// A value → pixels along the value axis.
+    to_px: &'a dyn Fn(f64) -> f64,
+    /// The plot's edges along the value axis, in pixels, either order.
+    ends: (f64, f64),
+    /// Values run up the page (else rightwards).
+    vertical: bool,
+    /// The point's centre on the other axis.
+    across: f64,
+}
+
+impl Place<'_> {
+    /// (x, y) of a value's pixel `v` on the value axis, `a` across it.
+    fn xy(&self, v: f64, a: f64) -> (f64, f64) {
+        if self.vertical {
+            (a, v)
+        } else {
+            (v, a)
+        }
+    }
+}
+
+enum Shape {
+    /// A marker at the value (line charts).
+    Dot,
+    /// A bar from `base` to the value, `thickness` px across.
+    Bar { base: f64, thickness: f64 },
+}
+
+/// An attribute's number: in full, and infinite bounds as JavaScript and
+/// Rust both read them.
+fn attr_num(v: f64) -> String {
+    if v == f64::INFINITY {
+        "Infinity".into()
+    } else if v == f64::NEG_INFINITY {
+        "-Infinity".into()
+    } else {
+        format!("{v}")
+    }
+}
+
+/// Draws one measured value, the one way every chart kind does: its mark
+/// (a dot or a bar), hollow when it did not converge, carrying
+/// `data-value`, `data-ci-low` and `data-ci-high` in the chart's units;
+/// then its interval as an error bar (`class="ci"`) with a cap at each end
+/// inside the plot and none where it is cut at the plot's edge. Both sit in
+/// a `<g class="point">`. `what` opens the tooltip.
+fn draw_point(out: &mut String, p: &Point, place: &Place, shape: Shape, color: &str, what: &str) {
+    let (lo, hi) = p.interval();
+    let px = place.to_px;
+    let (e0, e1) = (
+        place.ends.0.min(place.ends.1),
+        place.ends.0.max(place.ends.1),
+    );
+    let fill = if p.converged {
+        format!(r#"fill="{color}""#)
+    } else {
+        format!(r##"fill="#fff" stroke="{color}" stroke-width="1.5""##)
+    };
+    let mut tip = format!(
+        "{what} {} (interval {} to {})",
+        sig(p.value, 4),
+        sig(lo, 4),
+        sig(hi, 4)
+    );
+    if !p.label.is_empty() {
+        let _ = write!(tip, ", {}", p.label);
+    }
+    if !p.converged {
+        tip.push_str(", hollow: not settled");
+    }
+    let data = format!(
+        r#"data-value="{}" data-ci-low="{}" data-ci-high="{}" data-converged="{}""#,
+        attr_num(p.value),
+        attr_num(lo),
+        attr_num(hi),
+        p.converged
+    );
+    out.push_str(r#"<g class="point">"#);
+    let cap = match shape {
+        Shape::Dot => {
+            let (x, y) = place.xy(px(p.value), place.across);
+            let _ = write!(
+                out,
+                r#"<circle class="mark" cx="{x:.2}" cy="{y:.2}" r="3" {fill} {data}><title>{}</title></circle>"#,
+                esc(&tip)
+            );
+            4.0
+        }
+        Shape::Bar { base, thickness } => {
+            let (a, b) = (px(p.value.min(base)), px(p.value.max(base)));
+            let (a, b) = (a.min(b), a.max(b));
+            let (x, y) = place.xy(a, place.across - thickness / 2.0);
+            let (w, h) = if place.vertical {
+                (thickness, b - a)
+            } else {
+                (b - a, thickness)
+            };
+            let _ = write!(
+                out,
+                r#"<rect class="bar mark" x="{x:.2}" y="{y:.2}" width="{w:.2}" height="{h:.2}" {fill} {data}><title>{}</title></rect>"#,
+                esc(&tip)
+            );
+            (thickness / 2.0 - 1.0).clamp(2.0, 4.0)
+        }
+    };
+    // The interval's ends in pixels, cut at the plot's edges.
+    let ends: Vec<(f64, bool)> = [lo, hi]
+        .iter()
+        .map(|v| {
+            let raw = px(*v);
+            let cut = raw.is_nan() || raw < e0 - 0.01 || raw > e1 + 0.01;
+            (if raw.is_nan() { e0 } else { raw.clamp(e0, e1) }, cut)
+        })
+        .collect();
+    let a = place.across;
+    let xy = |v: f64, a: f64| {
+        let (x, y) = place.xy(v, a);
+        format!("{x:.2},{y:.2}")
+    };
+    let mut d = format!("M{}L{}", xy(ends[0].0, a), xy(ends[1].0, a));
+    for (v, cut) in &ends {
+        if !cut {
+            let _ = write!(d, "M{}L{}", xy(*v, a - cap), xy(*v, a + cap));
+        }
+    }
+    let _ = write!(
+        out,
+        r##"<path class="ci mark" d="{d}" fill="none" stroke="#222" stroke-width="1.2"/></g>"##
+    );
+}
+
+/// Says under the legend what the error bars and (when any mark is) the
+/// hollow marks stand for, each beside a small drawing of it. Returns its
+/// markup and height.
+fn key(u: &Uncertainty, hollow: bool, top: f64) -> (String, f64) {
+    let mut out = String::from(r#"<g class="key">"#);
+    let mut y = top;
+    let text_x = PAD + 26.0;
+    let lines = [
+        Some(format!("error bars: {}", u.interval)),
+        hollow.then(|| format!("hollow: {}", u.hollow)),
+    ];
+    for (i, line) in lines.iter().enumerate() {
+        let Some(line) = line else { continue };
+        let cy = y + FONT * 0.65;
+        let gx = PAD + 10.0;
+        if i == 0 {
+            let _ = write!(
+                out,
+                r##"<path d="M{gx:.2},{:.2}L{gx:.2},{:.2}M{:.2},{:.2}L{:.2},{:.2}M{:.2},{:.2}L{:.2},{:.2}" stroke="#222" stroke-width="1.2" fill="none"/>"##,
+                cy - 6.0,
+                cy + 6.0,
+                gx - 4.0,
+                cy - 6.0,
+                gx + 4.0,
+                cy - 6.0,
+                gx - 4.0,
+                cy + 6.0,
+                gx + 4.0,
+                cy + 6.0
+            );
+        } else {
+            let _ = write!(
+                out,
+                r##"<circle cx="{gx:.2}" cy="{cy:.2}" r="4" fill="#fff" stroke="#555" stroke-width="1.5"/>"##
+            );
+        }
+        let wrapped = wrap(line, WIDTH - PAD - text_x, FONT);
+        text_lines(
+            &mut out,
+            text_x,
+            y + FONT,
+            &wrapped,
+            FONT,
+            r##" fill="#555""##,
+            None,
+        );
+        y += wrapped.len() as f64 * FONT * LINE_GAP + 4.0;
+    }
+    out.push_str("</g>");
+    (out, y - top)
 }
 
 impl LineChart {
     pub fn to_svg(&self) -> String {
-        let pts: Vec<(f64, f64)> = self
+        let pts: Vec<(f64, &Point)> = self
             .series
             .iter()
-            .flat_map(|s| s.points.iter().copied())
-            .filter(usable)
+            .flat_map(|s| s.points.iter().map(|(x, p)| (*x, p)))
+            .filter(|(x, p)| x.is_finite() && p.value.is_finite())
             .collect();
         if pts.is_empty() {
             return no_data(&self.title, "line");
@@ -505,10 +833,10 @@ impl LineChart {
         let log = self.log_x && pts.iter().all(|p| p.0 > 0.0);
         let fx = |x: f64| if log { x.log2() } else { x };
 
-        // Axis values: y always from zero (or below), so bars of the eye
-        // compare; x on data values for log axes, round ticks otherwise.
-        let ymin = pts.iter().map(|p| p.1).fold(0.0, f64::min);
-        let ymax = pts.iter().map(|p| p.1).fold(0.0, f64::max);
+        // Axis values: y always from zero (or below), so heights of the eye
+        // compare, and over the intervals; x on data values for log axes,
+        // round ticks otherwise.
+        let (ymin, ymax) = value_range(pts.iter().map(|p| p.1), None);
         let (yt, ystep) = ticks(ymin, ymax, 5);
         let (y0, y1) = (yt[0], yt[yt.len() - 1]);
         let mut xs: Vec<f64> = pts.iter().map(|p| p.0).collect();
@@ -608,12 +936,25 @@ impl LineChart {
             esc(&y_title)
         );
 
-        // Lines and markers, in series order.
+        // Lines, then each measured point with its interval, in series
+        // order.
         let names = unique_labels(self.series.iter().map(|s| s.name.as_str()));
         let mut entries = Vec::new();
         let mut ci = 0;
+        let mut hollow = false;
+        let place = |x: f64| Place {
+            to_px: &sy,
+            ends: (bottom, top),
+            vertical: true,
+            across: sx(x),
+        };
         for (s, name) in self.series.iter().zip(&names) {
-            let mut p: Vec<(f64, f64)> = s.points.iter().copied().filter(usable).collect();
+            let mut p: Vec<(f64, &Point)> = s
+                .points
+                .iter()
+                .map(|(x, p)| (*x, p))
+                .filter(|(x, p)| x.is_finite() && p.value.is_finite())
+                .collect();
             p.sort_by(|a, b| a.0.total_cmp(&b.0));
             let (c, d) = if s.reference {
                 ("#777", "5 4")
@@ -631,7 +972,7 @@ impl LineChart {
             }
             let path: Vec<String> = p
                 .iter()
-                .map(|(x, y)| format!("{:.2},{:.2}", sx(*x), sy(*y)))
+                .map(|(x, y)| format!("{:.2},{:.2}", sx(*x), sy(y.value)))
                 .collect();
             let dash_attr = if d.is_empty() {
                 String::new()
@@ -644,41 +985,38 @@ impl LineChart {
                 path.join(" "),
                 esc(name)
             );
-            if !s.reference {
-                for (x, y) in &p {
-                    let _ = write!(
-                        body,
-                        r#"<circle class="mark" cx="{:.2}" cy="{:.2}" r="3" fill="{c}"><title>{}: {} → {}</title></circle>"#,
-                        sx(*x),
-                        sy(*y),
-                        esc(name),
-                        sig(*x, 4),
-                        sig(*y, 4)
-                    );
-                }
+            if s.reference {
+                continue;
+            }
+            for (x, pt) in &p {
+                hollow |= !pt.converged;
+                let what = format!("{name}: {} →", sig(*x, 4));
+                draw_point(&mut body, pt, &place(*x), Shape::Dot, c, &what);
             }
         }
         let (leg, leg_h) = legend(&entries, x_title_y + 10.0);
         body.push_str(&leg);
-        let height = (x_title_y + 10.0 + leg_h + PAD).ceil();
+        let key_top = x_title_y + 10.0 + leg_h + 4.0;
+        let (k, key_h) = key(&self.uncertainty, hollow, key_top);
+        body.push_str(&k);
+        let height = (key_top + key_h + PAD).ceil();
         document("line", &self.title, height, &body)
     }
 }
 
 impl BarChart {
     pub fn to_svg(&self) -> String {
-        let vals: Vec<f64> = self
-            .series
-            .iter()
-            .flat_map(|(_, v)| v.iter().flatten().copied())
-            .filter(|v| v.is_finite())
-            .collect();
-        if vals.is_empty() || self.categories.is_empty() {
+        let points = || {
+            self.series
+                .iter()
+                .flat_map(|(_, v)| v.iter().flatten())
+                .filter(|p| p.value.is_finite())
+        };
+        if points().next().is_none() || self.categories.is_empty() {
             return no_data(&self.title, "bar");
         }
         let reference = self.reference.filter(|r| r.is_finite());
-        let lo = vals.iter().copied().chain(reference).fold(0.0, f64::min);
-        let hi = vals.iter().copied().chain(reference).fold(0.0, f64::max);
+        let (lo, hi) = value_range(points(), reference);
         let (vt, vstep) = ticks(lo, hi, 5);
         let (v0, v1) = (vt[0], vt[vt.len() - 1]);
         let vlabels: Vec<String> = vt.iter().map(|v| tick_label(*v, vstep)).collect();
@@ -743,6 +1081,7 @@ impl BarChart {
             r##"<line x1="{zero:.2}" y1="{top:.2}" x2="{zero:.2}" y2="{bottom:.2}" stroke="#333"/>"##
         );
         let names = unique_labels(self.series.iter().map(|(n, _)| n.as_str()));
+        let mut hollow = false;
         let mut y = top + gap;
         for (gi, cat) in self.categories.iter().enumerate() {
             let gh = group_h(gi) - gap;
@@ -759,25 +1098,25 @@ impl BarChart {
             );
             let bars_y = y + (gh - nser as f64 * bar_h) / 2.0;
             for (si, (_, values)) in self.series.iter().enumerate() {
-                let Some(Some(v)) = values.get(gi) else {
+                let Some(Some(p)) = values.get(gi) else {
                     continue;
                 };
-                if !v.is_finite() {
+                if !p.value.is_finite() {
                     continue;
                 }
-                let (a, b) = (sx(v.min(0.0)), sx(v.max(0.0)));
-                let by = bars_y + si as f64 * bar_h;
-                let _ = write!(
-                    body,
-                    r#"<rect class="bar mark" x="{a:.2}" y="{:.2}" width="{:.2}" height="{:.2}" fill="{}"><title>{} · {}: {}</title></rect>"#,
-                    by + 1.0,
-                    (b - a).max(0.0),
-                    bar_h - 2.0,
-                    color(si),
-                    esc(cat),
-                    esc(&names[si]),
-                    sig(*v, 4)
-                );
+                hollow |= !p.converged;
+                let place = Place {
+                    to_px: &sx,
+                    ends: (left, left + pw),
+                    vertical: false,
+                    across: bars_y + (si as f64 + 0.5) * bar_h,
+                };
+                let shape = Shape::Bar {
+                    base: 0.0,
+                    thickness: bar_h - 2.0,
+                };
+                let what = format!("{cat} · {}:", names[si]);
+                draw_point(&mut body, p, &place, shape, color(si), &what);
             }
             y += gh + gap;
         }
@@ -807,8 +1146,150 @@ impl BarChart {
             .collect();
         let (leg, leg_h) = legend(&entries, axis_title_y + 10.0);
         body.push_str(&leg);
-        let height = (axis_title_y + 10.0 + leg_h + PAD).ceil();
+        let key_top = axis_title_y + 10.0 + leg_h + 4.0;
+        let (k, key_h) = key(&self.uncertainty, hollow, key_top);
+        body.push_str(&k);
+        let height = (key_top + key_h + PAD).ceil();
         document("bar", &self.title, height, &body)
+    }
+}
+
+/// Height of a column chart's plot area.
+const COLUMN_PLOT_H: f64 = 230.0;
+
+impl ColumnChart {
+    pub fn to_svg(&self) -> String {
+        let points = || {
+            self.columns
+                .iter()
+                .filter_map(|c| c.point.as_ref())
+                .filter(|p| p.value.is_finite())
+        };
+        if self.columns.is_empty() {
+            return no_data(&self.title, "column");
+        }
+        let (lo, hi) = value_range(points(), None);
+        let (vt, step) = ticks(lo, hi, 5);
+        let (v0, v1) = (vt[0], vt[vt.len() - 1]);
+        let labels: Vec<String> = vt.iter().map(|t| tick_label(*t, step)).collect();
+        let lw = labels
+            .iter()
+            .map(|l| text_width(l, FONT))
+            .fold(0.0, f64::max);
+        let mut body = String::new();
+        let top = title(&mut body, &self.title);
+        // Room above the columns for their annotations.
+        let plot_top = top + FONT * 2.0;
+        let axis_label_x = PAD + FONT;
+        let left = (axis_label_x + 6.0 + lw + 6.0).ceil();
+        let right = WIDTH - PAD;
+        let bottom = plot_top + COLUMN_PLOT_H;
+        let sy = |v: f64| bottom - (v - v0) / (v1 - v0) * COLUMN_PLOT_H;
+        let _ = write!(
+            body,
+            r##"<rect class="plot" x="{left:.2}" y="{plot_top:.2}" width="{:.2}" height="{COLUMN_PLOT_H:.2}" fill="none" stroke="#ccc"/>"##,
+            right - left
+        );
+        body.push_str(r#"<g class="yticks">"#);
+        for (t, l) in vt.iter().zip(&labels) {
+            let y = sy(*t);
+            let _ = write!(
+                body,
+                r##"<line data-tick="{t}" x1="{left:.2}" x2="{right:.2}" y1="{y:.2}" y2="{y:.2}" stroke="#eee"/><text x="{:.2}" y="{:.2}" text-anchor="end">{}</text>"##,
+                left - 4.0,
+                y + FONT * 0.35,
+                esc(l)
+            );
+        }
+        body.push_str("</g>");
+        let _ = write!(
+            body,
+            r#"<text transform="translate({axis_label_x:.2} {:.2}) rotate(-90)" text-anchor="middle"><title>{}</title>{}</text>"#,
+            plot_top + COLUMN_PLOT_H / 2.0,
+            esc(&self.y_label),
+            esc(&fit(&self.y_label, COLUMN_PLOT_H, FONT))
+        );
+        let slot = (right - left) / self.columns.len() as f64;
+        let bw = slot * 0.62;
+        let mut hollow = false;
+        for (i, c) in self.columns.iter().enumerate() {
+            let cx = left + slot * (i as f64 + 0.5);
+            match c.point.as_ref().filter(|p| p.value.is_finite()) {
+                Some(p) => {
+                    hollow |= !p.converged;
+                    let place = Place {
+                        to_px: &sy,
+                        ends: (bottom, plot_top),
+                        vertical: true,
+                        across: cx,
+                    };
+                    let shape = Shape::Bar {
+                        base: 0.0,
+                        thickness: bw,
+                    };
+                    let fill = if c.muted { "#999999" } else { color(0) };
+                    let what = format!("{} {}:", c.label, c.legend);
+                    draw_point(&mut body, p, &place, shape, fill, &what);
+                    // Above the column and its interval, below the title.
+                    let (_, ci_hi) = p.interval();
+                    let highest = sy(p.value.max(0.0)).min(sy(ci_hi.min(v1)));
+                    let y = (highest - 5.0).max(top + FONT);
+                    let _ = write!(
+                        body,
+                        r##"<text x="{cx:.2}" y="{y:.2}" text-anchor="middle" font-size="{:.0}">{}</text>"##,
+                        FONT - 1.0,
+                        esc(&fit(&c.annotation, slot - 2.0, FONT - 1.0))
+                    );
+                }
+                None => {
+                    let _ = write!(
+                        body,
+                        r##"<text x="{cx:.2}" y="{:.2}" text-anchor="middle" fill="#D55E00">{}</text>"##,
+                        sy(0.0) - 6.0,
+                        esc(&fit(&c.missing, slot - 2.0, FONT))
+                    );
+                }
+            }
+            let _ = write!(
+                body,
+                r##"<text x="{cx:.2}" y="{:.2}" text-anchor="middle">{}</text>"##,
+                bottom + FONT * 1.3,
+                esc(&fit(&c.label, slot - 2.0, FONT))
+            );
+        }
+        // Legend: a line per column, then the notes, then the key.
+        let mut y = bottom + FONT * 2.5;
+        body.push_str(r#"<g class="legend">"#);
+        let line_h = FONT * LINE_GAP;
+        for c in self.columns.iter().filter(|c| !c.legend.is_empty()) {
+            let lines = wrap(&c.legend, WIDTH - 2.0 * PAD, FONT);
+            let _ = write!(
+                body,
+                r#"<g class="legend-entry" data-label="{}">"#,
+                esc(&c.legend)
+            );
+            text_lines(&mut body, PAD, y + FONT, &lines, FONT, "", None);
+            body.push_str("</g>");
+            y += lines.len() as f64 * line_h + 2.0;
+        }
+        for n in &self.notes {
+            let lines = wrap(n, WIDTH - 2.0 * PAD, FONT);
+            text_lines(
+                &mut body,
+                PAD,
+                y + FONT,
+                &lines,
+                FONT,
+                r##" fill="#555""##,
+                None,
+            );
+            y += lines.len() as f64 * line_h + 2.0;
+        }
+        body.push_str("</g>");
+        let (k, key_h) = key(&self.uncertainty, hollow, y + 4.0);
+        body.push_str(&k);
+        let height = (y + 4.0 + key_h + PAD).ceil();
+        document("column", &self.title, height, &body)
     }
 }
 
@@ -847,33 +1328,98 @@ mod tests {
         );
     }
 
+    /// A measured value with a ±10 % interval.
+    fn pt(v: f64) -> Point {
+        Point::new(v, v * 0.9, v * 1.1, true)
+    }
+
+    fn line(series: Vec<Series>) -> LineChart {
+        LineChart {
+            title: "t".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            series,
+            ..Default::default()
+        }
+    }
+
     #[test]
     fn line_chart_has_one_polyline_per_series() {
         let c = LineChart {
             title: "a <b>".into(),
-            x_label: "n".into(),
             y_label: "µs".into(),
             log_x: true,
-            series: vec![
-                Series::new("a", vec![(2.0, 1.0), (4.0, 2.0)]),
+            ..line(vec![
+                Series::new("a", vec![(2.0, pt(1.0)), (4.0, pt(2.0))]),
                 Series::reference("ideal", vec![(2.0, 1.0), (4.0, 4.0)]),
-            ],
+            ])
         };
         let svg = c.to_svg();
         assert_eq!(svg.matches("<polyline").count(), 2);
         assert!(svg.contains("a &lt;b&gt;"));
         assert!(svg.contains("stroke-dasharray"));
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
+        // The measured line's points carry their intervals; the reference
+        // line has none.
+        assert_eq!(svg.matches(r#"<g class="point">"#).count(), 2);
+        assert!(svg.contains(r#"data-value="2" data-ci-low="1.8" data-ci-high="2.2""#));
+        assert!(svg.contains("error bars: "));
+        assert!(!svg.contains("hollow: "), "no hollow mark, no word of it");
+    }
+
+    #[test]
+    fn unconverged_points_are_hollow_and_the_key_says_why() {
+        let c = line(vec![Series::new(
+            "a",
+            vec![(1.0, pt(1.0)), (2.0, Point::new(2.0, 1.0, 3.0, false))],
+        )]);
+        let svg = c.to_svg();
+        assert_eq!(svg.matches(r#"data-converged="false""#).count(), 1);
+        assert_eq!(svg.matches(r##"<circle class="mark" cx"##).count(), 2);
+        assert_eq!(svg.matches(r##"r="3" fill="#fff" stroke="##).count(), 1);
+        assert!(svg.contains("hollow: not converged"), "{svg}");
+    }
+
+    #[test]
+    fn an_unknown_interval_is_cut_at_the_plot_edge() {
+        let c = line(vec![Series::new(
+            "a",
+            vec![
+                (1.0, pt(1.0)),
+                (
+                    2.0,
+                    Point::new(2.0, f64::NEG_INFINITY, f64::INFINITY, false),
+                ),
+            ],
+        )]);
+        let svg = c.to_svg();
+        assert!(svg.contains(r#"data-ci-low="-Infinity" data-ci-high="Infinity""#));
+        // Both attributes read back as the bounds in Rust (and JavaScript).
+        assert_eq!("-Infinity".parse::<f64>(), Ok(f64::NEG_INFINITY));
+        // The axis did not run to infinity.
+        assert!(!svg.contains("inf\""), "{svg}");
+    }
+
+    #[test]
+    fn intervals_widen_the_axis_but_do_not_squash_it() {
+        // An interval to 5 on values up to 2: the axis reaches 4 (the
+        // values' span beyond them), not 5; a narrow one is shown whole.
+        assert_eq!(
+            value_range([Point::new(2.0, 1.0, 5.0, true)].iter(), None),
+            (0.0, 4.0)
+        );
+        assert_eq!(value_range([pt(10.0)].iter(), None), (0.0, 11.0));
     }
 
     #[test]
     fn zero_on_a_log_axis_draws_linear() {
         let c = LineChart {
-            title: "t".into(),
             x_label: "bytes (KB)".into(),
-            y_label: "y".into(),
             log_x: true,
-            series: vec![Series::new("a", vec![(0.0, 1.0), (4.0, 2.0), (10.0, 3.0)])],
+            ..line(vec![Series::new(
+                "a",
+                vec![(0.0, pt(1.0)), (4.0, pt(2.0)), (10.0, pt(3.0))],
+            )])
         };
         let svg = c.to_svg();
         assert_eq!(svg.matches(r#"<circle class="mark""#).count(), 3);
@@ -886,21 +1432,47 @@ mod tests {
             title: "ratios".into(),
             y_label: "%".into(),
             categories: vec!["x".into(), "y".into()],
-            series: vec![("B/A".into(), vec![Some(104.0), None])],
+            series: vec![("B/A".into(), vec![Some(pt(104.0)), None])],
             reference: Some(100.0),
+            ..Default::default()
         };
-        assert_eq!(c.to_svg().matches(r#"class="bar mark""#).count(), 1);
+        let svg = c.to_svg();
+        assert_eq!(svg.matches(r#"class="bar mark""#).count(), 1);
+        assert_eq!(svg.matches(r#"class="ci mark""#).count(), 1);
+    }
+
+    #[test]
+    fn column_chart_draws_each_column_or_says_why_not() {
+        let col = |label: &str, point: Option<Point>| Column {
+            label: label.into(),
+            legend: format!("{label} step"),
+            point,
+            missing: "failed".into(),
+            annotation: format!("+{label} %"),
+            muted: label == "0",
+        };
+        let c = ColumnChart {
+            title: "steps".into(),
+            y_label: "tps".into(),
+            columns: vec![
+                col("0", Some(pt(100.0))),
+                col("1", Some(Point::new(130.0, 90.0, 170.0, false))),
+                col("2", None),
+            ],
+            notes: vec!["a note".into()],
+            ..Default::default()
+        };
+        let svg = c.to_svg();
+        assert_eq!(svg.matches(r#"class="bar mark""#).count(), 2);
+        assert_eq!(svg.matches(r#"data-converged="false""#).count(), 1);
+        assert!(svg.contains(">failed<") && svg.contains("a note"));
+        assert_eq!(svg.matches(r#"class="legend-entry""#).count(), 3);
+        assert!(svg.contains("+1 %") && svg.contains("hollow: "));
     }
 
     #[test]
     fn empty_charts_say_so() {
-        let c = LineChart {
-            title: "t".into(),
-            x_label: "x".into(),
-            y_label: "y".into(),
-            log_x: false,
-            series: vec![],
-        };
-        assert!(c.to_svg().contains("no data"));
+        assert!(line(vec![]).to_svg().contains("no data"));
+        assert!(ColumnChart::default().to_svg().contains("no data"));
     }
 }

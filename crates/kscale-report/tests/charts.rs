@@ -2,20 +2,28 @@
 
 #[path = "common/chart_fixtures.rs"]
 mod chart_fixtures;
+#[path = "common/svgcheck.rs"]
+mod svgcheck;
 
+use chart_fixtures::pts;
 use kscale_report::html::{render, Block, Report, Section};
-use kscale_report::svg::{BarChart, Chart, LineChart, Series};
+use kscale_report::svg::{BarChart, Chart, Column, ColumnChart, LineChart, Point, Series};
 use kscale_report::{Cell, RowKind, Table};
 
 fn line() -> Chart {
     Chart::Line(chart_fixtures::ctx_lat(vec![
         Series::new(
             "size=0 · a [1 CPU]",
-            vec![(2.0, 1.5), (4.0, 1.7), (8.0, 2.0), (16.0, 2.4)],
+            pts(&[(2.0, 1.5), (4.0, 1.7), (8.0, 2.0), (16.0, 2.4)]),
         ),
         Series::new(
             "size=16k · a [1 CPU]",
-            vec![(2.0, 4.0), (4.0, 5.5), (8.0, 9.0), (16.0, 12.0)],
+            vec![
+                (2.0, Point::new(4.0, 3.8, 4.2, true)),
+                (4.0, Point::new(5.5, 4.0, 7.0, false)),
+                (8.0, Point::new(9.0, 8.9, 9.1, true)),
+                (16.0, Point::new(12.0, 11.0, 13.0, true)),
+            ],
         ),
     ]))
 }
@@ -27,9 +35,17 @@ fn scal() -> Chart {
         y_label: "scalability".into(),
         log_x: false,
         series: vec![
-            Series::new("tcp_rr", vec![(1.0, 1.0), (2.0, 1.8), (4.0, 3.1)]),
+            Series::new(
+                "tcp_rr",
+                vec![
+                    (1.0, Point::exact(1.0)),
+                    (2.0, Point::new(1.8, 1.7, 1.9, true)),
+                    (4.0, Point::new(3.1, 2.6, 3.6, false)),
+                ],
+            ),
             Series::reference("ideal", vec![(1.0, 1.0), (2.0, 2.0), (4.0, 4.0)]),
         ],
+        ..Default::default()
     })
 }
 
@@ -43,11 +59,90 @@ fn bars() -> Chart {
             "Geometric mean".into(),
         ],
         series: vec![
-            ("B/A".into(), vec![Some(96.0), Some(121.0), Some(107.0)]),
-            ("C/A".into(), vec![Some(104.0), None, Some(110.0)]),
+            (
+                "B/A".into(),
+                vec![
+                    Some(Point::new(96.0, 94.0, 98.0, true)),
+                    Some(Point::new(121.0, 101.0, 141.0, false)),
+                    Some(Point::new(107.0, 106.0, 108.0, true)),
+                ],
+            ),
+            (
+                "C/A".into(),
+                vec![
+                    Some(Point::new(104.0, 99.0, 109.0, true)),
+                    None,
+                    Some(Point::new(110.0, 109.0, 111.0, true)),
+                ],
+            ),
         ],
         reference: Some(100.0),
+        ..Default::default()
     })
+}
+
+fn columns() -> Chart {
+    let col = |i: usize, name: &str, point: Option<Point>, annotation: &str| Column {
+        label: i.to_string(),
+        legend: format!("{i} {name}: why {name}"),
+        point,
+        missing: "failed".into(),
+        annotation: annotation.into(),
+        muted: name == "baseline",
+    };
+    Chart::Column(ColumnChart {
+        title: "net.tcp_rr [cpus all]: tps by step".into(),
+        y_label: "tps (1/s)".into(),
+        columns: vec![
+            col(
+                0,
+                "baseline",
+                Some(Point::new(100.0, 95.0, 105.0, true)),
+                "baseline",
+            ),
+            col(
+                1,
+                "sockbuf",
+                Some(Point::new(130.0, 100.0, 160.0, false)),
+                "~+30.0 %",
+            ),
+            col(2, "busy_poll", None, ""),
+            col(
+                3,
+                "baseline",
+                Some(Point::new(101.0, 97.0, 105.0, true)),
+                "drift ~+1.0 %",
+            ),
+        ],
+        notes: vec!["No significant drift.".into()],
+        ..Default::default()
+    })
+}
+
+/// Every chart kind draws each point with its interval, hollow where it
+/// did not converge, and passes the geometry and interval checks.
+#[test]
+fn every_chart_kind_draws_its_intervals() {
+    for (chart, points, hollow) in [
+        (line(), 8, 1),
+        (scal(), 3, 1),
+        (bars(), 5, 1),
+        (columns(), 3, 1),
+    ] {
+        let svg = chart.to_svg();
+        let bad = svgcheck::check(&svg, None);
+        assert!(bad.is_empty(), "{}: {bad:#?}\n{svg}", chart.title());
+        assert_eq!(svg.matches("<g class=\"point\">").count(), points, "{svg}");
+        assert_eq!(svg.matches("class=\"ci mark\"").count(), points, "{svg}");
+        assert_eq!(svg.matches("data-converged=\"false\"").count(), hollow);
+        assert!(svg.contains("hollow: "), "{svg}");
+        assert!(svg.contains("error bars: "), "{svg}");
+    }
+}
+
+#[test]
+fn column_chart_svg() {
+    insta::assert_snapshot!(columns().to_svg());
 }
 
 #[test]

@@ -6,7 +6,10 @@ mod common;
 
 use kscale_core::profile::{Hit, Profile, ProfileBuilder};
 use kscale_core::Direction;
-use kscale_report::profile::{case_summary, case_table, cpu_growth, summary_table};
+use kscale_report::profile::{
+    case_summary, case_table, cpu_growth, diff_table, share_interval, spinlock_chart,
+    summary_table, MIN_SAMPLES,
+};
 use kscale_report::{Catalog, WorkloadInfo};
 use kscale_store::{CaseData, RunData};
 use std::collections::BTreeMap;
@@ -166,4 +169,80 @@ fn one_configuration_has_no_growth() {
     let mut r = run(Some(1000));
     r.cases.truncate(1);
     assert!(cpu_growth(&r, &Cat).is_none());
+}
+
+/// A top 10 drawn from fewer than 1,000 samples says so beside it, in
+/// every view; one drawn from more says nothing.
+#[test]
+fn a_ranking_from_few_samples_says_so() {
+    let r = run(Some(1000));
+    let (one, all) = (&r.cases[0], &r.cases[1]);
+    let few = "from 100 samples — too few for a stable ranking";
+    assert!(case_table(&Cat, one).unwrap().title.contains(few));
+    assert!(case_summary(&Cat, one).unwrap().contains(few));
+    let s = summary_table(&r, &Cat).unwrap();
+    assert_eq!(s.rows[0].cells[1].text, "100 (few)");
+    assert!(s
+        .notes
+        .iter()
+        .any(|n| n.contains("too few for a stable ranking")));
+    let g = cpu_growth(&r, &Cat).unwrap();
+    assert!(g.notes.iter().any(|n| n.contains("as few as 100 samples")));
+    let d = diff_table("diff", "A", "B", clock(one), clock(all), 10);
+    assert!(d.title.contains("A from 100 samples") && d.title.contains("B from 280"));
+
+    // Twenty times the samples: enough, and nothing is said.
+    let mut big = r.clone();
+    for c in &mut big.cases {
+        let p = &mut c.profiles[0];
+        for n in [
+            &mut p.total,
+            &mut p.kernel,
+            &mut p.user,
+            &mut p.idle,
+            &mut p.spinlock,
+        ] {
+            *n *= 20;
+        }
+        for (_, n) in p.by_symbol.iter_mut().chain(p.by_comm.iter_mut()) {
+            *n *= 20;
+        }
+    }
+    assert!(big.cases[0].profiles[0].total >= MIN_SAMPLES);
+    assert!(!case_table(&Cat, &big.cases[0])
+        .unwrap()
+        .title
+        .contains("too few"));
+    assert!(!summary_table(&big, &Cat)
+        .unwrap()
+        .to_terminal(false)
+        .contains("few"));
+    assert!(!cpu_growth(&big, &Cat)
+        .unwrap()
+        .to_terminal(false)
+        .contains("too few"));
+}
+
+fn clock(c: &CaseData) -> &Profile {
+    &c.profiles[0]
+}
+
+/// The spin-lock share is drawn with its interval from the sample count,
+/// hollow where the count is too small.
+#[test]
+fn spin_lock_bars_carry_their_sampling_interval() {
+    // 10 of 100 samples: 5.5–17.4 % (Wilson, 95 %).
+    let (lo, hi) = share_interval(10.0, 100);
+    assert!(
+        (lo - 5.52).abs() < 0.01 && (hi - 17.44).abs() < 0.01,
+        "{lo} {hi}"
+    );
+    let (lo, hi) = share_interval(0.0, 100);
+    assert!(lo == 0.0 && hi > 3.0);
+    assert_eq!(share_interval(5.0, 0), (0.0, 100.0));
+    let r = run(Some(1000));
+    let svg = spinlock_chart(&[("a", &r)], &Cat).unwrap().to_svg();
+    assert_eq!(svg.matches(r#"<g class="point">"#).count(), 2);
+    assert_eq!(svg.matches(r#"data-converged="false""#).count(), 2);
+    assert!(svg.contains("hollow: a profile of fewer than 1,000 samples"));
 }

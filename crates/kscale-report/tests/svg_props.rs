@@ -1,14 +1,16 @@
-//! Property tests of the SVG charts: for arbitrary titles, labels and
-//! values — long, empty, unicode, markup, zero, negative, tiny, huge, NaN —
-//! every mark lies inside its plot area, the ticks cover the data, legend
-//! labels are unique and whole, and no text leaves the viewBox.
+//! Property tests of the SVG charts: for arbitrary titles, labels, values
+//! and intervals — long, empty, unicode, markup, zero, negative, tiny,
+//! huge, NaN, unbounded — every mark lies inside its plot area, the ticks
+//! cover the data, legend labels are unique and whole, no text leaves the
+//! viewBox, and every point draws its interval and is hollow exactly when
+//! it did not converge.
 
 #[path = "common/chart_fixtures.rs"]
 mod chart_fixtures;
 #[path = "common/svgcheck.rs"]
 mod svgcheck;
 
-use kscale_report::svg::{BarChart, LineChart, Series};
+use kscale_report::svg::{BarChart, Column, ColumnChart, LineChart, Point, Series};
 use proptest::prelude::*;
 use svgcheck::{check, Drawn};
 
@@ -39,6 +41,24 @@ fn value() -> impl Strategy<Value = f64> {
     ]
 }
 
+/// How far an interval reaches from its value, as a share of the value.
+fn reach() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        4 => 0.0..0.5f64,
+        2 => 0.5..5.0f64,
+        1 => Just(0.0),
+        1 => Just(f64::INFINITY),
+        1 => Just(f64::NAN),
+    ]
+}
+
+fn point() -> impl Strategy<Value = Point> {
+    (value(), reach(), reach(), prop::bool::weighted(0.7)).prop_map(|(v, a, b, converged)| {
+        let m = if v == 0.0 { 1.0 } else { v.abs() };
+        Point::new(v, v - a * m, v + b * m, converged)
+    })
+}
+
 fn x_value() -> impl Strategy<Value = f64> {
     prop_oneof![
         4 => (0u32..40).prop_map(|e| 2f64.powi(e as i32)),
@@ -53,13 +73,16 @@ fn x_value() -> impl Strategy<Value = f64> {
 fn series() -> impl Strategy<Value = Series> {
     (
         label(),
-        prop::collection::vec((x_value(), value()), 0..10),
+        prop::collection::vec((x_value(), point()), 0..10),
         prop::bool::weighted(0.15),
     )
-        .prop_map(|(name, points, reference)| Series {
-            name,
-            points,
-            reference,
+        .prop_map(|(name, points, reference)| {
+            if reference {
+                let exact = points.into_iter().map(|(x, p)| (x, p.value)).collect();
+                Series::reference(name, exact)
+            } else {
+                Series::new(name, points)
+            }
         })
 }
 
@@ -77,6 +100,7 @@ fn line_chart() -> impl Strategy<Value = LineChart> {
             y_label,
             log_x,
             series,
+            ..Default::default()
         })
 }
 
@@ -89,7 +113,7 @@ fn bar_chart() -> impl Strategy<Value = BarChart> {
             prop::collection::vec(
                 (
                     label(),
-                    prop::collection::vec(prop::option::of(value()), cats),
+                    prop::collection::vec(prop::option::of(point()), cats),
                 ),
                 sers,
             ),
@@ -101,8 +125,46 @@ fn bar_chart() -> impl Strategy<Value = BarChart> {
                 categories,
                 series,
                 reference,
+                ..Default::default()
             })
     })
+}
+
+fn column_chart() -> impl Strategy<Value = ColumnChart> {
+    (
+        label(),
+        label(),
+        prop::collection::vec(
+            (
+                label(),
+                label(),
+                prop::option::of(point()),
+                label(),
+                any::<bool>(),
+            ),
+            0..12,
+        ),
+        prop::collection::vec(label(), 0..3),
+    )
+        .prop_map(|(title, y_label, columns, notes)| ColumnChart {
+            title,
+            y_label,
+            columns: columns
+                .into_iter()
+                .enumerate()
+                .map(|(i, (legend, missing, point, annotation, muted))| Column {
+                    label: i.to_string(),
+                    // The legend's lines are numbered, so never the same.
+                    legend: format!("{i} {legend}"),
+                    point,
+                    missing: missing.chars().take(8).collect(),
+                    annotation: annotation.chars().take(8).collect(),
+                    muted,
+                })
+                .collect(),
+            notes,
+            ..Default::default()
+        })
 }
 
 /// What a line chart draws: finite points (on a log axis only when every
@@ -111,7 +173,7 @@ fn drawn_line(c: &LineChart) -> Drawn {
     let pts: Vec<(f64, f64)> = c
         .series
         .iter()
-        .flat_map(|s| s.points.iter().copied())
+        .flat_map(|s| s.points.iter().map(|(x, p)| (*x, p.value)))
         .filter(|(x, y)| x.is_finite() && y.is_finite())
         .collect();
     Drawn {
@@ -125,7 +187,7 @@ fn drawn_bar(c: &BarChart) -> Drawn {
         x: vec![],
         y: c.series
             .iter()
-            .flat_map(|(_, v)| v.iter().flatten().copied())
+            .flat_map(|(_, v)| v.iter().flatten().map(|p| p.value))
             .chain(c.reference)
             .filter(|v| v.is_finite())
             .collect(),
@@ -152,7 +214,23 @@ proptest! {
         let bad = check(&svg, Some(&drawn_bar(&c)));
         prop_assert!(bad.is_empty(), "{bad:#?}\n{svg}");
     }
+
+    #[test]
+    fn column_charts_keep_their_geometry(c in column_chart()) {
+        let svg = c.to_svg();
+        let bad = check(&svg, None);
+        prop_assert!(bad.is_empty(), "{bad:#?}\n{svg}");
+        let measured = c.columns.iter().flat_map(|c| &c.point).filter(|p| p.value.is_finite());
+        prop_assert_eq!(svg.matches("<g class=\"point\">").count(), measured.count());
+    }
 }
+
+/// A measured value with a ±5 % interval.
+fn pt(v: f64) -> Point {
+    Point::new(v, v * 0.95, v * 1.05, true)
+}
+
+use chart_fixtures::pts;
 
 /// The defects the first `study --quick` report showed, as fixed cases.
 #[test]
@@ -165,8 +243,9 @@ fn the_reported_defects_stay_fixed() {
             "pv_native_safe_halt".into(),
             "finish_task_switch.isra.0".into(),
         ],
-        series: vec![("cpu-clock".into(), vec![Some(54.0), Some(4.0)])],
+        series: vec![("cpu-clock".into(), vec![Some(pt(54.0)), Some(pt(4.0))])],
         reference: None,
+        ..Default::default()
     };
     let svg = bars.to_svg();
     assert!(check(&svg, Some(&drawn_bar(&bars))).is_empty(), "{svg}");
@@ -175,11 +254,11 @@ fn the_reported_defects_stay_fixed() {
     let lines = chart_fixtures::ctx_lat(vec![
         Series::new(
             "size=0 · 6.18.44-fc-v657 [1 CPU]",
-            vec![(2.0, 4.35), (8.0, 5.1)],
+            pts(&[(2.0, 4.35), (8.0, 5.1)]),
         ),
         Series::new(
             "size=0 · 6.18.44-fc-v657 [all (2 CPUs)]",
-            vec![(2.0, 4.5), (8.0, 4.9)],
+            pts(&[(2.0, 4.5), (8.0, 4.9)]),
         ),
     ]);
     let svg = lines.to_svg();
@@ -188,8 +267,8 @@ fn the_reported_defects_stay_fixed() {
     // Legend entries cut to the same text; identical labels.
     let dup = LineChart {
         series: vec![
-            Series::new("size=0.5m", vec![(1.0, 1.0), (2.0, 1.9)]),
-            Series::new("size=0.5m", vec![(1.0, 1.0), (2.0, 1.7)]),
+            Series::new("size=0.5m", pts(&[(1.0, 1.0), (2.0, 1.9)])),
+            Series::new("size=0.5m", pts(&[(1.0, 1.0), (2.0, 1.7)])),
         ],
         ..lines.clone()
     };
@@ -200,7 +279,7 @@ fn the_reported_defects_stay_fixed() {
         log_x: true,
         series: vec![Series::new(
             "a",
-            vec![(0.0, 9330.0), (1.0, 8991.0), (10.0, 7578.0)],
+            pts(&[(0.0, 9330.0), (1.0, 8991.0), (10.0, 7578.0)]),
         )],
         ..lines
     };
@@ -218,7 +297,8 @@ fn the_checker_sees_broken_charts() {
         x_label: "x".into(),
         y_label: "y".into(),
         log_x: false,
-        series: vec![Series::new("a", vec![(1.0, 1.0), (2.0, 3.0)])],
+        series: vec![Series::new("a", pts(&[(1.0, 1.0), (2.0, 3.0)]))],
+        ..Default::default()
     };
     let svg = c.to_svg();
     assert!(check(&svg, Some(&drawn_line(&c))).is_empty());
@@ -236,4 +316,23 @@ fn the_checker_sees_broken_charts() {
         y: vec![1e9],
     };
     assert!(!check(&svg, Some(&short)).is_empty());
+
+    // …and an interval missing, misdrawn or misread.
+    let no_bar = svg.replacen("class=\"ci mark\"", "class=\"mark\"", 1);
+    assert!(!check(&no_bar, None).is_empty());
+    let solid = svg.replacen("data-converged=\"true\"", "data-converged=\"false\"", 1);
+    assert!(!check(&solid, None).is_empty());
+    let outside = svg.replacen("data-ci-low=\"0.95\"", "data-ci-low=\"1.5\"", 1);
+    assert_ne!(outside, svg);
+    assert!(!check(&outside, None).is_empty());
+    // The error bar's far end moved 0.5 px along the value axis.
+    let d = svg.find(" d=\"M").unwrap();
+    let l = svg[d..].find('L').unwrap() + d;
+    let comma = svg[l..].find(',').unwrap() + l + 1;
+    let end = svg[comma..].find(['M', '"']).unwrap() + comma;
+    let y: f64 = svg[comma..end].parse().unwrap();
+    let shifted = format!("{}{:.2}{}", &svg[..comma], y + 0.5, &svg[end..]);
+    assert!(!check(&shifted, None).is_empty());
+    let bare = svg.replacen(" data-ci-high=", " data-x=", 1);
+    assert!(!check(&bare, None).is_empty());
 }

@@ -7,13 +7,17 @@
 //! line per mode, four web charts, MB/s against clients — with no line of
 //! kscale-report written for them.
 
+#[path = "common/browser.rs"]
+mod browser;
 mod common;
 #[path = "common/svgcheck.rs"]
 mod svgcheck;
 
 use common::run_with;
+use kscale_core::profile::{Hit, ProfileBuilder};
 use kscale_core::Direction;
-use kscale_report::html::{build, Report};
+use kscale_report::html::{build, render, Report};
+use kscale_report::staircase::{self, StepData};
 use kscale_report::svg::Chart;
 use kscale_report::variants::variant_tables;
 use kscale_report::{
@@ -378,4 +382,118 @@ fn another_family_declares_a_variant_table() {
     let text = t.to_terminal(false);
     assert!(text.contains("Chat relay rooms=5 users=20"), "{text}");
     assert!(text.contains("epoll"), "{text}");
+}
+
+/// A kernel profile of `samples` samples, a tenth of them spinning.
+fn profile(samples: u64) -> kscale_core::profile::Profile {
+    let mut b = ProfileBuilder::new("cpu-clock", "997 Hz");
+    for (symbol, n) in [
+        ("do_syscall_64", samples * 6 / 10),
+        ("native_queued_spin_lock_slowpath", samples / 10),
+    ] {
+        b.add_n(
+            Hit::Kernel {
+                symbol: Some(symbol),
+                comm: "kscale",
+            },
+            n,
+        );
+    }
+    b.add_n(Hit::User { comm: "kscale" }, samples - samples * 7 / 10);
+    b.finish()
+}
+
+/// Every chart of a report like a study's — the macro sweeps, comparison
+/// bars, scalability lines, the spin-lock bars of the profiles and a tuning
+/// staircase, with unconverged cases, a case of one trial and profiles of
+/// too few samples among them — draws each measured point with its interval,
+/// hollow where it did not converge; checked on the markup and, laid out by
+/// Chromium, on what the browser drew.
+#[test]
+fn a_study_report_draws_every_interval_in_a_browser() {
+    let (mut a, b) = (system(1, "6.1", 1.0), system(2, "6.8", 1.3));
+    // Not converged: hollow. One counted trial: an unbounded interval.
+    a.cases[0].converged = Some(false);
+    a.cases[3].converged = Some(false);
+    a.cases[4].trials.truncate(2);
+    a.cases[4].converged = Some(false);
+    for (i, c) in a.cases.iter_mut().enumerate().take(6) {
+        c.profiles = vec![profile(if i % 2 == 0 { 52 } else { 5000 })];
+    }
+    let mut report = build(&[&a, &b], &Cat);
+    let step = |name: &str, run: &RunData| StepData {
+        name: name.into(),
+        rationale: format!("why {name}"),
+        settings: vec![],
+        run: Some(run_with(run.cases[..2].to_vec())),
+        error: None,
+    };
+    let steps = [
+        step("baseline", &a),
+        step("sockbuf", &b),
+        step("baseline-again", &a),
+    ];
+    report.sections.insert(0, staircase::section(&steps, &Cat));
+    let html = render(&report).expect("render");
+
+    let kinds = ["line", "bar", "column"];
+    for kind in kinds {
+        assert!(
+            html.contains(&format!("data-kind=\"{kind}\"")),
+            "no {kind} chart"
+        );
+    }
+    let mut points = 0;
+    for c in report.charts() {
+        let svg = c.to_svg();
+        let bad = svgcheck::check(&svg, None);
+        assert!(bad.is_empty(), "{}: {bad:#?}", c.title());
+        points += svg.matches("<g class=\"point\">").count();
+    }
+    assert!(points > 100, "{points} points");
+    assert_eq!(html.matches("<g class=\"point\">").count(), points);
+    assert!(html.contains("data-converged=\"false\""), "no hollow point");
+    assert!(
+        html.contains("data-ci-high=\"Infinity\""),
+        "the one-trial case"
+    );
+    assert!(html.contains("hollow: a profile of fewer than 1,000 samples"));
+    assert!(html.contains("from 52 samples — too few for a stable ranking"));
+
+    let Some(dom) = browser::dom(&html, "study") else {
+        return;
+    };
+    assert_eq!(
+        browser::attr_num(&dom, "data-charts-rendered"),
+        Some(report.chart_count())
+    );
+    assert_eq!(
+        browser::attr_num(&dom, "data-geometry-problems"),
+        Some(0),
+        "{:?}",
+        browser::attr(&dom, "data-geometry-report")
+    );
+    assert_eq!(browser::attr_num(&dom, "data-points"), Some(points));
+    assert_eq!(
+        browser::attr_num(&dom, "data-interval-problems"),
+        Some(0),
+        "{:?}",
+        browser::attr(&dom, "data-interval-report")
+    );
+
+    // The browser's check sees an interval drawn shorter than it is (the
+    // first point's), and an error bar gone (the last point's).
+    let i = html.find(" data-ci-high=\"").expect("a point") + 15;
+    let broken = format!("{}1e9{}", &html[..i], &html[i..]);
+    let j = broken
+        .rfind("<path class=\"ci mark\"")
+        .expect("an error bar");
+    let broken = format!("{}<path class=\"mark\"{}", &broken[..j], &broken[j + 21..]);
+    let dom = browser::dom(&broken, "broken").expect("chromium");
+    assert_eq!(
+        browser::attr_num(&dom, "data-interval-problems"),
+        Some(2),
+        "{:?}",
+        browser::attr(&dom, "data-interval-report")
+    );
 }

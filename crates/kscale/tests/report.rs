@@ -1,8 +1,9 @@
 //! The HTML report as a person sees it: self-contained, every value shown as
 //! text, and every chart laid out whole by a real browser (headless
 //! Chromium): charts rendered, no text outside a chart, no mark outside its
-//! plot, and the chart geometry checks of the SVG property tests on every
-//! chart of a real report.
+//! plot, every measured point's interval drawn to scale, and the chart
+//! geometry and interval checks of the SVG property tests on every chart of
+//! a real report.
 
 mod common;
 #[path = "../../kscale-report/tests/common/svgcheck.rs"]
@@ -120,6 +121,20 @@ fn check_report(env: &Env, file: &Path, min_charts: usize) -> String {
         Some(0),
         "the browser drew text outside a chart or a mark outside its plot: {:?}",
         attr(&dom, "data-geometry-report")
+    );
+    // Every measured point drawn with its interval, as the browser laid
+    // it out.
+    let points = html.matches("<g class=\"point\">").count();
+    assert!(
+        points > 0 || svgs.is_empty(),
+        "charts without a measured point"
+    );
+    assert_eq!(attr_num(&dom, "data-points"), Some(points));
+    assert_eq!(
+        attr_num(&dom, "data-interval-problems"),
+        Some(0),
+        "the browser drew an interval wrong: {:?}",
+        attr(&dom, "data-interval-report")
     );
     html
 }

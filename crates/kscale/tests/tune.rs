@@ -349,8 +349,11 @@ fn a_whole_study_prints_the_staircase_writes_the_chart_and_restores() {
     assert!(text.to_lowercase().contains("drift"), "{text}");
     assert_eq!(read_in(&ns, FIN), "59");
     let html = std::fs::read_to_string(env.path().join("study.html")).expect("report");
-    assert!(html.contains(r#"data-kind="staircase""#));
-    assert!(html.matches(r#"<rect class="mark""#).count() >= 4);
+    // The staircase: a column per step (baseline, two steps, the baseline
+    // again), each with its interval.
+    assert!(html.contains(r#"data-kind="column""#));
+    assert!(html.matches(r#"<rect class="bar mark""#).count() >= 4);
+    assert!(html.matches(r#"<path class="ci mark""#).count() >= 4);
     // Laid out whole in a browser: no text outside a chart, no mark outside
     // its plot (the report's own check, docs/report.md).
     if Command::new("which")
@@ -379,9 +382,10 @@ fn a_whole_study_prints_the_staircase_writes_the_chart_and_restores() {
             .expect("chromium");
         let dom = String::from_utf8_lossy(&out.stdout);
         assert!(
-            dom.contains(r#"data-geometry-problems="0""#),
+            dom.contains(r#"data-geometry-problems="0""#)
+                && dom.contains(r#"data-interval-problems="0""#),
             "{}",
-            &dom[dom.len().saturating_sub(600)..]
+            &dom[dom.len().saturating_sub(900)..]
         );
         assert!(!dom.contains(r#"data-charts-rendered="0""#));
     } else {

@@ -6,7 +6,12 @@
 //!   between the outermost tick lines, and the tick values span the data
 //!   when the caller knows it;
 //! - legend labels are unique and shown whole;
-//! - no text leaves the viewBox (text widths estimated as the layout does).
+//! - no text leaves the viewBox (text widths estimated as the layout does);
+//! - every measured point (`g.point`) carries its interval: its mark has
+//!   `data-value`, `data-ci-low` ≤ value ≤ `data-ci-high`, is hollow
+//!   exactly when `data-converged="false"`, and its error bar (`.ci`) spans
+//!   the interval on the value axis's scale, cut at the plot's edges; and
+//!   no dot or bar is drawn without one.
 //!
 //! Returns what is wrong, empty when nothing is.
 
@@ -198,6 +203,7 @@ pub fn check(svg: &str, drawn: Option<&Drawn>) -> Vec<String> {
                     (a.parse().unwrap_or(f64::NAN), b.parse().unwrap_or(f64::NAN))
                 })
                 .collect(),
+            "path" => path_points(*m),
             other => {
                 bad.push(format!("unknown mark <{other}>"));
                 vec![]
@@ -238,6 +244,8 @@ pub fn check(svg: &str, drawn: Option<&Drawn>) -> Vec<String> {
                 let w = num(*m, "width").unwrap_or(0.0);
                 vec![(x, y), (x + w, y)]
             }
+            // An error bar's span: its caps reach across the value axis.
+            "path" => path_points(*m).into_iter().take(2).collect(),
             _ => m
                 .attribute("points")
                 .unwrap_or("")
@@ -305,6 +313,125 @@ pub fn check(svg: &str, drawn: Option<&Drawn>) -> Vec<String> {
             bad.push(format!("legend shows {shown:?} for {label:?}"));
         }
         seen.push(label);
+    }
+    bad.extend(check_points(&doc));
+    bad
+}
+
+/// The coordinates of a path drawn with absolute M and L only.
+fn path_points(n: Node) -> Vec<(f64, f64)> {
+    n.attribute("d")
+        .unwrap_or("")
+        .replace(['M', 'L'], " ")
+        .split_whitespace()
+        .map(|p| {
+            let (a, b) = p.split_once(',').unwrap_or(("nan", "nan"));
+            (a.parse().unwrap_or(f64::NAN), b.parse().unwrap_or(f64::NAN))
+        })
+        .collect()
+}
+
+/// A chart's value axis from its ticks: (lowest value, highest value,
+/// pixels per unit, pixel of the lowest value), and whether values run
+/// up the page. Line and column charts run them up, bar charts across.
+fn value_axis(root: Node) -> Option<(f64, f64, f64, f64, bool)> {
+    let vertical = root.attribute("data-kind") != Some("bar");
+    let (group, attr) = if vertical {
+        ("yticks", "y1")
+    } else {
+        ("xticks", "x1")
+    };
+    let mut t: Vec<(f64, f64)> = root
+        .descendants()
+        .filter(|g| g.has_tag_name("g") && classes(g).contains(&group))
+        .flat_map(|g| g.descendants())
+        .filter_map(|l| Some((num(l, "data-tick")?, num(l, attr)?)))
+        .collect();
+    t.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (first, last) = (*t.first()?, *t.last()?);
+    if last.0 <= first.0 {
+        return None;
+    }
+    let scale = (last.1 - first.1) / (last.0 - first.0);
+    Some((first.0, last.0, scale, first.1, vertical))
+}
+
+/// The interval checks of every `g.point` (see the module's doc).
+fn check_points(doc: &Document) -> Vec<String> {
+    let mut bad = Vec::new();
+    let root = doc.root_element();
+    let axis = value_axis(root);
+    for m in root.descendants().filter(|n| {
+        classes(n).contains(&"mark") && matches!(n.tag_name().name(), "circle" | "rect")
+    }) {
+        if m.attribute("data-ci-low").is_none() || m.attribute("data-ci-high").is_none() {
+            bad.push(format!(
+                "<{}> mark without its interval",
+                m.tag_name().name()
+            ));
+        }
+        if !m.parent().is_some_and(|p| classes(&p).contains(&"point")) {
+            bad.push("a point's mark outside its g.point".into());
+        }
+    }
+    for g in root
+        .descendants()
+        .filter(|n| n.has_tag_name("g") && classes(n).contains(&"point"))
+    {
+        let Some(mark) = g.children().find(|c| c.attribute("data-value").is_some()) else {
+            bad.push("g.point without a mark carrying data-value".into());
+            continue;
+        };
+        let read = |a: &str| mark.attribute(a).and_then(|v| v.parse::<f64>().ok());
+        let (Some(v), Some(lo), Some(hi)) = (
+            read("data-value"),
+            read("data-ci-low"),
+            read("data-ci-high"),
+        ) else {
+            bad.push(format!(
+                "unreadable interval on {:?}",
+                mark.attributes().collect::<Vec<_>>()
+            ));
+            continue;
+        };
+        if !(lo <= v && v <= hi) {
+            bad.push(format!("interval {lo}..{hi} does not hold the value {v}"));
+        }
+        let hollow = mark.attribute("fill") == Some("#fff");
+        match mark.attribute("data-converged") {
+            Some("false") if !hollow => bad.push(format!("unconverged point {v} drawn solid")),
+            Some("true") if hollow => bad.push(format!("converged point {v} drawn hollow")),
+            Some("true" | "false") => {}
+            other => bad.push(format!("data-converged {other:?}")),
+        }
+        let Some(ci) = g.children().find(|c| classes(c).contains(&"ci")) else {
+            bad.push(format!("point {v} without its error bar"));
+            continue;
+        };
+        let pts = path_points(ci);
+        if pts.len() < 2 || pts.iter().any(|(x, y)| !x.is_finite() || !y.is_finite()) {
+            bad.push(format!(
+                "point {v}: unreadable error bar {:?}",
+                ci.attribute("d")
+            ));
+            continue;
+        }
+        let Some((a0, a1, scale, _, vertical)) = axis else {
+            bad.push("points without a value axis".into());
+            continue;
+        };
+        let drawn = if vertical {
+            (pts[1].1 - pts[0].1).abs()
+        } else {
+            (pts[1].0 - pts[0].0).abs()
+        };
+        let want = (hi.clamp(a0, a1) - lo.clamp(a0, a1)) * scale.abs();
+        // Coordinates are written to two decimals.
+        if (drawn - want).abs() > 0.02 + want * 1e-6 {
+            bad.push(format!(
+                "point {v}: error bar {drawn:.2} px long for {lo}..{hi}, which is {want:.2} px"
+            ));
+        }
     }
     bad
 }
