@@ -10,6 +10,7 @@ pub mod model;
 pub mod params;
 pub mod profile;
 pub mod stats;
+pub mod twosample;
 pub mod usl;
 
 pub use cpus::{CpuConfig, CpuSpecError};
@@ -17,4 +18,4 @@ pub use model::{
     load_bound, CaseKey, Direction, MetricDef, MetricKind, RoleCpu, RunRule, TrialValues,
 };
 pub use params::{ParamDef, ParamError, ParamKind, Params};
-pub use stats::{Decision, Follows, StopRule, Summary, Welch};
+pub use stats::{Decision, Estimate, Estimator, Follows, StopRule, Summary, Welch};

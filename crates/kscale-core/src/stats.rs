@@ -22,6 +22,11 @@ pub struct StopRule {
     /// than a few long ones, so the budget, not a trial count, bounds a case.
     #[serde(default)]
     pub case_budget_s: Option<f64>,
+    /// What a case's result and interval are (docs/method.md, "Host spells
+    /// and the estimator"). Runs stored before there was a choice read as
+    /// [`Estimator::Mean`], the rule they were measured under.
+    #[serde(default)]
+    pub estimator: Estimator,
 }
 
 impl StopRule {
@@ -31,6 +36,7 @@ impl StopRule {
         min_trials: 3,
         max_trials: 30,
         case_budget_s: None,
+        estimator: Estimator::Trimmed,
     };
     /// `--quick`: used with 0.05 s trials, so a case that is still noisy at
     /// 5 s has had 30–100 trials (docs/method.md, "trials and budgets").
@@ -40,6 +46,7 @@ impl StopRule {
         min_trials: 3,
         max_trials: 100,
         case_budget_s: Some(5.0),
+        estimator: Estimator::Trimmed,
     };
 
     /// Parses `W@C`, e.g. `5@95`.
@@ -52,7 +59,13 @@ impl StopRule {
 
     /// Is the CI of these counted values narrow enough?
     pub fn is_converged(&self, values: &[f64]) -> bool {
-        values.len() >= 2 && Summary::of(values, self.confidence_pct).width_pct() <= self.width_pct
+        values.len() >= 2 && self.summary(values).width_pct() <= self.width_pct
+    }
+
+    /// The result and interval of these counted values under the rule's
+    /// estimator.
+    pub fn summary(&self, values: &[f64]) -> Summary {
+        Summary::by(self.estimator, values, self.confidence_pct)
     }
 
     /// Whether a case goes on, given its counted values and the trial wall
@@ -110,17 +123,146 @@ impl StopRule {
         if n < Self::FUTILITY_MIN_TRIALS || spent_s <= 0.0 {
             return false;
         }
-        let s = Summary::of(values, self.confidence_pct);
+        let s = self.summary(values);
         if s.mean == 0.0 {
             return false;
         }
-        let cv = s.sd / s.mean.abs();
+        // The spread the estimator's interval sees: for the trimmed mean the
+        // winsorized one, scaled by what trimming costs (÷ (1 − 2·0.2)).
+        let cv = s.se_sqrt_n() / s.mean.abs();
         let z = t_quantile(self.confidence_pct, 1e6);
         let needed = (2.0 * z * cv / (self.width_pct / 100.0)).powi(2);
         // The warm-up is one of the trials that spent the time.
         let per_trial = spent_s / (n + 1) as f64;
         let affordable = ((budget - spent_s).max(0.0) / per_trial).floor();
         needed > 2.0 * (n as f64 + affordable)
+    }
+}
+
+/// What a case's result is, and so what its interval and its comparisons
+/// are built on (docs/method.md, "Host spells and the estimator").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Estimator {
+    /// The mean with its Student-t interval: the seeds' rule, and the rule
+    /// of every run stored before the choice existed.
+    #[default]
+    Mean,
+    /// The 20 % trimmed mean with the Tukey–McLaughlin (Yuen) interval: one
+    /// trial in five at either end may be wrecked by a host spell without
+    /// moving the result or blowing up its interval.
+    Trimmed,
+}
+
+impl Estimator {
+    /// The name stored with a run and accepted by `--estimator`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Estimator::Mean => "mean",
+            Estimator::Trimmed => "trimmed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Estimator> {
+        match s {
+            "mean" => Some(Estimator::Mean),
+            "trimmed" => Some(Estimator::Trimmed),
+            _ => None,
+        }
+    }
+
+    /// How tables name it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Estimator::Mean => "mean of the trials, Student-t interval",
+            Estimator::Trimmed => {
+                "20% trimmed mean of the trials, Tukey–McLaughlin (Yuen) interval"
+            }
+        }
+    }
+
+    /// The estimate, its standard error and the degrees of freedom of its
+    /// t statistic; `None` below two values.
+    pub fn estimate(self, values: &[f64]) -> Option<Estimate> {
+        if values.len() < 2 {
+            return None;
+        }
+        match self {
+            Estimator::Trimmed => {
+                if let Some(t) = Trimmed::of(values) {
+                    return Some(Estimate {
+                        center: t.center,
+                        se: t.se,
+                        df: t.df(),
+                    });
+                }
+            }
+            Estimator::Mean => {}
+        }
+        let s = Summary::of(values, 95.0);
+        Some(Estimate {
+            center: s.mean,
+            se: s.sd / (values.len() as f64).sqrt(),
+            df: (values.len() - 1) as f64,
+        })
+    }
+}
+
+/// A location estimate with the standard error and degrees of freedom of
+/// its t statistic.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Estimate {
+    pub center: f64,
+    pub se: f64,
+    pub df: f64,
+}
+
+/// A 20 % trimmed mean and its Tukey–McLaughlin standard error.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Trimmed {
+    center: f64,
+    /// Winsorized standard deviation (n − 1).
+    sd_w: f64,
+    se: f64,
+    /// Values kept.
+    h: usize,
+}
+
+impl Trimmed {
+    const GAMMA: f64 = 0.2;
+
+    /// Values trimmed from each end of `n`: ⌊0.2·n⌋.
+    fn trimmed_each_side(n: usize) -> usize {
+        (Self::GAMMA * n as f64 + 1e-9).floor() as usize
+    }
+
+    /// `None` when nothing would be trimmed (fewer than five values) or a
+    /// value is NaN.
+    fn of(values: &[f64]) -> Option<Trimmed> {
+        let n = values.len();
+        let g = Self::trimmed_each_side(n);
+        if g == 0 || values.iter().any(|v| v.is_nan()) {
+            return None;
+        }
+        let mut v = values.to_vec();
+        v.sort_by(f64::total_cmp);
+        let h = n - 2 * g;
+        let center = v[g..n - g].iter().sum::<f64>() / h as f64;
+        let (lo, hi) = (v[g], v[n - g - 1]);
+        let w: Vec<f64> = v.iter().map(|x| x.clamp(lo, hi)).collect();
+        let wm = w.iter().sum::<f64>() / n as f64;
+        let var_w = w.iter().map(|x| (x - wm).powi(2)).sum::<f64>() / (n - 1) as f64;
+        let se = ((n - 1) as f64 * var_w / (h * (h - 1)) as f64).sqrt();
+        Some(Trimmed {
+            center,
+            sd_w: var_w.sqrt(),
+            se,
+            h,
+        })
+    }
+
+    fn df(&self) -> f64 {
+        (self.h - 1) as f64
     }
 }
 
@@ -174,6 +316,45 @@ impl Summary {
             ci_low: mean - half,
             ci_high: mean + half,
         }
+    }
+
+    /// The summary under an estimator.
+    pub fn by(estimator: Estimator, values: &[f64], confidence_pct: f64) -> Summary {
+        match estimator {
+            Estimator::Mean => Summary::of(values, confidence_pct),
+            Estimator::Trimmed => Summary::trimmed(values, confidence_pct),
+        }
+    }
+
+    /// The 20 % trimmed mean with the Tukey–McLaughlin interval: the mean
+    /// of the middle 60 % of the values, and a Student-t interval with
+    /// h − 1 degrees of freedom (h values kept) on the winsorized variance.
+    /// `sd` is the winsorized standard deviation. Below five values nothing
+    /// is trimmed and this is [`Summary::of`].
+    pub fn trimmed(values: &[f64], confidence_pct: f64) -> Summary {
+        let Some(t) = Trimmed::of(values) else {
+            return Summary::of(values, confidence_pct);
+        };
+        let half = t_quantile(confidence_pct, t.df()) * t.se;
+        Summary {
+            n: values.len(),
+            mean: t.center,
+            sd: t.sd_w,
+            ci_low: t.center - half,
+            ci_high: t.center + half,
+        }
+    }
+
+    /// The standard deviation that, in the mean's formula, gives this
+    /// estimator's standard error (se · √n): the sd for the mean; for the
+    /// trimmed mean the winsorized sd scaled up by what trimming costs.
+    fn se_sqrt_n(&self) -> f64 {
+        let g = Trimmed::trimmed_each_side(self.n);
+        if g == 0 {
+            return self.sd;
+        }
+        let (n, h) = (self.n as f64, (self.n - 2 * g) as f64);
+        self.sd * (n * (n - 1.0) / (h * (h - 1.0))).sqrt()
     }
 
     /// The median, as the result of a median-of-N run rule; its "interval"
@@ -523,6 +704,7 @@ mod tests {
             min_trials: 3,
             max_trials: 30,
             case_budget_s: None,
+            estimator: Estimator::Mean,
         };
         let mk = |half_pct: f64| {
             // three values m-d, m, m+d: half = 4.303*d/sqrt(3)

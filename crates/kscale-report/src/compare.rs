@@ -1,18 +1,23 @@
 //! `kscale compare`: systems side by side in the layout of seed 003 — a row
 //! per case, a column per system, then ratio columns (B/A, C/A, C/B) and a
-//! geometric-mean row, with Welch's test deciding which ratios mean anything.
+//! geometric-mean row. The test that suits each case's trials (Welch's or
+//! Yuen's t where they look normal, the rank-sum test where they are skewed
+//! or have an outlier) decides which ratios mean anything, and beside each
+//! ratio stands the smallest change the comparison could have seen
+//! (docs/method.md, "Comparing two cases").
 
 use crate::format::{mean_marked, pct};
 use crate::results::{case_label, cpus_header};
 use crate::table::{Cell, RowKind, Table, Tone};
 use crate::Catalog;
 use kscale_core::stats::geomean;
-use kscale_core::{Direction, Welch};
+use kscale_core::twosample::{Test, TwoSample, POWER};
+use kscale_core::{Direction, Estimator};
 use kscale_store::{CaseData, CaseStatus, RunData};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-pub const ALPHA: f64 = 0.05;
+pub const ALPHA: f64 = kscale_core::twosample::ALPHA;
 
 /// How cases of different runs are matched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -46,6 +51,13 @@ pub struct Ratio {
     pub significant: bool,
     /// Whether the numerator system is the better one.
     pub better: Option<bool>,
+    /// The test that gave `p`; absent on geometric-mean rows and where a
+    /// side has fewer than two trials.
+    pub test: Option<Test>,
+    /// Minimum detectable change of this comparison, as a fraction of the
+    /// denominator's value (α 0.05 two-sided, power 0.8): a `~` ratio
+    /// means no change of this size or more was found.
+    pub mdc: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -58,6 +70,9 @@ pub struct CompareRow {
     pub unit: String,
     pub direction: Direction,
     pub means: Vec<f64>,
+    /// Each system's interval around its value (the case's own rule, 95 %).
+    pub ci_low: Vec<f64>,
+    pub ci_high: Vec<f64>,
     pub n: Vec<usize>,
     pub converged: Vec<bool>,
     /// The load generator was the bottleneck (macro workloads).
@@ -77,6 +92,9 @@ pub struct FamilyComparison {
 #[derive(Clone, Debug, Serialize)]
 pub struct Comparison {
     pub systems: Vec<System>,
+    /// The estimator the tests and detectable changes are built on: the
+    /// runs' own when they agree, else the mean (docs/method.md).
+    pub estimator: Estimator,
     pub matching: Matching,
     pub families: Vec<FamilyComparison>,
     /// Cases present in only some systems: (system names that have it, case).
@@ -189,6 +207,7 @@ pub fn compare_metric(
         per_run.push(m);
     }
     let pairs = ratio_pairs(runs.len());
+    let estimator = common_estimator(runs);
     let mut only_in = Vec::new();
     let mut by_family: BTreeMap<String, Vec<CompareRow>> = BTreeMap::new();
     for k in &order {
@@ -238,24 +257,27 @@ pub fn compare_metric(
             continue;
         };
         let values: Vec<Vec<f64>> = cases.iter().map(|c| c.values(&metric.name)).collect();
-        // The result by each case's own rule (mean, median of N, merged
-        // percentile); the raw trials only feed Welch's test.
-        let means: Vec<f64> = cases
+        // The result by each case's own rule (mean, trimmed mean, median of
+        // N, merged percentile); the raw trials only feed the test.
+        let summaries: Vec<_> = cases
             .iter()
-            .map(|c| c.summary(&metric.name, 95.0).mean)
+            .map(|c| c.summary(&metric.name, 95.0))
             .collect();
+        let means: Vec<f64> = summaries.iter().map(|s| s.mean).collect();
         let ratios = pairs
             .iter()
             .map(|&(num, den)| {
-                let w = Welch::test(&values[num], &values[den]);
+                let t = TwoSample::compare(&values[den], &values[num], estimator);
                 let ratio = means[num] / means[den];
                 Ratio {
                     num,
                     den,
                     ratio,
-                    p: w.map(|w| w.p),
-                    significant: w.is_some_and(|w| w.significant(ALPHA)),
+                    p: t.map(|t| t.p),
+                    significant: t.is_some_and(|t| t.significant()),
                     better: better(metric.direction, ratio),
+                    test: t.map(|t| t.test),
+                    mdc: t.and_then(|t| t.mdc),
                 }
             })
             .collect();
@@ -271,6 +293,8 @@ pub fn compare_metric(
                 unit: metric.unit.clone(),
                 direction: metric.direction,
                 means,
+                ci_low: summaries.iter().map(|s| s.ci_low).collect(),
+                ci_high: summaries.iter().map(|s| s.ci_high).collect(),
                 n: values.iter().map(Vec::len).collect(),
                 converged: cases.iter().map(|c| c.settled()).collect(),
                 load_bound: cases.iter().map(|c| c.load_bound()).collect(),
@@ -322,10 +346,21 @@ pub fn compare_metric(
         .collect();
     Ok(Comparison {
         systems,
+        estimator,
         matching,
         families,
         only_in,
     })
+}
+
+/// The runs' estimator when every run was measured under the same one;
+/// else the mean, which every run's trials support.
+pub fn common_estimator(runs: &[&RunData]) -> Estimator {
+    let mut e = runs.iter().map(|r| r.run.estimator());
+    match e.next() {
+        Some(first) if e.all(|x| x == first) => first,
+        _ => Estimator::Mean,
+    }
 }
 
 fn better(direction: Direction, ratio: f64) -> Option<bool> {
@@ -420,6 +455,8 @@ fn summary_row(
         metric: like.metric.clone(),
         unit: like.unit.clone(),
         direction: like.direction,
+        ci_low: vec![f64::NAN; systems],
+        ci_high: vec![f64::NAN; systems],
         n: vec![members.len(); systems],
         converged: vec![true; systems],
         load_bound: vec![false; systems],
@@ -434,6 +471,8 @@ fn summary_row(
                     p: None,
                     significant: true,
                     better: better(like.direction, ratio),
+                    test: None,
+                    mdc: None,
                 }
             })
             .collect(),
@@ -442,7 +481,7 @@ fn summary_row(
     }
 }
 
-/// A ratio cell: `108%`, or `~104%` when Welch's test finds no difference.
+/// A ratio cell: `108%`, or `~104%` when the test finds no difference.
 pub fn ratio_cell(r: &Ratio) -> Cell {
     if !r.significant {
         return Cell::tone(format!("~{}", pct(r.ratio)), Tone::Dim);
@@ -454,13 +493,61 @@ pub fn ratio_cell(r: &Ratio) -> Cell {
     }
 }
 
+/// A detectable-change cell: `12%`, `–` where there is none.
+pub fn mdc_cell(r: &Ratio) -> Cell {
+    match r.mdc {
+        Some(m) => Cell::tone(pct_change(m), Tone::Dim),
+        None => Cell::tone("–", Tone::Dim),
+    }
+}
+
+/// A change as a percentage: `0.8%`, `12%`, `>999%`.
+pub fn pct_change(m: f64) -> String {
+    let p = m * 100.0;
+    if p >= 999.5 {
+        ">999%".into()
+    } else if p < 9.95 {
+        format!("{p:.1}%")
+    } else {
+        format!("{p:.0}%")
+    }
+}
+
+/// The tests of a row's ratios: one name when they agree, else one per
+/// ratio in column order.
+pub fn tests_cell(ratios: &[Ratio]) -> Cell {
+    let names: Vec<&str> = ratios
+        .iter()
+        .map(|r| r.test.map(Test::name).unwrap_or("–"))
+        .collect();
+    if names.iter().all(|n| *n == names[0]) {
+        Cell::tone(names.first().copied().unwrap_or("–"), Tone::Dim)
+    } else {
+        Cell::tone(names.join(", "), Tone::Dim)
+    }
+}
+
+/// What the detectable change, `~` and the test column mean: shared by
+/// every table that compares trials.
+pub fn tests_legend(estimator: Estimator) -> String {
+    format!(
+        "Values: {}. ~: no significant difference (two-sided, α = {ALPHA}): no change of the MDC or more was found. MDC: the minimum detectable change of that comparison, as % of the baseline (α = {ALPHA} two-sided, power {POWER}, from both sides' trials). The test behind ~: {} where both sides' trials look normal, rank-sum (Wilcoxon–Mann–Whitney) where either is skewed or has an outlier (docs/method.md).",
+        estimator.describe(),
+        match estimator {
+            Estimator::Mean => "Welch t (on the means)",
+            Estimator::Trimmed => "Yuen t (Welch's t on the trimmed means)",
+        }
+    )
+}
+
 pub fn legend(c: &Comparison) -> Vec<String> {
     let n = &c.systems;
     let mut v = vec![
         "Ratios are raw-value ratios (e.g. B/A = B's value ÷ A's). Time-based metrics (lower is better): above 100% means the numerator is slower. Throughput metrics (higher is better): above 100% means it is faster.".to_string(),
         format!(
-            "Green: the numerator is better; red: worse; ~: Welch's t-test finds no significant difference (two-sided, α = {ALPHA}). NOT CONVERGED marks a case whose CI never reached its target; LOAD-BOUND one whose load generator kept ≥ 90% of its CPUs busy (the figure may be the load's limit)."
+            "Green: the numerator is better; red: worse. NOT CONVERGED marks a case whose CI never reached its target; LOAD-BOUND one whose load generator kept ≥ 90% of its CPUs busy (the figure may be the load's limit)."
         ),
+        tests_legend(c.estimator),
     ];
     let names: Vec<String> = n
         .iter()
@@ -504,6 +591,12 @@ pub fn tables(c: &Comparison) -> Vec<Table> {
                 .iter()
                 .map(|(num, den)| format!("{}/{}", letter(*num), letter(*den))),
         );
+        headers.extend(
+            pairs
+                .iter()
+                .map(|(num, den)| format!("MDC {}/{}", letter(*num), letter(*den))),
+        );
+        headers.push("Test".into());
         let mut t = Table::new(format!("{} ({})", f.title, f.family), headers);
         for r in &f.rows {
             let mut cells = vec![
@@ -517,6 +610,13 @@ pub fn tables(c: &Comparison) -> Vec<Table> {
                 cells.push(Cell::new(mean_marked(*m, converged, load_bound)));
             }
             cells.extend(r.ratios.iter().map(ratio_cell));
+            if r.summary {
+                cells.extend(r.ratios.iter().map(|_| Cell::new("")));
+                cells.push(Cell::new(""));
+            } else {
+                cells.extend(r.ratios.iter().map(mdc_cell));
+                cells.push(tests_cell(&r.ratios));
+            }
             t.push(
                 if r.summary {
                     RowKind::Summary

@@ -15,6 +15,8 @@ use std::collections::BTreeMap;
 pub struct RuleInfo {
     pub width_pct: f64,
     pub confidence_pct: f64,
+    /// What the values and intervals of converging cases are.
+    pub estimator: kscale_core::Estimator,
 }
 
 impl RuleInfo {
@@ -23,6 +25,7 @@ impl RuleInfo {
         RuleInfo {
             width_pct: r["width_pct"].as_f64().unwrap_or(5.0),
             confidence_pct: r["confidence_pct"].as_f64().unwrap_or(95.0),
+            estimator: run.run.estimator(),
         }
     }
 }
@@ -318,7 +321,8 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
         table.push(RowKind::Summary, cells);
     }
     table.notes.push(format!(
-        "±CI: half-width of the {}% confidence interval; ✓ converged (full CI width ≤ {}% of the mean){}",
+        "Values: {}. ±CI: half-width of the {}% confidence interval; ✓ converged (full CI width ≤ {}% of the value){}",
+        rule.estimator.describe(),
         rule.confidence_pct,
         rule.width_pct,
         if not_converged > 0 { format!("; {not_converged} case(s) NOT CONVERGED") } else { String::new() }

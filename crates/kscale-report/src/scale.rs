@@ -8,8 +8,9 @@ use crate::results::case_label;
 use crate::table::{Cell, RowKind, Table, Tone};
 use crate::Catalog;
 use kscale_core::stats::geomean;
+use kscale_core::twosample::TwoSample;
 use kscale_core::usl::UslFit;
-use kscale_core::{Direction, Welch};
+use kscale_core::Direction;
 use kscale_store::{CaseData, CaseStatus, RunData};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -39,9 +40,19 @@ pub struct ScaleRow {
     /// Scalability relative to the smallest count, per count.
     pub scalability: Vec<Option<f64>>,
     pub efficiency: Vec<Option<f64>>,
-    /// SMP-1 / UP as a raw-value ratio, with Welch's p.
+    /// Each count against the smallest: whether the test found a
+    /// difference, and the minimum detectable change as a fraction of the
+    /// smallest count's value (docs/method.md, "Comparing two cases").
+    pub scal_significant: Vec<Option<bool>>,
+    pub scal_mdc: Vec<Option<f64>>,
+    /// Each count's interval around its value (the case's own rule, 95 %).
+    pub ci_low: Vec<Option<f64>>,
+    pub ci_high: Vec<Option<f64>>,
+    /// SMP-1 / UP as a raw-value ratio, with the test's verdict and the
+    /// comparison's minimum detectable change.
     pub smp_overhead: Option<f64>,
     pub smp_significant: Option<bool>,
+    pub smp_mdc: Option<f64>,
     pub usl: Option<UslRow>,
 }
 
@@ -58,6 +69,8 @@ pub struct FamilyScale {
 #[derive(Clone, Debug, Serialize)]
 pub struct ScaleReport {
     pub run_id: i64,
+    /// The estimator of the values and of the tests behind `~`.
+    pub estimator: kscale_core::Estimator,
     pub label: String,
     pub up: Option<(i64, String)>,
     pub counts: Vec<usize>,
@@ -149,6 +162,10 @@ pub fn scale_metric(
         .unwrap_or_default();
     let base = counts.first().copied().unwrap_or(1);
     let max = counts.last().copied().unwrap_or(1);
+    let estimator = match up {
+        Some(u) => crate::compare::common_estimator(&[run, u]),
+        None => run.run.estimator(),
+    };
     let mut fams: BTreeMap<String, Vec<ScaleRow>> = BTreeMap::new();
     let mut any_up = false;
     for k in &order {
@@ -158,9 +175,18 @@ pub fn scale_metric(
             continue;
         };
         let info = cat.info(&k.0);
-        let means: Vec<Option<f64>> = counts
+        let summaries: Vec<_> = counts
             .iter()
-            .map(|n| per.get(n).map(|c| c.summary(&m.name, 95.0).mean))
+            .map(|n| per.get(n).map(|c| c.summary(&m.name, 95.0)))
+            .collect();
+        let means: Vec<Option<f64>> = summaries.iter().map(|s| s.map(|s| s.mean)).collect();
+        let base_values = per.get(&base).map(|c| c.values(&m.name));
+        let tests: Vec<Option<TwoSample>> = counts
+            .iter()
+            .map(|n| {
+                let (b, c) = (base_values.as_ref()?, per.get(n)?);
+                TwoSample::compare(b, &c.values(&m.name), estimator)
+            })
             .collect();
         let converged: Vec<bool> = counts
             .iter()
@@ -185,12 +211,12 @@ pub fn scale_metric(
             .zip(&counts)
             .map(|(s, n)| s.map(|s| s / (*n as f64 / base as f64)))
             .collect();
-        let (smp_overhead, smp_significant) = match (up_cases.get(k), per.get(&1)) {
+        let (smp_overhead, smp_test) = match (up_cases.get(k), per.get(&1)) {
             (Some(u), Some(s1)) => {
                 any_up = true;
                 let (a, b) = (s1.values(&m.name), u.values(&m.name));
                 let r = s1.summary(&m.name, 95.0).mean / u.summary(&m.name, 95.0).mean;
-                (Some(r), Welch::test(&a, &b).map(|w| w.significant(0.05)))
+                (Some(r), TwoSample::compare(&b, &a, estimator))
             }
             _ => (None, None),
         };
@@ -221,8 +247,13 @@ pub fn scale_metric(
             load_bound,
             scalability,
             efficiency,
+            scal_significant: tests.iter().map(|t| t.map(|t| t.significant())).collect(),
+            scal_mdc: tests.iter().map(|t| t.and_then(|t| t.mdc)).collect(),
+            ci_low: summaries.iter().map(|s| s.map(|s| s.ci_low)).collect(),
+            ci_high: summaries.iter().map(|s| s.map(|s| s.ci_high)).collect(),
             smp_overhead,
-            smp_significant,
+            smp_significant: smp_test.map(|t| t.significant()),
+            smp_mdc: smp_test.and_then(|t| t.mdc),
             usl,
         });
     }
@@ -270,6 +301,7 @@ pub fn scale_metric(
         .collect();
     Ok(ScaleReport {
         run_id: run.run.id,
+        estimator,
         label: run.run.label.clone(),
         up: up.map(|u| (u.run.id, u.run.label.clone())),
         counts,
@@ -279,6 +311,14 @@ pub fn scale_metric(
 
 fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
     v.map(f).unwrap_or_else(|| "–".into())
+}
+
+fn mdc(m: Option<f64>) -> Cell {
+    Cell::tone(
+        m.map(crate::compare::pct_change)
+            .unwrap_or_else(|| "–".into()),
+        Tone::Dim,
+    )
 }
 
 fn cpus(n: usize) -> String {
@@ -299,8 +339,12 @@ pub fn tables(r: &ScaleReport) -> Vec<Table> {
         headers.extend(r.counts.iter().map(|n| cpus(*n)));
         headers.extend(more.iter().map(|(_, n)| format!("scal. {n}/{base}")));
         headers.extend(more.iter().map(|(_, n)| format!("eff. {n}")));
+        if let Some((_, n)) = more.last() {
+            headers.push(format!("MDC {n}/{base}"));
+        }
         if has_up {
             headers.push("SMP-1/UP".into());
+            headers.push("MDC SMP-1/UP".into());
         }
         let mut t = Table::new(format!("Scalability — {} ({})", f.title, f.family), headers);
         for row in &f.rows {
@@ -318,13 +362,17 @@ pub fn tables(r: &ScaleReport) -> Vec<Table> {
                     Some(s) if s < 1.0 => Tone::Bad,
                     _ => Tone::Plain,
                 };
-                cells.push(Cell::tone(
-                    opt(row.scalability[*i], |s| format!("{s:.2}×")),
-                    tone,
-                ));
+                let text = opt(row.scalability[*i], |s| format!("{s:.2}×"));
+                cells.push(match row.scal_significant[*i] {
+                    Some(false) => Cell::tone(format!("~{text}"), Tone::Dim),
+                    _ => Cell::tone(text, tone),
+                });
             }
             for (i, _) in &more {
                 cells.push(Cell::new(opt(row.efficiency[*i], pct)));
+            }
+            if let Some((i, _)) = more.last() {
+                cells.push(mdc(row.scal_mdc[*i]));
             }
             if has_up {
                 let text = opt(row.smp_overhead, pct);
@@ -332,6 +380,7 @@ pub fn tables(r: &ScaleReport) -> Vec<Table> {
                     Some(false) => Cell::tone(format!("~{text}"), Tone::Dim),
                     _ => Cell::new(text),
                 });
+                cells.push(mdc(row.smp_mdc));
             }
             t.push(RowKind::Data, cells);
         }
@@ -345,8 +394,12 @@ pub fn tables(r: &ScaleReport) -> Vec<Table> {
         for (i, _) in &more {
             cells.push(Cell::new(opt(f.geomean_efficiency[*i], pct)));
         }
+        if !more.is_empty() {
+            cells.push(Cell::new(""));
+        }
         if has_up {
             cells.push(Cell::new(opt(f.geomean_smp_overhead, pct)));
+            cells.push(Cell::new(""));
         }
         t.push(RowKind::Summary, cells);
         out.push(t);
@@ -389,10 +442,12 @@ pub fn tables(r: &ScaleReport) -> Vec<Table> {
         .rev()
         .find(|t| t.title.starts_with("Scalability"))
     {
+        let top = r.counts.last().copied().unwrap_or(1);
         last.notes.push(format!(
-            "scal. N/{base}: metric on N CPUs ÷ on {base} (inverted where lower is better, so above 1× is faster); eff. N: scalability ÷ (N/{base}).{}",
-            if has_up { " SMP-1/UP: raw-value ratio of the 1-CPU result to the UP run's (time: above 100% is slower); ~ not significant (Welch, α = 0.05)." } else { "" }
+            "scal. N/{base}: metric on N CPUs ÷ on {base} (inverted where lower is better, so above 1× is faster); eff. N: scalability ÷ (N/{base}). MDC {top}/{base}: the smallest change between {base} and {top} CPUs that comparison could have seen.{}",
+            if has_up { " SMP-1/UP: raw-value ratio of the 1-CPU result to the UP run's (time: above 100% is slower)." } else { "" }
         ));
+        last.notes.push(crate::compare::tests_legend(r.estimator));
     }
     out
 }

@@ -25,7 +25,7 @@ mod time;
 use db::{Db, Row};
 use kscale_core::model::CpuAccounting;
 use kscale_core::profile::Profile;
-use kscale_core::{CaseKey, Direction, RoleCpu, RunRule, Summary, TrialValues};
+use kscale_core::{CaseKey, Direction, Estimator, RoleCpu, RunRule, Summary, TrialValues};
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -129,6 +129,16 @@ pub struct RunRow {
 }
 
 impl RunRow {
+    /// The estimator the run was measured under: its options' rule, the
+    /// mean for runs stored before there was a choice (docs/method.md,
+    /// "Host spells and the estimator").
+    pub fn estimator(&self) -> Estimator {
+        self.options["rule"]["estimator"]
+            .as_str()
+            .and_then(Estimator::parse)
+            .unwrap_or(Estimator::Mean)
+    }
+
     /// Whether kscale kept the run's idle CPUs polling (docs/method.md,
     /// "Idle CPUs"): the snapshot's `cpu_idle.kscale`, written by the run.
     pub fn idle_cpus_polled(&self) -> bool {
@@ -251,6 +261,11 @@ pub struct CaseData {
     /// The run rule the case was measured under.
     #[serde(default = "converge")]
     pub rule: RunRule,
+    /// The estimator of a converging case's result: the run's
+    /// (`--estimator`, stored in its options' rule), the mean for runs
+    /// stored before there was a choice.
+    #[serde(default)]
+    pub estimator: Estimator,
     pub error: Option<String>,
     pub iterations: Option<u64>,
     pub notes: Vec<String>,
@@ -305,14 +320,15 @@ impl CaseData {
             .collect()
     }
     /// The result of one metric, by the case's run rule: the mean and its
-    /// Student-t interval; under a median-of-N rule the median, its interval
+    /// Student-t interval, or the trimmed mean and its Yuen interval, by the
+    /// case's estimator; under a median-of-N rule the median, its interval
     /// the range of the trials; for a percentile metric the quantile of the
     /// merged histogram of the counted trials (a mean of p99s is not a p99),
     /// its interval the trials' interval moved to that centre.
     pub fn summary(&self, metric: &str, confidence_pct: f64) -> Summary {
         let values = self.values(metric);
         let mut s = match self.rule {
-            RunRule::Converge => Summary::of(&values, confidence_pct),
+            RunRule::Converge => Summary::by(self.estimator, &values, confidence_pct),
             RunRule::MedianOf(_) => Summary::median_of(&values),
         };
         if let Some(q) = self.metric(metric).and_then(|m| m.quantile.as_ref()) {
@@ -734,6 +750,7 @@ impl Store {
 
     pub fn load_run(&self, run_id: i64) -> Result<RunData> {
         let run = self.run(run_id)?;
+        let run_estimator = run.estimator();
         let mut cases = self.db.query_rows(
             "SELECT id, seq, workload, params, cpus_name, cpus, status, converged, error, iterations, notes, estimator, rule_n
              FROM cases WHERE run_id = $1 ORDER BY seq, id",
@@ -761,6 +778,10 @@ impl Store {
                     status: CaseStatus::parse(&status),
                     converged: r.get(7)?,
                     rule,
+                    estimator: match rule {
+                        RunRule::Converge => run_estimator,
+                        RunRule::MedianOf(_) => Estimator::Mean,
+                    },
                     error: r.get(8)?,
                     iterations: r.get::<Option<i64>>(9)?.map(|i| i as u64),
                     notes: notes

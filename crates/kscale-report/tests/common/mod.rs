@@ -54,6 +54,7 @@ pub fn case(
         status: CaseStatus::Done,
         converged: Some(true),
         rule: kscale_core::RunRule::Converge,
+        estimator: Default::default(),
         error: None,
         iterations: None,
         notes: vec![],

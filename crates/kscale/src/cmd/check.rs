@@ -1,12 +1,16 @@
 //! `kscale check --baseline RUN TARGETS…`: a regression gate. It measures
 //! the targets now, exactly as `kscale run` would, and compares each case
-//! with the same case of the baseline run by Welch's test (docs/fleet.md).
-//! Its exit status is what CI and `git bisect run` read: 0 good, 1 a case
-//! regressed, 125 nothing could be measured ("skip this commit").
+//! with the same case of the baseline run by the test that suits its trials
+//! (docs/fleet.md, docs/method.md "Comparing two cases"). A case whose
+//! minimum detectable change exceeds the threshold is "cannot tell": its
+//! `~` would hide a regression of the threshold's size. The exit status is
+//! what CI and `git bisect run` read: 0 good, 1 a case regressed, 125
+//! nothing could be measured, or no case could tell ("skip this commit").
 
 use crate::error::{user, Interrupted, UserError};
 use crate::output::outln;
 use anyhow::Result;
+use kscale_core::twosample::{Test, POWER};
 use kscale_core::Direction;
 use kscale_report::compare::{compare_metric, ALPHA};
 use kscale_store::{CaseStatus, RunData, Store};
@@ -87,7 +91,46 @@ struct CaseCheck {
     worse_pct: f64,
     p: Option<f64>,
     significant: bool,
+    /// The test that gave `p`.
+    test: Option<Test>,
+    /// Minimum detectable change of the comparison, in % of the baseline.
+    mdc_pct: Option<f64>,
     regressed: bool,
+    /// `regressed`, `ok` or `cannot_tell`.
+    verdict: Verdict,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Verdict {
+    Regressed,
+    Ok,
+    /// Not found worse, but the comparison could not have seen a change of
+    /// the threshold's size.
+    CannotTell,
+}
+
+impl Verdict {
+    /// Significantly worse by more than the threshold: regressed.
+    /// Significantly better: ok, whatever the noise. Otherwise ok only if
+    /// the comparison could have seen a change of the threshold's size.
+    fn of(
+        significant: bool,
+        better: Option<bool>,
+        worse: f64,
+        mdc: Option<f64>,
+        threshold: f64,
+    ) -> Verdict {
+        if significant && better == Some(false) && worse > threshold {
+            Verdict::Regressed
+        } else if significant && better == Some(true) {
+            Verdict::Ok
+        } else if mdc.is_none_or(|m| m > threshold) {
+            Verdict::CannotTell
+        } else {
+            Verdict::Ok
+        }
+    }
 }
 
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
@@ -173,6 +216,7 @@ fn report(base: &RunData, now: &RunData, threshold: f64, format: Format) -> Resu
             Direction::Lower => r.ratio - 1.0,
             Direction::Higher => 1.0 - r.ratio,
         };
+        let verdict = Verdict::of(r.significant, r.better, worse, r.mdc, threshold);
         cases.push(CaseCheck {
             workload: row.workload.clone(),
             case: row.label.clone(),
@@ -185,7 +229,10 @@ fn report(base: &RunData, now: &RunData, threshold: f64, format: Format) -> Resu
             worse_pct: worse * 100.0,
             p: r.p,
             significant: r.significant,
-            regressed: r.significant && r.better == Some(false) && worse > threshold,
+            test: r.test,
+            mdc_pct: r.mdc.map(|m| m * 100.0),
+            regressed: verdict == Verdict::Regressed,
+            verdict,
         });
     }
     // Cases of the baseline that were targeted but not measured now.
@@ -210,10 +257,16 @@ fn report(base: &RunData, now: &RunData, threshold: f64, format: Format) -> Resu
         })
         .collect();
     let regressed = cases.iter().filter(|c| c.regressed).count();
+    let cannot_tell = cases
+        .iter()
+        .filter(|c| c.verdict == Verdict::CannotTell)
+        .count();
     let (status, code) = if regressed > 0 {
         ("regressed", 1)
     } else if !failed.is_empty() || cases.is_empty() {
         ("unmeasured", UNMEASURED)
+    } else if cannot_tell == cases.len() {
+        ("cannot_tell", UNMEASURED)
     } else {
         ("ok", 0)
     };
@@ -226,6 +279,7 @@ fn report(base: &RunData, now: &RunData, threshold: f64, format: Format) -> Resu
                 "run": {"id": now.run.id, "label": now.run.label},
                 "threshold_pct": threshold * 100.0,
                 "alpha": ALPHA,
+                "power": POWER,
                 "cases": cases,
                 "failed": failed,
             }))?
@@ -253,16 +307,38 @@ fn report(base: &RunData, now: &RunData, threshold: f64, format: Format) -> Resu
                     c.p.map(p_value).unwrap_or_else(|| "-".into()),
                 )?;
             }
+            for c in cases.iter().filter(|c| c.verdict == Verdict::CannotTell) {
+                outln!(
+                    "CANNOT TELL {} ({}): {} {} → {} {} ({:+.1}% worse, {}): the smallest change this comparison could see is {}, above the {}% threshold",
+                    c.workload,
+                    c.case,
+                    c.metric,
+                    sig(c.baseline),
+                    sig(c.now),
+                    c.unit,
+                    c.worse_pct,
+                    match (c.test, c.p) {
+                        (Some(t), Some(p)) => format!("{}, p = {}", t.name(), p_value(p)),
+                        _ => "no test".into(),
+                    },
+                    c.mdc_pct
+                        .map(|m| format!("{m:.1}%"))
+                        .unwrap_or_else(|| "unknown".into()),
+                    threshold * 100.0,
+                )?;
+            }
             for f in &failed {
                 outln!("{} {f}", paint("FAILED"))?;
             }
             outln!(
-                "kscale check: {} case(s) of run {} compared with baseline run {} ({}): {} regressed by more than {}% (p < {ALPHA}), {} not measured",
+                "kscale check: {} case(s) of run {} compared with baseline run {} ({}): {} regressed by more than {}% (p < {ALPHA}), {} cannot tell (minimum detectable change above {}%, power {POWER}), {} not measured",
                 cases.len(),
                 now.run.id,
                 base.run.id,
                 base.run.label,
                 regressed,
+                threshold * 100.0,
+                cannot_tell,
                 threshold * 100.0,
                 failed.len()
             )?;
@@ -285,6 +361,25 @@ fn sig(x: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::Verdict;
+
+    #[test]
+    fn verdicts() {
+        let v = |sig, better, worse, mdc| Verdict::of(sig, better, worse, mdc, 0.05);
+        // Worse beyond the threshold, and significant: regressed.
+        assert_eq!(v(true, Some(false), 0.2, Some(0.5)), Verdict::Regressed);
+        // Worse but within the threshold, and the noise could show 5 %: ok.
+        assert_eq!(v(true, Some(false), 0.03, Some(0.04)), Verdict::Ok);
+        // No difference found, and one of 5 % would have shown: ok.
+        assert_eq!(v(false, Some(false), 0.01, Some(0.04)), Verdict::Ok);
+        // No difference found, but 25 % could hide: cannot tell.
+        assert_eq!(v(false, Some(false), 0.2, Some(0.25)), Verdict::CannotTell);
+        assert_eq!(v(false, Some(true), -0.2, Some(0.25)), Verdict::CannotTell);
+        assert_eq!(v(false, None, 0.0, None), Verdict::CannotTell);
+        // Significantly better is no regression, however noisy.
+        assert_eq!(v(true, Some(true), -0.4, Some(0.3)), Verdict::Ok);
+    }
+
     #[test]
     fn thresholds() {
         assert_eq!(super::parse_threshold("5%").unwrap(), 0.05);

@@ -40,6 +40,12 @@ pub struct Args {
     /// Convergence target W@C: full CI width ≤ W % of the mean at C % confidence (default 5@95).
     #[arg(long, value_name = "W@C")]
     pub ci: Option<String>,
+    /// The estimator of each case's result and interval: `trimmed` (default),
+    /// the 20% trimmed mean with its Yuen interval, which a trial wrecked by
+    /// a host spell does not move; `mean`, the seeds' mean with Student-t
+    /// (docs/method.md, "Host spells and the estimator").
+    #[arg(long, value_name = "mean|trimmed", value_parser = ["mean", "trimmed"])]
+    pub estimator: Option<String>,
     /// Counted trials at least (default 3).
     #[arg(long, value_name = "N")]
     pub min_trials: Option<usize>,
@@ -70,7 +76,7 @@ pub struct Args {
     #[arg(long = "param", value_name = "NAME=VALUE[,VALUE…]")]
     pub params: Vec<String>,
     /// Continue a killed or interrupted run from its first unfinished case.
-    #[arg(long, value_name = "RUN", conflicts_with_all = ["targets", "suite", "cpus", "label", "quick", "ci", "min_trials", "max_trials", "trial_time", "case_budget", "params", "profile", "peers", "target", "capacity", "cpu_idle"])]
+    #[arg(long, value_name = "RUN", conflicts_with_all = ["targets", "suite", "cpus", "label", "quick", "ci", "estimator", "min_trials", "max_trials", "trial_time", "case_budget", "params", "profile", "peers", "target", "capacity", "cpu_idle"])]
     pub resume: Option<String>,
     /// Add one uncounted trial per case sampled with perf (CPU clock at 997 Hz,
     /// instructions, cache misses) on the case's CPUs: top routines, kernel /
@@ -119,6 +125,13 @@ pub fn options(args: &Args) -> Result<RunOptions> {
         })?;
         rule.width_pct = w;
         rule.confidence_pct = c;
+    }
+    if let Some(e) = &args.estimator {
+        rule.estimator = kscale_core::Estimator::parse(e).ok_or_else(|| {
+            user(format!(
+                "bad --estimator `{e}`: expected `mean` or `trimmed`"
+            ))
+        })?;
     }
     if let Some(n) = args.min_trials {
         rule.min_trials = n;

@@ -49,6 +49,10 @@ pub struct Args {
     /// leaves bare metal as it is; `poll`; `as-is` (see `kscale run --help`).
     #[arg(long, value_enum, default_value = "auto")]
     cpu_idle: crate::idle::CpuIdle,
+    /// The estimator of each case's result: `trimmed` (default) or `mean`
+    /// (see `kscale run --help`).
+    #[arg(long, value_name = "mean|trimmed", value_parser = ["mean", "trimmed"])]
+    estimator: Option<String>,
 }
 
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
@@ -59,6 +63,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         label: args.label.clone(),
         quick: args.quick,
         ci: None,
+        estimator: args.estimator.clone(),
         min_trials: None,
         max_trials: None,
         trial_time: args.trial_time,

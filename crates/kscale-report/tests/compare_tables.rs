@@ -1,0 +1,132 @@
+//! Snapshot tests of `compare` and `scale`: beside every ratio the smallest
+//! change the comparison could have seen, and the test that decided it.
+
+use kscale_core::Direction;
+use kscale_report::compare::{compare, tables as compare_tables};
+use kscale_report::scale::{scale, tables as scale_tables};
+use kscale_report::{Catalog, WorkloadInfo};
+mod common;
+use common::run_with;
+use kscale_store::{CaseData, RunData};
+use std::collections::BTreeMap;
+
+struct Cat;
+
+impl Catalog for Cat {
+    fn workload(&self, id: &str) -> Option<WorkloadInfo> {
+        let title = match id {
+            "syscall.null" => "Simple syscall",
+            "syscall.pipe" => "Pipe latency",
+            "net.tcp_rr" => "TCP request/response",
+            _ => return None,
+        };
+        Some(WorkloadInfo {
+            id: id.into(),
+            family: "f".into(),
+            family_title: "Family".into(),
+            title: title.into(),
+            ..Default::default()
+        })
+    }
+    fn family_order(&self) -> Vec<String> {
+        vec!["f".into()]
+    }
+}
+
+fn case(id: i64, w: &str, cpus: &str, vals: &[f64]) -> CaseData {
+    let trials = std::iter::once(vals[0])
+        .chain(vals.iter().copied())
+        .map(|v| BTreeMap::from([("latency".to_string(), v)]))
+        .collect();
+    common::case(
+        id,
+        w,
+        &[],
+        cpus,
+        vec![common::metric("latency", "µs", Direction::Lower, true)],
+        trials,
+    )
+}
+
+/// `estimator` as `kscale run --estimator` stores it.
+fn run(id: i64, label: &str, estimator: Option<&str>, cases: Vec<CaseData>) -> RunData {
+    let mut r = run_with(cases);
+    r.run.id = id;
+    r.run.label = label.into();
+    if let Some(e) = estimator {
+        r.run.options["rule"]["estimator"] = e.into();
+    }
+    for c in &mut r.cases {
+        c.estimator = r.run.estimator();
+    }
+    r
+}
+
+/// Syscall: steady, 8 % slower in B. Pipe: 20 % CV in both, 10 % slower in
+/// B, hidden. TCP: B's trials carry one host spell (a trial at 6× the
+/// latency, 0.16 of the throughput).
+fn pair(estimator: Option<&str>) -> (RunData, RunData) {
+    let a = run(
+        1,
+        "A",
+        estimator,
+        vec![
+            case(1, "syscall.null", "1", &[0.260, 0.261, 0.259, 0.262, 0.258]),
+            case(
+                2,
+                "syscall.null",
+                "all",
+                &[0.270, 0.265, 0.275, 0.268, 0.272],
+            ),
+            case(3, "syscall.pipe", "1", &[2.1, 2.9, 2.5, 1.8, 3.0]),
+            case(4, "net.tcp_rr", "1", &[19.2, 19.7, 18.7, 19.4, 19.9, 19.0]),
+        ],
+    );
+    let b = run(
+        2,
+        "B",
+        estimator,
+        vec![
+            case(
+                11,
+                "syscall.null",
+                "1",
+                &[0.281, 0.282, 0.280, 0.283, 0.279],
+            ),
+            case(
+                12,
+                "syscall.null",
+                "all",
+                &[0.291, 0.286, 0.297, 0.289, 0.294],
+            ),
+            case(13, "syscall.pipe", "1", &[2.3, 3.2, 2.75, 2.0, 3.3]),
+            case(
+                14,
+                "net.tcp_rr",
+                "1",
+                &[19.1, 19.6, 120.5, 19.3, 19.8, 19.0],
+            ),
+        ],
+    );
+    (a, b)
+}
+
+fn text(tables: &[kscale_report::table::Table]) -> String {
+    tables.iter().map(|t| t.to_terminal(false) + "\n").collect()
+}
+
+#[test]
+fn compare_names_the_detectable_change_and_the_test() {
+    for (name, est) in [("trimmed", Some("trimmed")), ("mean", None)] {
+        let (a, b) = pair(est);
+        let c = compare(&[&a, &b], &Cat).unwrap();
+        insta::assert_snapshot!(format!("compare_{name}"), text(&compare_tables(&c)));
+    }
+}
+
+#[test]
+fn scale_names_the_detectable_change() {
+    let (a, _) = pair(Some("trimmed"));
+    let s = scale(&a, None, &Cat).unwrap();
+    insta::assert_snapshot!(text(&scale_tables(&s)));
+}
