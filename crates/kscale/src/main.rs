@@ -15,7 +15,7 @@ mod roles;
 mod runner;
 mod signals;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -73,6 +73,10 @@ enum Command {
     Peer(cmd::peer::Args),
     /// The web family's tools: `web fileset` writes its file set for an external server.
     Web(cmd::web::Args),
+    /// Print a shell completion script for bash, zsh, fish or elvish.
+    Completions(cmd::completions::Args),
+    /// Man pages (and docs/cli.md), generated from these definitions.
+    Man(cmd::man::Args),
     /// Internal: run one trial in a worker process (started by `kscale run`).
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -127,6 +131,8 @@ fn main() -> ExitCode {
         Command::Fleet(a) => cmd::fleet::run(a, db),
         Command::Web(a) => cmd::web::run(a),
         Command::Tune(a) => cmd::tune::run(a, db),
+        Command::Completions(a) => cmd::completions::run(a, Cli::command()),
+        Command::Man(a) => cmd::man::run(a, Cli::command()),
     };
     match result {
         Ok(code) => code,

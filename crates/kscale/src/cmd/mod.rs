@@ -3,10 +3,12 @@
 
 pub mod check;
 pub mod compare;
+pub mod completions;
 pub mod export;
 pub mod fleet;
 pub mod import;
 pub mod list;
+pub mod man;
 pub mod peer;
 pub mod profile;
 pub mod report;

@@ -10,6 +10,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
+#[command(after_help = "Examples:
+  kscale show                                the latest run
+  kscale show 6.8.0 --format md              a label's latest run, as Markdown tables
+  kscale show 12 --format csv > run12.csv    run 12 as CSV
+  kscale show latest --baseline futex        threads' table against the futex implementation")]
 pub struct Args {
     /// A run id, a label (its latest run) or `latest`.
     #[arg(default_value = "latest")]
