@@ -73,7 +73,7 @@ fn find<'a>(cli: &'a Command, path: &[String]) -> Result<(String, &'a Command)> 
             None => {
                 let accepted: Vec<&str> = visible(cmd).map(Command::get_name).collect();
                 return Err(user(format!(
-                    "man: no sub-command `{}` of `{}` (accepted: {})",
+                    "no sub-command `{}` of `{}` has a man page (accepted: {})",
                     word,
                     name.replace('-', " "),
                     accepted.join(", ")
@@ -89,6 +89,8 @@ fn page(cmd: &Command, name: &str) -> Result<String> {
     let mut buf = Vec::new();
     clap_mangen::Man::new(cmd.clone().display_name(name))
         .title(name.to_uppercase())
+        .source(format!("kscale {}", env!("CARGO_PKG_VERSION")))
+        .manual("kscale manual")
         .render(&mut buf)
         .context("rendering a man page")?;
     Ok(String::from_utf8_lossy(&buf).into_owned())
