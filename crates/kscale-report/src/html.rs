@@ -229,7 +229,7 @@ fn systems_section(runs: &[&RunData]) -> Section {
     let mut t = Table::new("Systems", headers);
     let mut rows: Vec<(&str, Fact)> = vec![
         ("started", Box::new(|r: &RunData| r.run.started_at.clone())),
-        ("status", Box::new(|r: &RunData| r.run.status.clone())),
+        ("status", Box::new(|r: &RunData| r.run.status_line())),
     ];
     rows.extend(SNAPSHOT_FACTS.iter().map(|&(name, path)| {
         let f: Fact = Box::new(move |r: &RunData| snapshot_fact(r, path));

@@ -325,7 +325,10 @@ impl Store {
         }
         // Last, so the run only becomes findable by its UUID when complete.
         self.db.execute(
-            "UPDATE runs SET uuid = $1, started_at = $2, ended_at = $3, status = $4 WHERE id = $5",
+            // The importer is not the run's owner: the run's own host alone
+            // could judge whether it still runs.
+            "UPDATE runs SET uuid = $1, started_at = $2, ended_at = $3, status = $4,
+                host = NULL, boot_id = NULL, pid = NULL, pid_start = NULL WHERE id = $5",
             &[&uuid, &run.started_at, &run.ended_at, &run.status, &id],
         )?;
         Ok(())

@@ -14,6 +14,7 @@ mod db;
 pub mod import;
 mod journal;
 mod location;
+pub mod owner;
 #[cfg(feature = "postgres")]
 mod pg;
 #[cfg(all(feature = "postgres", any(test, feature = "test-harness")))]
@@ -36,6 +37,7 @@ pub use db::Backend;
 pub use import::{new_uuid, ImportOutcome};
 pub use journal::{JournalEntry, TuneRow, TuneStep};
 pub use location::{is_postgres_url, is_url, mask_url};
+pub use owner::Owner;
 pub use schema::SCHEMA_VERSION;
 pub use secret::{mask_args, mask_json, mask_text};
 pub use time::now_rfc3339;
@@ -126,6 +128,10 @@ pub struct RunRow {
     /// Cases the machine could not run (a program missing), with a reason.
     pub cases_skipped: i64,
     pub not_converged: i64,
+    /// The process that measures (or measured) the run, where recorded.
+    /// A `running` run whose process is gone reads `killed` ([`owner`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<Owner>,
 }
 
 impl RunRow {
@@ -143,6 +149,23 @@ impl RunRow {
     /// "Idle CPUs"): the snapshot's `cpu_idle.kscale`, written by the run.
     pub fn idle_cpus_polled(&self) -> bool {
         self.snapshot["cpu_idle"]["kscale"] == "poll"
+    }
+
+    /// Was the run killed (its status `killed`, as read): the process that
+    /// ran it is gone without marking it ended. `kscale run --resume`
+    /// continues it.
+    pub fn killed(&self) -> bool {
+        self.status == "killed"
+    }
+
+    /// The status as a header shows it: a killed run with the command that
+    /// continues it.
+    pub fn status_line(&self) -> String {
+        if self.killed() {
+            format!("killed (continue it: kscale run --resume {})", self.id)
+        } else {
+            self.status.clone()
+        }
     }
 }
 
@@ -561,10 +584,13 @@ impl Store {
     /// Records a new run. Its command line, options and snapshot are
     /// stored with their secrets masked ([`secret`]): every command that
     /// stores a run comes through here.
+    /// The run records this process as its owner ([`owner`]).
     pub fn create_run(&self, r: &NewRun) -> Result<i64> {
+        let owner = Owner::current();
         self.db.insert_returning_id(
-            "INSERT INTO runs (label, started_at, status, kscale_version, git_rev, args, options, snapshot, uuid)
-             VALUES ($1, $2, 'running', $3, $4, $5, $6, $7, $8) RETURNING id",
+            "INSERT INTO runs (label, started_at, status, kscale_version, git_rev, args, options, snapshot, uuid,
+                               host, boot_id, pid, pid_start)
+             VALUES ($1, $2, 'running', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
             &[
                 &r.label,
                 &now_rfc3339(),
@@ -574,21 +600,37 @@ impl Store {
                 &serde_json::to_string(&mask_json(&r.options))?,
                 &serde_json::to_string(&mask_json(&r.snapshot))?,
                 &new_uuid(),
+                &owner.as_ref().map(|o| o.host.as_str()),
+                &owner.as_ref().map(|o| o.boot_id.as_str()),
+                &owner.as_ref().map(|o| o.pid),
+                &owner.as_ref().and_then(|o| o.pid_start),
             ],
         )
     }
 
     /// `running`, `complete`, `interrupted` or `failed`. Setting a final
-    /// status stamps the end time.
+    /// status stamps the end time; setting `running` (a resumed run) makes
+    /// this process the run's owner ([`owner`]).
     pub fn set_run_status(&self, run_id: i64, status: &str) -> Result<()> {
-        let ended = if status == "running" {
-            None
-        } else {
-            Some(now_rfc3339())
-        };
+        if status == "running" {
+            let owner = Owner::current();
+            self.db.execute(
+                "UPDATE runs SET status = $1, ended_at = NULL, host = $2, boot_id = $3, pid = $4,
+                    pid_start = $5 WHERE id = $6",
+                &[
+                    &status,
+                    &owner.as_ref().map(|o| o.host.as_str()),
+                    &owner.as_ref().map(|o| o.boot_id.as_str()),
+                    &owner.as_ref().map(|o| o.pid),
+                    &owner.as_ref().and_then(|o| o.pid_start),
+                    &run_id,
+                ],
+            )?;
+            return Ok(());
+        }
         self.db.execute(
             "UPDATE runs SET status = $1, ended_at = $2 WHERE id = $3",
-            &[&status, &ended, &run_id],
+            &[&status, &now_rfc3339(), &run_id],
         )?;
         Ok(())
     }
@@ -925,7 +967,8 @@ const RUN_SELECT: &str = "SELECT r.id, r.label, r.started_at, r.ended_at, r.stat
         (SELECT count(*) FROM cases c WHERE c.run_id = r.id AND c.status = 'done'),
         (SELECT count(*) FROM cases c WHERE c.run_id = r.id AND c.status = 'failed'),
         (SELECT count(*) FROM cases c WHERE c.run_id = r.id AND c.status = 'done' AND c.converged = 0),
-        (SELECT count(*) FROM cases c WHERE c.run_id = r.id AND c.status = 'skipped')
+        (SELECT count(*) FROM cases c WHERE c.run_id = r.id AND c.status = 'skipped'),
+        r.host, r.boot_id, r.pid, r.pid_start
     FROM runs r";
 
 /// A stored run as every reader sees it: masked again, for runs recorded
@@ -935,22 +978,53 @@ fn run_from_row(r: &Row) -> Result<RunRow> {
     let options: String = r.get(8)?;
     let snapshot: String = r.get(9)?;
     let args: Vec<String> = serde_json::from_str(&args)?;
+    let snapshot = mask_json(&serde_json::from_str(&snapshot)?);
+    let owner = match (
+        r.get::<Option<String>>(15)?,
+        r.get::<Option<String>>(16)?,
+        r.get::<Option<i64>>(17)?,
+    ) {
+        (Some(host), Some(boot_id), Some(pid)) => Some(Owner {
+            host,
+            boot_id,
+            pid,
+            pid_start: r.get(18)?,
+        }),
+        _ => None,
+    };
+    let started_at: String = r.get(2)?;
+    let mut status: String = r.get(4)?;
+    if status == "running" {
+        let gone = owner::Here::current().is_some_and(|here| {
+            owner::judge(
+                owner.as_ref(),
+                snapshot["hostname"].as_str(),
+                time::parse_utc(&started_at),
+                here,
+                owner::start_of,
+            ) == owner::Liveness::Gone
+        });
+        if gone {
+            status = "killed".into();
+        }
+    }
     Ok(RunRow {
         id: r.get(0)?,
         label: r.get(1)?,
-        started_at: r.get(2)?,
+        started_at,
         ended_at: r.get(3)?,
-        status: r.get(4)?,
+        status,
         kscale_version: r.get(5)?,
         git_rev: r.get::<Option<String>>(6)?.unwrap_or_default(),
         args: mask_args(&args),
         options: mask_json(&serde_json::from_str(&options)?),
-        snapshot: mask_json(&serde_json::from_str(&snapshot)?),
+        snapshot,
         cases_total: r.get(10)?,
         cases_done: r.get(11)?,
         cases_failed: r.get(12)?,
         not_converged: r.get(13)?,
         cases_skipped: r.get(14)?,
+        owner,
     })
 }
 

@@ -137,6 +137,12 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         restored_at TEXT,
         note TEXT
     );",
+    // v6 → v7 (killed runs, docs/store.md): the host, boot and process
+    // measuring a run, so that readers can tell a killed run from a live one.
+    "ALTER TABLE runs ADD COLUMN host TEXT;
+    ALTER TABLE runs ADD COLUMN boot_id TEXT;
+    ALTER TABLE runs ADD COLUMN pid INTEGER;
+    ALTER TABLE runs ADD COLUMN pid_start INTEGER;",
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

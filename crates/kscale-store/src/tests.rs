@@ -110,6 +110,7 @@ both!(
     histograms_roles_and_median_rule_round_trip,
     each_trial_is_visible_to_other_readers_as_it_ends,
     concurrent_writers_lose_nothing,
+    a_running_run_whose_process_is_gone_reads_killed,
 );
 
 fn new_run(label: &str) -> NewRun {
@@ -639,4 +640,75 @@ fn postgres_bad_urls_refused_connections_and_bad_passwords() {
     // A database that does not exist.
     let e = Store::open_url(&c.url("nosuchdb")).err().unwrap();
     assert!(one_line(&e).contains("does not exist"), "{e}");
+}
+
+/// A run records its owner; a `running` run reads `killed` when its
+/// process is gone or its host rebooted, and is not judged when it runs on
+/// another host. Nothing is written back; resuming makes the resumer the
+/// owner.
+fn a_running_run_whose_process_is_gone_reads_killed(env: &Env) {
+    let Some(me) = Owner::current() else {
+        return; // no /proc: nothing to judge by
+    };
+    let s = env.open();
+    let run = s.create_run(&new_run("own")).unwrap();
+    let row = s.run(run).unwrap();
+    assert_eq!(row.owner.as_ref(), Some(&me));
+    assert_eq!(row.status, "running", "this process is alive");
+    let set = |sql: &str| {
+        s.db.execute(sql, &[&run]).unwrap();
+    };
+    // A pid no process has (above pid_max's ceiling).
+    set("UPDATE runs SET pid = 2147483647 WHERE id = $1");
+    assert_eq!(s.run(run).unwrap().status, "killed");
+    assert!(s.runs().unwrap()[0].killed());
+    assert_eq!(
+        s.run(run).unwrap().status_line(),
+        format!("killed (continue it: kscale run --resume {run})")
+    );
+    let stored = |s: &Store| {
+        s.db.query_one("SELECT status FROM runs WHERE id = $1", &[&run], |r| {
+            r.get::<String>(0)
+        })
+        .unwrap()
+    };
+    assert_eq!(stored(&s), "running", "judged on read, not written back");
+    set("UPDATE runs SET host = 'another-host' WHERE id = $1");
+    assert_eq!(s.run(run).unwrap().status, "running", "not ours to judge");
+    s.db.execute(
+        "UPDATE runs SET host = $1, pid = $2, boot_id = 'an-earlier-boot' WHERE id = $3",
+        &[&me.host, &me.pid, &run],
+    )
+    .unwrap();
+    assert_eq!(s.run(run).unwrap().status, "killed", "rebooted since");
+    s.set_run_status(run, "running").unwrap();
+    let row = s.run(run).unwrap();
+    assert_eq!(
+        (row.status.as_str(), row.owner.as_ref()),
+        ("running", Some(&me))
+    );
+    s.set_run_status(run, "complete").unwrap();
+    set("UPDATE runs SET pid = 2147483647 WHERE id = $1");
+    assert_eq!(s.run(run).unwrap().status, "complete", "only running runs");
+    // Stored before owners were recorded: unjudged unless it started on
+    // this host before its last boot.
+    s.db.execute(
+        "UPDATE runs SET status = 'running', host = NULL, boot_id = NULL, pid = NULL,
+             pid_start = NULL WHERE id = $1",
+        &[&run],
+    )
+    .unwrap();
+    assert_eq!(s.run(run).unwrap().owner, None);
+    assert_eq!(s.run(run).unwrap().status, "running");
+    let snapshot = serde_json::json!({ "hostname": me.host }).to_string();
+    s.db.execute(
+        "UPDATE runs SET snapshot = $1, started_at = '2000-01-01T00:00:00Z' WHERE id = $2",
+        &[&snapshot, &run],
+    )
+    .unwrap();
+    assert_eq!(
+        s.run(run).unwrap().status,
+        "killed",
+        "started before this boot"
+    );
 }

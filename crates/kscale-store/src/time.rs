@@ -32,8 +32,41 @@ pub fn format_utc(secs: i64) -> String {
     )
 }
 
+/// Unix seconds of a `YYYY-MM-DDTHH:MM:SSZ` timestamp as
+/// [`format_utc`] writes it; `None` for anything else.
+pub fn parse_utc(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    if b.len() != 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[19] != b'Z' {
+        return None;
+    }
+    let n = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
+    let (y, m, d) = (n(0..4)?, n(5..7)?, n(8..10)?);
+    let (hh, mm, ss) = (n(11..13)?, n(14..16)?, n(17..19)?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    // Days from civil (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(days * 86_400 + hh * 3600 + mm * 60 + ss)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn parse_inverts_format() {
+        for secs in [0, 951_782_400, 1_795_340_600, 1_795_340_659] {
+            assert_eq!(super::parse_utc(&super::format_utc(secs)), Some(secs));
+        }
+        assert_eq!(super::parse_utc("2026-13-01T00:00:00Z"), None);
+        assert_eq!(super::parse_utc("yesterday"), None);
+    }
+
     #[test]
     fn known_dates() {
         assert_eq!(super::format_utc(0), "1970-01-01T00:00:00Z");

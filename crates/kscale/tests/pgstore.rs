@@ -339,7 +339,11 @@ fn postgres_run_killed_then_resumed_and_interrupted() {
     child.wait().unwrap();
     let store = Store::open_url(&url).unwrap();
     let id = store.resolve("killed").unwrap();
-    assert_eq!(store.run(id).unwrap().status, "running");
+    assert_eq!(
+        store.run(id).unwrap().status,
+        "killed",
+        "its process is gone"
+    );
     let before = stored_trials(&url).0;
     assert!(before >= 4);
 

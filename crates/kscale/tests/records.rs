@@ -290,3 +290,73 @@ fn runs_stored_before_masking_are_masked_on_the_way_out() {
     assert!(!all.contains(secret), "{all}");
     assert!(all.contains("u:***@h/lab"));
 }
+
+fn stored_trials(env: &Env) -> i64 {
+    rusqlite::Connection::open(env.db())
+        .and_then(|c| c.query_row("SELECT count(*) FROM trials", [], |r| r.get(0)))
+        .unwrap_or(0)
+}
+
+/// SIGKILL in the middle of a macro run (`net.tcp_rr`): the store still
+/// says `running`, but `results`, `show` and `export` read `killed` and
+/// offer `--resume`, which continues the run to `complete`. While the run
+/// lives it reads `running` and `--resume` refuses it.
+#[test]
+fn a_sigkilled_macro_run_reads_killed_and_resume_finishes_it() {
+    let env = Env::new();
+    let mark = format!("killed-{}", std::process::id());
+    let mut args = common::short_tcp_rr("conns=2", "duration=0.3");
+    // Four trials: long enough to be caught midway.
+    let four = args.iter().position(|a| *a == "--min-trials").expect("min");
+    args[four + 1] = "4";
+    args[four + 3] = "4";
+    let mut child = env.spawn_marked(&mark, &args);
+    assert!(
+        common::wait_for(|| stored_trials(&env) >= 1, 60),
+        "no trial was stored"
+    );
+    let results = |env: &Env| read(&env.db().display().to_string(), env, &["results"]);
+    assert!(results(&env).contains("running"), "{}", results(&env));
+    let out = env
+        .cmd(&["run", "--resume", "latest", "--no-progress"])
+        .output()
+        .expect("start kscale");
+    assert_refused(
+        &out,
+        "is still running as process",
+        "--resume of a live run",
+    );
+
+    child.kill().expect("SIGKILL");
+    child.wait().expect("wait");
+    common::assert_no_marked_processes(&mark);
+    let text = results(&env);
+    assert!(text.contains(" killed "), "{text}");
+    assert!(
+        text.contains("kscale run --resume 1` continues it"),
+        "{text}"
+    );
+    assert!(
+        env.show("1")
+            .contains("killed (continue it: kscale run --resume 1)"),
+        "{}",
+        env.show("1")
+    );
+    assert_eq!(env.export("1")["run"]["status"], "killed");
+    let raw: String = rusqlite::Connection::open(env.db())
+        .and_then(|c| c.query_row("SELECT status FROM runs", [], |r| r.get(0)))
+        .expect("status");
+    assert_eq!(raw, "running", "judged on read, not written back");
+
+    let before = stored_trials(&env);
+    env.cmd(&["run", "--resume", "1", "--no-progress"])
+        .assert()
+        .success();
+    let j = env.export("1");
+    assert_eq!(j["run"]["status"], "complete");
+    let r = &j["results"][0];
+    assert_eq!(r["status"], "done", "{r}");
+    assert_eq!(r["n"], 4, "{r}");
+    assert!(stored_trials(&env) > before, "resume added trials");
+    assert!(!results(&env).contains("killed"));
+}

@@ -94,6 +94,7 @@ pub fn run_with(cases: Vec<CaseData>) -> RunData {
             cases_failed: 0,
             cases_skipped: 0,
             not_converged: 0,
+            owner: None,
         },
         cases,
     }

@@ -25,6 +25,11 @@ pub fn run(_args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         "failed",
         "not-cv"
     )?;
+    let killed: Vec<String> = runs
+        .iter()
+        .filter(|r| r.killed())
+        .map(|r| r.id.to_string())
+        .collect();
     for r in runs {
         let o = &r.options;
         let mut targets: Vec<String> = Vec::new();
@@ -58,6 +63,13 @@ pub fn run(_args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
             } else {
                 ""
             }
+        )?;
+    }
+    // `killed`: `running` in the store, but its process is gone.
+    if let Some(first) = killed.first() {
+        outln!(
+            "killed: run {} (its process is gone); `kscale run --resume {first}` continues it",
+            killed.join(", ")
         )?;
     }
     Ok(ExitCode::SUCCESS)

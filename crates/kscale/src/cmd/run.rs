@@ -304,6 +304,7 @@ pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store,
                 row.label
             )));
         }
+        refuse_if_live(&row)?;
         let opts: RunOptions = serde_json::from_value(row.options.clone()).map_err(|e| {
             user(format!(
                 "run {id} cannot be resumed: its stored options are unreadable ({e})"
@@ -412,4 +413,26 @@ pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store,
         }
     }
     Ok((store, run_id))
+}
+
+/// A run that still reads `running` has a live process here, or one on
+/// another host that only that host can judge: resuming it now would
+/// measure its cases twice at once. Runs stored before owners were
+/// recorded cannot be judged and are resumed as before.
+fn refuse_if_live(row: &kscale_store::RunRow) -> Result<()> {
+    let (Some(o), "running") = (&row.owner, row.status.as_str()) else {
+        return Ok(());
+    };
+    let here = kscale_store::owner::Here::current().map(|h| h.host.as_str());
+    Err(user(if here == Some(o.host.as_str()) {
+        format!(
+            "run {} ({}) is still running as process {}; resume it once `kscale results` shows it killed",
+            row.id, row.label, o.pid
+        )
+    } else {
+        format!(
+            "run {} ({}) is running on host {} (process {}), which only that host can judge; resume it there",
+            row.id, row.label, o.host, o.pid
+        )
+    }))
 }

@@ -44,7 +44,7 @@ pub fn header(data: &RunData) -> String {
         r.id,
         r.label,
         r.started_at,
-        r.status,
+        r.status_line(),
         snap["kernel"]["release"].as_str().unwrap_or("?"),
         snap["cpu"]["model"].as_str().unwrap_or("?"),
         snap["cpu"]["online_count"].as_u64().unwrap_or(0),
