@@ -351,6 +351,7 @@ mod tests {
         min_trials: 3,
         max_trials: 1000,
         case_budget_s: None,
+        estimator: crate::stats::Estimator::Mean,
     };
 
     fn case(values: &[f64], spt: f64) -> CaseState<'_> {
