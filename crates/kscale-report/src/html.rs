@@ -6,15 +6,14 @@
 //! rendered with minijinja's HTML auto-escaping, and the tables and charts
 //! it inserts as markup are built from escaped parts.
 
-use crate::compare::{compare, tables as compare_tables, CompareRow, Comparison, Matching};
+use crate::compare::{compare, tables as compare_tables, CompareRow, Comparison};
 use crate::format::escape_html;
 use crate::results::{cpus_header, run_tables, RuleInfo};
-use crate::scale::{scale, tables as scale_tables, ScaleReport, ScaleRow};
+use crate::scale::{scale, tables as scale_tables, ScaleReport};
 use crate::svg::{BarChart, Chart, LineChart, Point, Series, Uncertainty};
 use crate::table::Table;
 use crate::{Catalog, ChartSpec, ParamScale, WorkloadInfo};
 use kscale_core::params::parse_size;
-use kscale_core::Summary;
 use kscale_store::{CaseData, CaseStatus, RunData};
 use minijinja::{context, Environment};
 use serde::Serialize;
@@ -145,7 +144,7 @@ pub fn build(runs: &[&RunData], cat: &dyn Catalog) -> Report {
     report.sections.push(systems_section(runs));
     if runs.len() >= 2 {
         if let Ok(c) = compare(runs, cat) {
-            report.sections.push(comparison_section(runs, &c));
+            report.sections.push(comparison_section(&c));
         }
     }
     for r in runs {
@@ -259,14 +258,17 @@ fn systems_section(runs: &[&RunData]) -> Section {
     }
 }
 
+/// A measured value and its interval: (value, low, high).
+type Interval = (f64, f64, f64);
+
 /// How far, as a factor, a value could be off by its interval: the
 /// interval's half-width on a log scale. Infinite where the interval
 /// reaches zero or is unknown; zero for an exact value.
-fn log_half_width(s: &Summary) -> f64 {
-    if s.ci_low == s.ci_high {
+fn log_half_width((_, lo, hi): Interval) -> f64 {
+    if lo == hi {
         0.0
-    } else if s.ci_low > 0.0 && s.ci_high.is_finite() {
-        (s.ci_high.ln() - s.ci_low.ln()) / 2.0
+    } else if lo > 0.0 && hi.is_finite() {
+        (hi.ln() - lo.ln()) / 2.0
     } else {
         f64::INFINITY
     }
@@ -275,10 +277,10 @@ fn log_half_width(s: &Summary) -> f64 {
 /// A ratio of measured values with the interval their own intervals give
 /// it, combined on a log scale (the delta method for a ratio): so a ratio's
 /// bar is as uncertain as the two results it divides.
-fn ratio_point(ratio: f64, sides: &[Summary], converged: bool) -> Point {
+fn ratio_point(ratio: f64, sides: &[Interval], converged: bool) -> Point {
     let h = sides
         .iter()
-        .map(|s| log_half_width(s).powi(2))
+        .map(|s| log_half_width(*s).powi(2))
         .sum::<f64>()
         .sqrt();
     let (a, b) = (ratio * (-h).exp(), ratio * h.exp());
@@ -293,20 +295,7 @@ fn ratio_uncertainty() -> Uncertainty {
     }
 }
 
-/// The case of `run` a comparison row stands for.
-fn compared_case<'a>(
-    run: &'a RunData,
-    row: &CompareRow,
-    matching: Matching,
-) -> Option<&'a CaseData> {
-    run.cases.iter().find(|c| {
-        c.key.workload == row.workload
-            && c.key.params == row.params
-            && (matching == Matching::AcrossCpus || c.key.cpus == row.cpus)
-    })
-}
-
-fn comparison_section(runs: &[&RunData], c: &Comparison) -> Section {
+fn comparison_section(c: &Comparison) -> Section {
     let mut charts = Vec::new();
     for f in &c.families {
         // Geometric-mean rows are in the tables: the chart draws the
@@ -315,17 +304,6 @@ fn comparison_section(runs: &[&RunData], c: &Comparison) -> Section {
         let Some(first) = rows.first() else {
             continue;
         };
-        let summaries: Vec<Vec<Option<Summary>>> = rows
-            .iter()
-            .map(|row| {
-                runs.iter()
-                    .map(|r| {
-                        compared_case(r, row, c.matching)
-                            .map(|case| case.summary(&row.metric, RuleInfo::of(r).confidence_pct))
-                    })
-                    .collect()
-            })
-            .collect();
         let series = first
             .ratios
             .iter()
@@ -338,10 +316,12 @@ fn comparison_section(runs: &[&RunData], c: &Comparison) -> Section {
                 );
                 let points = rows
                     .iter()
-                    .zip(&summaries)
-                    .map(|(row, sums)| {
+                    .map(|row| {
                         let x = row.ratios.get(i)?;
-                        let sides = [sums.get(x.num).copied()??, sums.get(x.den).copied()??];
+                        let side = |s: usize| {
+                            Some((row.means[s], *row.ci_low.get(s)?, *row.ci_high.get(s)?))
+                        };
+                        let sides = [side(x.num)?, side(x.den)?];
                         let settled = row.converged[x.num] && row.converged[x.den];
                         Some(ratio_point(x.ratio * 100.0, &sides, settled))
                     })
@@ -372,21 +352,9 @@ fn comparison_section(runs: &[&RunData], c: &Comparison) -> Section {
     }
 }
 
-/// The case of a scalability row at `cpus` CPUs, as `scale` chose it.
-fn scaled_case<'a>(run: &'a RunData, row: &ScaleRow, cpus: usize) -> Option<&'a CaseData> {
-    run.cases.iter().find(|c| {
-        c.status == CaseStatus::Done
-            && c.key.workload == row.workload
-            && c.key.params == row.params
-            && c.cpus.len() == cpus
-            && c.metric(&row.metric).is_some()
-    })
-}
-
 fn scalability_section(r: &RunData, s: &ScaleReport) -> Section {
     let mut charts = Vec::new();
     let base = s.counts.first().copied().unwrap_or(1) as f64;
-    let confidence = RuleInfo::of(r).confidence_pct;
     for f in &s.families {
         let chunks: Vec<_> = f.rows.chunks(LINES_PER_CHART).collect();
         for (ci, rows) in chunks.iter().enumerate() {
@@ -397,10 +365,7 @@ fn scalability_section(r: &RunData, s: &ScaleReport) -> Section {
             let mut series: Vec<Series> = rows
                 .iter()
                 .map(|row| {
-                    let summary = |n: usize| {
-                        scaled_case(r, row, n).map(|c| c.summary(&row.metric, confidence))
-                    };
-                    let base_summary = s.counts.first().and_then(|n| summary(*n));
+                    let side = |i: usize| Some((row.means[i]?, row.ci_low[i]?, row.ci_high[i]?));
                     let points = s
                         .counts
                         .iter()
@@ -411,7 +376,7 @@ fn scalability_section(r: &RunData, s: &ScaleReport) -> Section {
                             let p = if i == 0 {
                                 Point::new(v, v, v, settled)
                             } else {
-                                ratio_point(v, &[summary(*n)?, base_summary?], settled)
+                                ratio_point(v, &[side(i)?, side(0)?], settled)
                             };
                             Some((*n as f64, p))
                         })
