@@ -2,14 +2,18 @@
 //!
 //! `--cpus` takes a comma-separated list of counts (`1,2,4`), `all` and
 //! `sweep`, or — when the value contains a range — one explicit CPU set in
-//! the kernel's cpulist syntax (`0-3,8`). The option may be repeated.
+//! the kernel's cpulist syntax (`0-3,8`). The option may be repeated. Which
+//! CPUs a count takes is `--cpu-order`'s (see [`crate::topo`]).
 
+use crate::topo::{CpuOrder, Topology};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CpuConfig {
-    /// How the user named it: `1`, `all`, `0-1`.
+    /// How the user named it and where its CPUs are: `1 (1 core, 1 LLC,
+    /// node 0)`, `all (…)`, `0-1 (…)`; runs stored before names carried
+    /// their place have the bare `1`, `all`, `0-1` ([`base_name`]).
     pub name: String,
     pub cpus: Vec<usize>,
 }
@@ -86,16 +90,41 @@ pub fn format_cpulist(cpus: &[usize]) -> String {
     parts.join(",")
 }
 
-/// Resolves `--cpus` values against the CPUs this process may use.
+/// The part of a configuration's name that says which configuration it is
+/// (`4`, `all`, `0-3`) without where its CPUs are: runs from before names
+/// carried their place, and runs on machines of another shape, match on it.
+pub fn base_name(name: &str) -> &str {
+    name.split_once(" (").map_or(name, |(b, _)| b).trim()
+}
+
+/// Resolves `--cpus` values against the part of the machine kscale may use
+/// (`topo`, already bounded by its affinity mask): counts and `sweep` take
+/// the first CPUs of `order`'s walk, explicit sets are taken as given, and
+/// every name says where its CPUs are, e.g. `4 (4 cores, 1 LLC, node 0)`.
 /// Configurations naming the same set are kept once, first name wins.
-pub fn resolve(specs: &[String], available: &[usize]) -> Result<Vec<CpuConfig>, CpuSpecError> {
-    let mut avail = available.to_vec();
-    avail.sort_unstable();
+pub fn resolve(
+    specs: &[String],
+    topo: &Topology,
+    order: CpuOrder,
+) -> Result<Vec<CpuConfig>, CpuSpecError> {
+    let avail = topo.ids();
+    let walk = topo.order(order);
     let all_name = format_cpulist(&avail);
     let mut out: Vec<CpuConfig> = Vec::new();
-    let push = |c: CpuConfig, out: &mut Vec<CpuConfig>| {
-        if !out.iter().any(|o| o.cpus == c.cpus) {
-            out.push(c);
+    let push = |base: String, mut cpus: Vec<usize>, out: &mut Vec<CpuConfig>| {
+        cpus.sort_unstable();
+        if !out.iter().any(|o| o.cpus == cpus) {
+            out.push(CpuConfig {
+                name: format!("{base} ({})", topo.locate(&cpus).label()),
+                cpus,
+            });
+        }
+    };
+    let count = |n: usize| {
+        if n == avail.len() {
+            "all".to_string()
+        } else {
+            n.to_string()
         }
     };
     let specs: Vec<String> = if specs.is_empty() {
@@ -121,44 +150,17 @@ pub fn resolve(specs: &[String], available: &[usize]) -> Result<Vec<CpuConfig>, 
                     available: all_name.clone(),
                 });
             }
-            push(
-                CpuConfig {
-                    name: format_cpulist(&set),
-                    cpus: set,
-                },
-                &mut out,
-            );
+            push(format_cpulist(&set), set, &mut out);
             continue;
         }
         for item in s.split(',') {
             let item = item.trim();
             match item {
-                "all" => push(
-                    CpuConfig {
-                        name: "all".into(),
-                        cpus: avail.clone(),
-                    },
-                    &mut out,
-                ),
+                "all" => push("all".into(), avail.clone(), &mut out),
                 "sweep" => {
-                    let mut n = 1;
-                    while n < avail.len() {
-                        push(
-                            CpuConfig {
-                                name: n.to_string(),
-                                cpus: avail[..n].to_vec(),
-                            },
-                            &mut out,
-                        );
-                        n *= 2;
+                    for n in topo.sweep() {
+                        push(count(n), walk[..n].to_vec(), &mut out);
                     }
-                    push(
-                        CpuConfig {
-                            name: "all".into(),
-                            cpus: avail.clone(),
-                        },
-                        &mut out,
-                    );
                 }
                 "" => return Err(malformed("it has an empty item")),
                 _ => {
@@ -175,13 +177,7 @@ pub fn resolve(specs: &[String], available: &[usize]) -> Result<Vec<CpuConfig>, 
                             available: avail.len(),
                         });
                     }
-                    push(
-                        CpuConfig {
-                            name: n.to_string(),
-                            cpus: avail[..n].to_vec(),
-                        },
-                        &mut out,
-                    );
+                    push(n.to_string(), walk[..n].to_vec(), &mut out);
                 }
             }
         }
@@ -210,27 +206,59 @@ mod tests {
         assert_eq!(format_cpulist(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
     }
 
+    fn flat(avail: &[usize]) -> Topology {
+        Topology::flat(avail)
+    }
+
+    fn res(specs: &[&str], avail: &[usize]) -> Result<Vec<CpuConfig>, CpuSpecError> {
+        let specs: Vec<String> = specs.iter().map(|s| s.to_string()).collect();
+        resolve(&specs, &flat(avail), CpuOrder::Compact)
+    }
+
     #[test]
     fn counts_all_sweep() {
         let avail: Vec<usize> = (0..8).collect();
-        let c = resolve(&["1,2,all".into()], &avail).unwrap();
-        assert_eq!(names(&c), ["1:0", "2:0-1", "all:0-7"]);
-        let c = resolve(&["sweep".into()], &avail).unwrap();
-        assert_eq!(names(&c), ["1:0", "2:0-1", "4:0-3", "all:0-7"]);
-        let c = resolve(&["sweep".into()], &[0, 1, 2, 3, 4, 5]).unwrap();
-        assert_eq!(names(&c), ["1:0", "2:0-1", "4:0-3", "all:0-5"]);
+        let c = res(&["1,2,all"], &avail).unwrap();
+        assert_eq!(
+            names(&c),
+            [
+                "1 (1 core, 1 LLC, node 0):0",
+                "2 (2 cores, 1 LLC, node 0):0-1",
+                "all (8 cores, 1 LLC, node 0):0-7"
+            ]
+        );
+        let bases = |c: &[CpuConfig]| {
+            c.iter()
+                .map(|c| base_name(&c.name).to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            bases(&res(&["sweep"], &avail).unwrap()),
+            ["1", "2", "4", "all"]
+        );
+        assert_eq!(
+            bases(&res(&["sweep"], &[0, 1, 2, 3, 4, 5]).unwrap()),
+            ["1", "2", "4", "all"]
+        );
         // Same set named twice is kept once.
-        let c = resolve(&["2,all".into()], &[0, 1]).unwrap();
-        assert_eq!(names(&c), ["2:0-1"]);
-        assert_eq!(names(&resolve(&[], &[0, 1]).unwrap()), ["all:0-1"]);
+        assert_eq!(bases(&res(&["2,all"], &[0, 1]).unwrap()), ["2"]);
+        assert_eq!(bases(&res(&[], &[0, 1]).unwrap()), ["all"]);
+        assert_eq!(base_name("4 (4 cores, 1 LLC, node 0)"), "4");
+        assert_eq!(base_name("all"), "all");
     }
 
     #[test]
     fn explicit_sets() {
         let avail = [0, 1, 2, 3];
-        let c = resolve(&["0-1".into(), "1-3".into()], &avail).unwrap();
-        assert_eq!(names(&c), ["0-1:0-1", "1-3:1-3"]);
-        let e = resolve(&["0-5".into()], &avail).unwrap_err();
+        let c = res(&["0-1", "1-3"], &avail).unwrap();
+        assert_eq!(
+            names(&c),
+            [
+                "0-1 (2 cores, 1 LLC, node 0):0-1",
+                "1-3 (3 cores, 1 LLC, node 0):1-3"
+            ]
+        );
+        let e = res(&["0-5"], &avail).unwrap_err();
         assert!(matches!(e, CpuSpecError::Missing { cpu: 4, .. }), "{e}");
     }
 
@@ -238,10 +266,10 @@ mod tests {
     fn bad_lists() {
         let avail = [0, 1];
         for bad in ["", "x", "1,,2", "0", "two", "3-1", "1-x"] {
-            assert!(resolve(&[bad.to_string()], &avail).is_err(), "{bad}");
+            assert!(res(&[bad], &avail).is_err(), "{bad}");
         }
         assert!(matches!(
-            resolve(&["4".into()], &avail),
+            res(&["4"], &avail),
             Err(CpuSpecError::TooMany { .. })
         ));
     }

@@ -10,6 +10,7 @@ pub mod model;
 pub mod params;
 pub mod profile;
 pub mod stats;
+pub mod topo;
 pub mod twosample;
 pub mod usl;
 
@@ -19,3 +20,4 @@ pub use model::{
 };
 pub use params::{ParamDef, ParamError, ParamKind, Params};
 pub use stats::{Decision, Estimate, Estimator, Follows, StopRule, Summary, Welch};
+pub use topo::{CpuOrder, Topology};
