@@ -11,3 +11,4 @@ pub mod process;
 pub mod procstat;
 pub mod settings;
 pub mod snapshot;
+pub mod topology;
