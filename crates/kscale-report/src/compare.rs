@@ -10,6 +10,7 @@ use crate::format::{mean_marked, pct};
 use crate::results::{case_label, cpus_header};
 use crate::table::{Cell, RowKind, Table, Tone};
 use crate::Catalog;
+use kscale_core::cpus::base_name;
 use kscale_core::stats::geomean;
 use kscale_core::twosample::{Test, TwoSample, POWER};
 use kscale_core::{Direction, Estimator};
@@ -172,16 +173,23 @@ pub fn compare_metric(
         return Err(CompareError::TooFew);
     }
     let cfgs: Vec<Vec<String>> = runs.iter().map(|r| configs(r)).collect();
-    let matching = if cfgs.iter().all(|c| c.len() == 1) && cfgs.iter().any(|c| c != &cfgs[0]) {
-        Matching::AcrossCpus
-    } else {
-        Matching::SameCpus
-    };
+    // Configurations match on their base name (`4`, `all`): runs from
+    // before names said where their CPUs are, or from a machine of another
+    // shape, still line up; each label keeps the first run's place.
+    fn bases(c: &[String]) -> Vec<&str> {
+        c.iter().map(|n| base_name(n)).collect()
+    }
+    let matching =
+        if cfgs.iter().all(|c| c.len() == 1) && cfgs.iter().any(|c| bases(c) != bases(&cfgs[0])) {
+            Matching::AcrossCpus
+        } else {
+            Matching::SameCpus
+        };
     let key_of = |c: &CaseData| -> Key {
         let cpus = if matching == Matching::AcrossCpus {
             String::new()
         } else {
-            c.key.cpus.clone()
+            base_name(&c.key.cpus).to_string()
         };
         (c.key.workload.clone(), c.key.params.clone(), cpus)
     };
@@ -220,7 +228,7 @@ pub fn compare_metric(
             if k.2.is_empty() {
                 l
             } else {
-                format!("{l} [{}]", cpus_header(&k.2, first.cpus.len()))
+                format!("{l} [{}]", cpus_header(&first.key.cpus, first.cpus.len()))
             }
         };
         let usable = |c: &Option<&&CaseData>| c.is_some_and(|c| c.status == CaseStatus::Done);

@@ -43,6 +43,15 @@ pub fn case_label(info: &WorkloadInfo, key: &CaseKey) -> String {
 
 /// Human name of a CPU configuration column.
 pub fn cpus_header(name: &str, count: usize) -> String {
+    // Names since kscale placed CPUs by topology say where they are:
+    // `4 (4 cores, 1 LLC, node 0)`.
+    if let Some((base, place)) = name.split_once(" (") {
+        let place = place.strip_suffix(')').unwrap_or(place);
+        return match cpus_header(base, count).strip_suffix(')') {
+            Some(open) => format!("{open}; {place})"),
+            None => format!("{} ({place})", cpus_header(base, count)),
+        };
+    }
     match name.parse::<usize>() {
         // A count names as many CPUs as it says; an explicit single-CPU set
         // such as `3` (from `--cpus 3-3`) does not.
@@ -469,5 +478,21 @@ mod header_tests {
         assert_eq!(super::cpus_header("all", 2), "all (2 CPUs)");
         assert_eq!(super::cpus_header("0", 1), "CPUs 0");
         assert_eq!(super::cpus_header("0-3,8", 5), "CPUs 0-3,8");
+        assert_eq!(
+            super::cpus_header("4 (4 cores, 1 LLC, node 0)", 4),
+            "4 CPUs (4 cores, 1 LLC, node 0)"
+        );
+        assert_eq!(
+            super::cpus_header("1 (1 core, 1 LLC, node 0)", 1),
+            "1 CPU (1 core, 1 LLC, node 0)"
+        );
+        assert_eq!(
+            super::cpus_header("all (2 cores × 2 SMT, 1 LLC, node 0)", 4),
+            "all (4 CPUs; 2 cores × 2 SMT, 1 LLC, node 0)"
+        );
+        assert_eq!(
+            super::cpus_header("0-1 (1 core × 2 SMT, 1 LLC, node 0)", 2),
+            "CPUs 0-1 (1 core × 2 SMT, 1 LLC, node 0)"
+        );
     }
 }

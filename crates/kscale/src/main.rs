@@ -59,6 +59,8 @@ enum Command {
     Report(cmd::report::Args),
     /// Kernel profiles: `profile diff A B` shows which routines grew or shrank.
     Profile(cmd::profile::Args),
+    /// The CPUs each configuration would use and where its load would go (nothing is run).
+    Cpus(cmd::cpus::Args),
     /// Export a run's results as JSON or CSV.
     Export(cmd::export::Args),
     /// Merge runs exported (`export --format json`) on other machines into this store.
@@ -117,6 +119,7 @@ fn main() -> ExitCode {
         Command::Worker => return cmd::worker::main(),
         Command::List(a) => cmd::list::run(a),
         Command::Study(a) => cmd::study::run(a, db),
+        Command::Cpus(a) => cmd::cpus::run(a),
         Command::Run(a) => cmd::run::run(a, db),
         Command::Results(a) => cmd::results::run(a, db),
         Command::Show(a) => cmd::show::run(a, db),

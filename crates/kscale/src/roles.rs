@@ -196,26 +196,45 @@ impl LoadHandle for LocalLoad {
 
 /// Where a trial's load runs.
 pub enum LoadPlace<'a> {
-    /// On this host's CPUs that the configuration leaves free (all of them,
-    /// shared, when it takes every CPU).
-    Local { available: Vec<usize> },
+    /// On this host's CPUs: `fixed` (`--load-cpus`) or those [`load_cpus`]
+    /// chooses.
+    Local {
+        available: Vec<usize>,
+        fixed: Option<Vec<usize>>,
+    },
     /// On peers, the spread param split evenly among them.
     Peers(&'a mut PeerSet),
 }
 
-/// CPUs for a local load: those the configuration leaves free, or — when it
-/// takes every CPU — all of them, shared with the server (and a note says so).
-pub fn load_cpus(available: &[usize], config: &[usize]) -> (Vec<usize>, bool) {
-    let free: Vec<usize> = available
-        .iter()
-        .copied()
-        .filter(|c| !config.contains(c))
-        .collect();
-    if free.is_empty() {
-        (available.to_vec(), true)
-    } else {
-        (free, false)
+/// CPUs for a local load (docs/method.md, "Where the load runs"): `fixed`
+/// as given, else free CPUs sharing no core with the configuration, on its
+/// node when it has enough; what is shared when that is impossible.
+pub fn load_cpus(
+    available: &[usize],
+    config: &[usize],
+    fixed: Option<&[usize]>,
+) -> kscale_core::topo::LoadPlan {
+    if let Some(f) = fixed {
+        let both: Vec<usize> = f.iter().copied().filter(|c| config.contains(c)).collect();
+        return kscale_core::topo::LoadPlan {
+            cpus: f.to_vec(),
+            shared: (!both.is_empty()).then(|| {
+                format!(
+                    "the measured CPUs {} (--load-cpus)",
+                    kscale_core::cpus::format_cpulist(&both)
+                )
+            }),
+        };
     }
+    let flat;
+    let topo = match kscale_sys::topology::machine() {
+        Ok(t) => t,
+        Err(_) => {
+            flat = kscale_core::Topology::default();
+            &flat
+        }
+    };
+    topo.load_cpus(available, config)
 }
 
 /// Sleeps until `until`, watching for Ctrl-C.
@@ -280,16 +299,13 @@ pub fn run_trial(
 
     let mut loads: Vec<Box<dyn LoadHandle + '_>> = Vec::new();
     match &mut place {
-        LoadPlace::Local { available } => {
-            let (cpus, shared) = load_cpus(available, &req.cpus);
-            if shared {
-                notes.push(
-                    "load generator shared the measured CPUs: the configuration takes every CPU"
-                        .to_string(),
-                );
+        LoadPlace::Local { available, fixed } => {
+            let plan = load_cpus(available, &req.cpus, fixed.as_deref());
+            if let Some(what) = plan.shared {
+                notes.push(format!("load generator shared {what}"));
             }
             let mut r = req.clone();
-            r.cpus = cpus;
+            r.cpus = plan.cpus;
             r.role = Some(RoleRequest {
                 role: Role::Load,
                 config_cpus: req.cpus.clone(),
@@ -395,8 +411,22 @@ mod tests {
 
     #[test]
     fn load_takes_the_free_cpus_or_shares() {
-        assert_eq!(load_cpus(&[0, 1, 2, 3], &[0]), (vec![1, 2, 3], false));
-        assert_eq!(load_cpus(&[0, 1], &[0, 1]), (vec![0, 1], true));
-        assert_eq!(load_cpus(&[0, 1], &[1]), (vec![0], false));
+        // This machine's topology: which free CPUs depends on it, but the
+        // load never takes a measured CPU while one is free…
+        let p = load_cpus(&[0, 1, 2, 3], &[0], None);
+        assert!(!p.cpus.is_empty() && !p.cpus.contains(&0), "{p:?}");
+        // …and says so when it must.
+        let p = load_cpus(&[0, 1], &[0, 1], None);
+        assert_eq!(p.cpus, [0, 1]);
+        assert_eq!(
+            p.shared.as_deref(),
+            Some("the measured CPUs: the configuration takes every CPU")
+        );
+        let p = load_cpus(&[0, 1, 2], &[1], Some(&[1, 2]));
+        assert_eq!(p.cpus, [1, 2]);
+        assert_eq!(
+            p.shared.as_deref(),
+            Some("the measured CPUs 1 (--load-cpus)")
+        );
     }
 }

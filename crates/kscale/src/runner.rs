@@ -47,6 +47,13 @@ pub struct RunOptions {
     /// `--cpu-idle`: whether idle CPUs polled (docs/method.md, "Idle CPUs").
     #[serde(default)]
     pub cpu_idle: crate::idle::CpuIdle,
+    /// `--cpu-order`: which CPUs the plan's counts took (docs/method.md).
+    #[serde(default)]
+    pub cpu_order: kscale_core::CpuOrder,
+    /// `--load-cpus`: where macro workloads' local load runs instead of the
+    /// CPUs chosen for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_cpus: Option<Vec<usize>>,
 }
 
 struct Unit {
@@ -201,6 +208,7 @@ fn execute_with(
                 scratch: scratch.path(),
                 bar: &bar,
                 available: &available,
+                load_cpus: opts.load_cpus.as_deref(),
                 hotplug,
             },
             &mut profiler,
@@ -218,7 +226,8 @@ fn execute_with(
 fn skip(store: &Store, u: &Unit, reason: &str) -> Result<()> {
     eprintln!(
         "  {} [cpus {}] skipped: {reason}",
-        u.entry.workload, u.entry.cpus_name
+        u.entry.workload,
+        kscale_core::cpus::base_name(&u.entry.cpus_name)
     );
     store.finish_case(
         u.case_id,
@@ -282,6 +291,8 @@ struct Env<'a> {
     /// The CPUs kscale may use: a local load takes those a configuration
     /// leaves free.
     available: &'a [usize],
+    /// `--load-cpus`: the local load's CPUs, as given.
+    load_cpus: Option<&'a [usize]>,
     /// `--cpu-mode hotplug`: the CPUs outside a case's configuration go
     /// offline before its trial.
     hotplug: Option<&'a crate::cmd::tune::hotplug::Hotplug<'a>>,
@@ -294,6 +305,7 @@ fn run_trial(
     req: &TrialRequest,
     timeout: Duration,
     available: &[usize],
+    load_cpus: Option<&[usize]>,
     peers: Option<&mut PeerSet>,
 ) -> Result<TrialOutput, String> {
     if w.roles.is_none() {
@@ -303,6 +315,7 @@ fn run_trial(
         Some(p) => LoadPlace::Peers(p),
         None => LoadPlace::Local {
             available: available.to_vec(),
+            fixed: load_cpus.map(<[usize]>::to_vec),
         },
     };
     crate::roles::run_trial(w, req, timeout, place)
@@ -319,7 +332,9 @@ fn line_probe(
     peers: bool,
 ) -> Option<f64> {
     let local_load = w.roles.is_some() && !peers;
-    let (a, b) = kscale_sys::linetrip::pair(&req.cpus, available, local_load)?;
+    // One CPU's partner is where its load runs.
+    let load = crate::roles::load_cpus(available, &req.cpus, None).cpus;
+    let (a, b) = kscale_sys::linetrip::pair(&req.cpus, &load, local_load)?;
     kscale_sys::linetrip::round_trip_ns(a, b)
 }
 
@@ -361,7 +376,7 @@ fn run_group(
                     cpus: String::new()
                 }
                 .params_label(&u.workload.param_order()),
-                u.entry.cpus_name,
+                kscale_core::cpus::base_name(&u.entry.cpus_name),
                 if warmup {
                     "warm-up".to_string()
                 } else if let Some(b) = opts.rule.case_budget_s {
@@ -395,7 +410,14 @@ fn run_group(
             let probe = || line_probe(u.workload, &req, online, remote);
             let line_before = probe();
             let started = Instant::now();
-            let mut outcome = run_trial(u.workload, &req, timeout, online, peers.as_deref_mut());
+            let mut outcome = run_trial(
+                u.workload,
+                &req,
+                timeout,
+                online,
+                env.load_cpus,
+                peers.as_deref_mut(),
+            );
             let wall = started.elapsed().as_secs_f64();
             if let (Ok(out), Some(before)) = (outcome.as_mut(), line_before) {
                 if let (Some(acc), Some(after)) = (out.accounting.as_mut(), probe()) {
@@ -470,7 +492,16 @@ fn run_group(
                                     &req,
                                     u.workload.primary().name,
                                     bar,
-                                    |r| run_trial(w, r, timeout, env.available, peers),
+                                    |r| {
+                                        run_trial(
+                                            w,
+                                            r,
+                                            timeout,
+                                            env.available,
+                                            env.load_cpus,
+                                            peers,
+                                        )
+                                    },
                                 )?;
                                 if let Some(sig) = signals::interrupted() {
                                     return Err(Interrupted(sig, run_id).into());

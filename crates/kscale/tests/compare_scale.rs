@@ -45,7 +45,11 @@ fn compare_one_cpu_against_all() {
     );
 
     let md = stdout(&env, &["compare", "one", "all", "--format", "md"]);
-    assert!(md.contains("| Case | Unit | A one [1 CPU] |"), "{md}");
+    // The configuration's name says where its CPU is.
+    assert!(
+        md.contains("| Case | Unit | A one [1 CPU (1 core, 1 LLC, node "),
+        "{md}"
+    );
     assert!(md.contains("| **Geometric mean** |"), "{md}");
 
     let json: serde_json::Value = serde_json::from_str(&stdout(

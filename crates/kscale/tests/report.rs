@@ -277,7 +277,7 @@ fn study_quick_writes_the_report() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| r["cpus"].as_str().unwrap())
+        .map(|r| kscale_core::cpus::base_name(r["cpus"].as_str().unwrap()))
         .collect();
     assert_eq!(cpus.into_iter().collect::<Vec<_>>(), ["1", "all"]);
 

@@ -10,6 +10,7 @@
 use crate::error::{user, Interrupted, UserError};
 use crate::output::outln;
 use anyhow::Result;
+use kscale_core::cpus::base_name;
 use kscale_core::twosample::{Test, POWER};
 use kscale_core::Direction;
 use kscale_report::compare::{compare_metric, ALPHA};
@@ -157,7 +158,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
                 (
                     c.key.workload.clone(),
                     c.key.params.clone(),
-                    c.key.cpus.clone(),
+                    base_name(&c.key.cpus).to_string(),
                 ),
                 c,
             )
@@ -166,7 +167,13 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let common = opts
         .plan
         .iter()
-        .filter(|e| have.contains_key(&(e.workload.clone(), e.params.clone(), e.cpus_name.clone())))
+        .filter(|e| {
+            have.contains_key(&(
+                e.workload.clone(),
+                e.params.clone(),
+                base_name(&e.cpus_name).to_string(),
+            ))
+        })
         .count();
     if common == 0 {
         let mut names: Vec<String> = base.cases.iter().map(|c| c.key.workload.clone()).collect();
@@ -237,9 +244,9 @@ fn report(base: &RunData, now: &RunData, threshold: f64, format: Format) -> Resu
     }
     // Cases of the baseline that were targeted but not measured now.
     let in_base = |w: &str, p: &BTreeMap<String, String>, c: &str| {
-        base.cases
-            .iter()
-            .any(|b| b.key.workload == w && &b.key.params == p && b.key.cpus == c)
+        base.cases.iter().any(|b| {
+            b.key.workload == w && &b.key.params == p && base_name(&b.key.cpus) == base_name(c)
+        })
     };
     let failed: Vec<String> = now
         .cases

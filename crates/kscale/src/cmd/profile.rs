@@ -71,7 +71,7 @@ fn matches(
     cpus: &Option<String>,
 ) -> bool {
     if let Some(n) = cpus {
-        if &c.key.cpus != n {
+        if kscale_core::cpus::base_name(&c.key.cpus) != kscale_core::cpus::base_name(n) {
             return false;
         }
     }

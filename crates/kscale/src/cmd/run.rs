@@ -31,6 +31,17 @@ pub struct Args {
     /// set like `0-1` or `0-3,8`. Repeatable. Default `all`.
     #[arg(long, value_name = "LIST")]
     pub cpus: Vec<String>,
+    /// Which CPUs a count takes: `compact` one thread per core, filling a
+    /// last-level cache, then its node, then the next, SMT siblings last;
+    /// `spread` across nodes and caches first; `smt` a core's siblings
+    /// together. `kscale cpus` shows the plan.
+    #[arg(long, value_name = "ORDER", default_value = "compact", value_parser = parse_cpu_order)]
+    pub cpu_order: kscale_core::CpuOrder,
+    /// CPUs for macro workloads' local load, e.g. `8-15` (default: free
+    /// CPUs sharing no core with the measured ones, on their node when it
+    /// has enough).
+    #[arg(long, value_name = "LIST", conflicts_with = "peers")]
+    pub load_cpus: Option<String>,
     /// Label of the system being measured (default: the kernel release).
     #[arg(long)]
     pub label: Option<String>,
@@ -76,7 +87,7 @@ pub struct Args {
     #[arg(long = "param", value_name = "NAME=VALUE[,VALUE…]")]
     pub params: Vec<String>,
     /// Continue a killed or interrupted run from its first unfinished case.
-    #[arg(long, value_name = "RUN", conflicts_with_all = ["targets", "suite", "cpus", "label", "quick", "ci", "estimator", "min_trials", "max_trials", "trial_time", "case_budget", "params", "profile", "peers", "target", "capacity", "cpu_idle"])]
+    #[arg(long, value_name = "RUN", conflicts_with_all = ["targets", "suite", "cpus", "label", "quick", "ci", "estimator", "min_trials", "max_trials", "trial_time", "case_budget", "params", "profile", "peers", "target", "capacity", "cpu_idle", "load_cpus"])]
     pub resume: Option<String>,
     /// Add one uncounted trial per case sampled with perf (CPU clock at 997 Hz,
     /// instructions, cache misses) on the case's CPUs: top routines, kernel /
@@ -193,9 +204,20 @@ pub fn options(args: &Args) -> Result<RunOptions> {
         }
         None => plan::resolve_targets(&args.targets, args.suite.as_deref(), args.quick)?,
     };
-    let available = kscale_sys::affinity::available_cpus()?;
-    let configs = kscale_core::cpus::resolve(&args.cpus, &available)?;
+    let topo = crate::cmd::cpus::usable()?;
+    let available = topo.ids();
+    let configs = kscale_core::cpus::resolve(&args.cpus, &topo, args.cpu_order)?;
+    let load_cpus = args
+        .load_cpus
+        .as_deref()
+        .map(|l| parse_load_cpus(l, &available))
+        .transpose()?;
     if args.cpu_mode == super::tune::hotplug::CpuMode::Hotplug {
+        if load_cpus.is_some() {
+            return Err(user(
+                "--load-cpus with --cpu-mode hotplug: the CPUs outside a configuration are offline",
+            ));
+        }
         super::tune::hotplug::check(&configs, &available)?;
     }
     let mut plan = plan::expand(&workloads, &overrides, args.quick, &configs)?;
@@ -230,7 +252,35 @@ pub fn options(args: &Args) -> Result<RunOptions> {
         peers: args.peers.clone(),
         cpu_mode: args.cpu_mode,
         cpu_idle: args.cpu_idle,
+        cpu_order: args.cpu_order,
+        load_cpus,
     })
+}
+
+/// `--cpu-order`'s value.
+pub fn parse_cpu_order(s: &str) -> Result<kscale_core::CpuOrder, String> {
+    kscale_core::CpuOrder::parse(s).ok_or_else(|| {
+        format!(
+            "`{s}` is not a CPU order (accepted: {})",
+            kscale_core::CpuOrder::NAMES
+        )
+    })
+}
+
+/// `--load-cpus`: a CPU list inside what kscale may use.
+fn parse_load_cpus(list: &str, available: &[usize]) -> Result<Vec<usize>> {
+    let cpus = kscale_core::cpus::parse_cpulist(list).ok_or_else(|| {
+        user(format!(
+            "bad --load-cpus `{list}`: expected a CPU list like 2-3 or 4,6"
+        ))
+    })?;
+    if let Some(c) = cpus.iter().find(|c| !available.contains(c)) {
+        return Err(user(format!(
+            "bad --load-cpus `{list}`: CPU {c} is not one kscale may use (available: {})",
+            kscale_core::cpus::format_cpulist(available)
+        )));
+    }
+    Ok(cpus)
 }
 
 /// A `--target` that refuses connections is a bad argument, said before

@@ -79,6 +79,8 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         token: None,
         cpu_mode: args.cpu_mode,
         cpu_idle: args.cpu_idle,
+        cpu_order: kscale_core::CpuOrder::Compact,
+        load_cpus: None,
     };
     let (store, run_id) = super::run::measure(&run_args, db)?;
     let data = store.load_run(run_id)?;

@@ -360,9 +360,10 @@ fn check_param(
 }
 
 fn check_cpus(cx: &Ctx<'_>, spec: &str, span: Range<usize>) -> Result<()> {
-    let available = kscale_sys::affinity::available_cpus()?;
-    let configs = kscale_core::cpus::resolve(&[spec.to_string()], &available)
-        .map_err(|e| cx.err(span.clone(), e))?;
+    let topo = crate::cmd::cpus::usable()?;
+    let configs =
+        kscale_core::cpus::resolve(&[spec.to_string()], &topo, kscale_core::CpuOrder::Compact)
+            .map_err(|e| cx.err(span.clone(), e))?;
     if configs.len() != 1 {
         return Err(cx.err(
             span,
