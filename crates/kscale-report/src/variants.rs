@@ -9,10 +9,11 @@ use crate::format::sig;
 use crate::results::{case_label, cpus_header, RuleInfo};
 use crate::table::{Cell, RowKind, Table, Tone};
 use crate::{Catalog, VariantsSpec};
-use kscale_core::{CaseKey, Welch};
+use kscale_core::twosample::{Test, TwoSample};
+use kscale_core::CaseKey;
 use kscale_store::{CaseData, CaseStatus, RunData};
 
-const ALPHA: f64 = 0.05;
+const ALPHA: f64 = kscale_core::twosample::ALPHA;
 
 /// One test case with its params other than the variant param: a section
 /// of the table.
@@ -141,6 +142,8 @@ fn table(
     );
     let mut missing_baseline = false;
     let mut not_converged = 0;
+    // Cells whose difference the rank-sum test decided, named in the notes.
+    let mut rank_sum: Vec<String> = Vec::new();
     for g in &groups {
         let info = cat.info(&g.base.workload);
         let mut section = vec![Cell::new(case_label(&info, &g.base))];
@@ -188,7 +191,13 @@ fn table(
                     Cell::tone("–", Tone::Dim)
                 } else {
                     match base_case {
-                        Some(b) => diff_cell(case, b, &compared, rule, lower_is_better),
+                        Some(b) => {
+                            let (cell, test) = diff_cell(case, b, &compared, rule, lower_is_better);
+                            if test == Some(Test::RankSum) {
+                                rank_sum.push(format!("{variant} [{cfg}]"));
+                            }
+                            cell
+                        }
                         None => {
                             missing_baseline = true;
                             Cell::tone("n/a", Tone::Dim)
@@ -202,9 +211,21 @@ fn table(
     let heading = &metrics[0].1;
     table.notes.push(format!(
         "vs {baseline}: {heading} relative to {baseline} in the same test and CPU \
-         configuration (+ more, − less; green better, red worse); ~: Welch's t-test finds no \
-         significant difference (two-sided, α = {ALPHA})."
+         configuration (+ more, − less; green better, red worse); ~: no significant difference \
+         (two-sided, α = {ALPHA}) by {} where both sides' trials look normal, else rank-sum \
+         (docs/method.md, \"Comparing two cases\"). Values: {}.",
+        match rule.estimator {
+            kscale_core::Estimator::Mean => "Welch's t",
+            kscale_core::Estimator::Trimmed => "Yuen's t",
+        },
+        rule.estimator.describe(),
     ));
+    if !rank_sum.is_empty() {
+        table.notes.push(format!(
+            "rank-sum (skewed trials or an outlier): {}",
+            rank_sum.join(", ")
+        ));
+    }
     if !spec.note.is_empty() {
         table.notes.push(spec.note.clone());
     }
@@ -233,21 +254,22 @@ fn table(
 }
 
 /// `+44%`, `−86%`, with `~` when the difference is not significant: the
-/// results compared by the cases' own rule, their trials by Welch's test.
+/// results compared by the cases' own rule, their trials by the test that
+/// suits them, which is returned with the cell.
 fn diff_cell(
     case: &CaseData,
     base: &CaseData,
     metric: &str,
     rule: RuleInfo,
     lower_is_better: bool,
-) -> Cell {
+) -> (Cell, Option<Test>) {
     let (values, base_values) = (case.values(metric), base.values(metric));
     let (v, b) = (
         case.summary(metric, rule.confidence_pct),
         base.summary(metric, rule.confidence_pct),
     );
     if v.n == 0 || b.n == 0 || b.mean == 0.0 {
-        return Cell::tone("–", Tone::Dim);
+        return (Cell::tone("–", Tone::Dim), None);
     }
     let d = v.mean / b.mean - 1.0;
     let text = if d >= 0.0 {
@@ -255,12 +277,13 @@ fn diff_cell(
     } else {
         format!("−{:.0}%", -d * 100.0)
     };
-    let significant = Welch::test(&values, &base_values).is_some_and(|w| w.significant(ALPHA));
-    if !significant {
+    let t = TwoSample::compare(&base_values, &values, rule.estimator);
+    let cell = if !t.is_some_and(|t| t.significant()) {
         Cell::tone(format!("~{text}"), Tone::Dim)
     } else if (d > 0.0) != lower_is_better {
         Cell::tone(text, Tone::Good)
     } else {
         Cell::tone(text, Tone::Bad)
-    }
+    };
+    (cell, t.map(|t| t.test))
 }

@@ -144,6 +144,8 @@ const NOISY: [f64; 5] = [76.8, 71.6, 83.7, 128.2, 122.8];
 /// the baseline's mean), imported under another UUID and label.
 fn noisy_baseline(env: &Env, label: &str) {
     let mut v = env.export("base");
+    // New runs are measured and stored under the trimmed mean.
+    assert_eq!(v["run"]["options"]["rule"]["estimator"], "trimmed");
     v["run"]["uuid"] = "7d444840-9dc0-41b1-9c32-6b8a56e7b0a1".into();
     let case = &mut v["cases"][0];
     let metric = case["metrics"]
@@ -219,6 +221,7 @@ fn a_noisy_baseline_cannot_tell_and_skips_the_commit() {
     assert_eq!(v["cases"][0]["verdict"], "cannot_tell", "{v}");
     assert!(v["cases"][0]["mdc_pct"].as_f64().unwrap() > 5.0, "{v}");
     assert!(v["cases"][0]["test"].is_string(), "{v}");
+    assert_eq!(v["estimator"], "trimmed", "{v}");
 
     // compare names the detectable change and the test beside the ratio.
     let out = env.cmd(&["compare", "noisy", "base"]).output().unwrap();

@@ -287,6 +287,7 @@ fn report(base: &RunData, now: &RunData, threshold: f64, format: Format) -> Resu
                 "threshold_pct": threshold * 100.0,
                 "alpha": ALPHA,
                 "power": POWER,
+                "estimator": cmp.estimator.as_str(),
                 "cases": cases,
                 "failed": failed,
             }))?
