@@ -11,4 +11,5 @@ pub mod process;
 pub mod procstat;
 pub mod settings;
 pub mod snapshot;
+pub mod threads;
 pub mod topology;

@@ -11,8 +11,9 @@
 //! process's array. Both sides are the median of short repetitions, as
 //! lat_ctx's benchmp reports.
 
+use crate::shared::child::ChildGuard;
+use crate::shared::place::{place_help, Placement, PLACE_PARAM};
 use crate::timing::{median_of_reps, median_time_per_op, reps};
-use crate::util::{place_help, ChildGuard, Placement, PLACE_PARAM};
 use crate::{timed, ChartDef, Family, TrialCtx, TrialOutput, WorkloadDef};
 use anyhow::{bail, ensure, Context, Result};
 use kscale_core::{MetricDef, ParamDef, ParamKind};
@@ -74,12 +75,12 @@ type Token = [u8; 4];
 
 /// Writes the token; a short write or error means the ring is broken.
 fn send(fd: RawFd, tok: &Token) -> std::io::Result<()> {
-    crate::util::write_exact(fd, tok)
+    crate::shared::fd::write_exact(fd, tok)
 }
 
 /// Reads the token; end of file (the ring was torn down) is an error too.
 fn recv(fd: RawFd, tok: &mut Token) -> std::io::Result<()> {
-    crate::util::read_exact(fd, tok)
+    crate::shared::fd::read_exact(fd, tok)
 }
 
 /// A process's private array, written once so that every page is really
@@ -268,7 +269,7 @@ fn lat(ctx: &TrialCtx) -> Result<TrialOutput> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::util::fork_child;
+    use crate::shared::child::fork_child;
 
     fn ctx_with(size: &str, procs: &str, trial_ms: u64) -> TrialCtx {
         crate::test_ctx(&[("size", size), ("procs", procs)], trial_ms)
@@ -305,7 +306,7 @@ mod tests {
     /// is written). In a scratch thread: the worker pins itself.
     #[test]
     fn the_ring_is_placed() {
-        let Some(cpus) = crate::util::tests::two_cpus() else {
+        let Some(cpus) = crate::shared::place::tests::two_cpus() else {
             return;
         };
         for place in ["spread", "same", "os"] {

@@ -17,7 +17,7 @@
 //! model of its tree. A file server that loses data must not report a
 //! throughput, so any mismatch fails the trial.
 
-use crate::util::fork_child;
+use crate::shared::child::fork_child;
 use crate::{roles, ChartDef, Family, TrialCtx, TrialOutput, WorkloadDef};
 use anyhow::{bail, Context, Result};
 use kscale_core::{hist, MetricDef, ParamDef, ParamKind};
@@ -815,7 +815,7 @@ impl Drop for Trial {
     fn drop(&mut self) {
         for c in &mut self.clients {
             if !c.reaped {
-                crate::util::reap(c.pid);
+                crate::shared::child::reap(c.pid);
                 c.reaped = true;
             }
         }

@@ -102,7 +102,7 @@ struct Tree {
 
 impl Tree {
     fn new(parent: &Path, n: u64) -> Result<Tree> {
-        let root = crate::util::scratch_path(parent, "kscale-fs");
+        let root = crate::shared::scratch::scratch_path(parent, "kscale-fs");
         std::fs::create_dir(&root).with_context(|| format!("creating {}", root.display()))?;
         let mut tree = Tree {
             root,
@@ -320,7 +320,7 @@ fn kept_files(ctx: &TrialCtx) -> Result<(Option<PathBuf>, Option<String>)> {
             )),
         ));
     }
-    let dir = crate::util::scratch_path(&ctx.dir, "kscale-fs-kept");
+    let dir = crate::shared::scratch::scratch_path(&ctx.dir, "kscale-fs-kept");
     std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
     Ok((
         Some(dir),

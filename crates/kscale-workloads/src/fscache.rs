@@ -36,8 +36,8 @@
 //!   autogroup, whereas fio's jobs call setsid() and each get a share of
 //!   their own. KB per CPU-second takes the share out.
 
+use crate::shared::buf::{page_size, AlignedBuf, Mapping};
 use crate::timing::thread_cpu_time;
-use crate::util::{page_size, AlignedBuf, Mapping};
 use crate::{ChartDef, Family, TrialCtx, TrialOutput, WorkloadDef};
 use anyhow::{bail, ensure, Context, Result};
 use kscale_core::{MetricDef, ParamDef, ParamKind};
@@ -204,7 +204,7 @@ struct CachedFile {
 impl CachedFile {
     /// Creates the file, reads it once and checks that every page is resident.
     fn create(dir: &Path, len: usize) -> Result<CachedFile> {
-        let path = crate::util::scratch_path(dir, "kscale-fscache");
+        let path = crate::shared::scratch::scratch_path(dir, "kscale-fscache");
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)

@@ -20,11 +20,11 @@ pub mod ipc;
 pub mod mem;
 pub mod net;
 pub mod roles;
+pub mod shared;
 pub mod suites;
 pub mod syscall;
 pub mod threads;
 pub mod timing;
-pub mod util;
 pub mod web;
 
 /// Every family, in the order of the seed's tables.

@@ -10,8 +10,8 @@
 //! bw_mem's on the same machine. `bzero` and `bcopy` call the C library's
 //! `memset`/`memcpy`, as bw_mem does.
 
+use crate::shared::buf::AlignedBuf;
 use crate::timing::median_time_per_op;
-use crate::util::AlignedBuf;
 use crate::{timed, ChartDef, Family, TrialCtx, TrialOutput, WorkloadDef};
 use anyhow::{ensure, Context, Result};
 use kscale_core::{MetricDef, ParamDef, ParamKind};

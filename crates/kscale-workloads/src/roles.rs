@@ -261,7 +261,10 @@ impl RoleCtx {
                 &self.control.stop_fd
             };
             let left = end.saturating_duration_since(Instant::now());
-            let _ = crate::util::wait_readable_fd(fd.as_fd(), left.min(Duration::from_millis(50)));
+            let _ = crate::shared::fd::wait_readable_fd(
+                fd.as_fd(),
+                left.min(Duration::from_millis(50)),
+            );
         }
         true
     }
@@ -598,7 +601,7 @@ mod tests {
         assert!((0.03..5.0).contains(&wall), "{wall}");
         assert!(cpu > 0.0, "{cpu}");
         // The eventfd of the end of the window is readable.
-        assert!(crate::util::wait_readable_fd(c.done_fd.as_fd(), Duration::ZERO).unwrap());
+        assert!(crate::shared::fd::wait_readable_fd(c.done_fd.as_fd(), Duration::ZERO).unwrap());
     }
 
     #[test]

@@ -6,9 +6,12 @@
 //! lmbench's on the same machine: std's wrappers add flags (`O_CLOEXEC`) and
 //! checks that lmbench does not pay for.
 
-use crate::util::{
-    place_help, read_exact, write_exact, ChildGuard, Mapping, Placement, PLACE_PARAM,
-};
+use crate::shared::buf::Mapping;
+use crate::shared::child::ChildGuard;
+use crate::shared::exec::{fork_wait, install_hello, HELLO, HELLO_DYN, HELLO_LINKAGE};
+use crate::shared::fd::{os_err, read_exact, write_exact};
+use crate::shared::place::{place_help, Placement, PLACE_PARAM};
+use crate::shared::scratch::ScratchFile;
 use crate::{timed, Family, TrialCtx, TrialOutput, WorkloadDef};
 use anyhow::{ensure, Context, Result};
 use kscale_core::stats::median;
@@ -17,8 +20,7 @@ use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{compiler_fence, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -200,11 +202,6 @@ fn latency(per_op: f64, n: u64) -> TrialOutput {
     TrialOutput::new(n).with(&LAT, per_op * 1e6)
 }
 
-/// The current `errno` as an error, with what failed.
-fn os_err(what: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(io::Error::last_os_error()).context(what.into())
-}
-
 /// Test-only: `KSCALE_TEST_DELAY_NS=N` makes every `syscall.null`
 /// operation N ns slower, the synthetic regression `kscale check`'s tests
 /// look for (docs/fleet.md). Read once, outside the measured loop; unset,
@@ -281,35 +278,6 @@ fn write(ctx: &TrialCtx) -> Result<TrialOutput> {
         })
     })?;
     Ok(latency(per_op, n))
-}
-
-/// A file of the trial in the scratch directory, removed when dropped so an
-/// early error return leaves nothing behind.
-pub(crate) struct ScratchFile {
-    pub(crate) path: PathBuf,
-    c_path: CString,
-}
-
-impl ScratchFile {
-    /// Reserves a name unique to this process; the caller creates the file.
-    fn name(dir: &Path, tag: &str) -> Result<Self> {
-        let path = dir.join(format!("kscale-syscall-{tag}-{}", std::process::id()));
-        let c_path = CString::new(path.as_os_str().as_bytes())
-            .with_context(|| format!("path {} contains a NUL byte", path.display()))?;
-        Ok(ScratchFile { path, c_path })
-    }
-
-    fn with_bytes(dir: &Path, tag: &str, bytes: &[u8]) -> Result<Self> {
-        let f = Self::name(dir, tag)?;
-        std::fs::write(&f.path, bytes).with_context(|| format!("write {}", f.path.display()))?;
-        Ok(f)
-    }
-}
-
-impl Drop for ScratchFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
 }
 
 /// lmbench stats a header file; any small regular file does the same work.
@@ -751,39 +719,6 @@ fn unix(ctx: &TrialCtx) -> Result<TrialOutput> {
     ping_pong(ctx, (parent, parent2), (child, child2))
 }
 
-/// Forks a child that runs `in_child` and `_exit`s with its value, and waits
-/// for it. The child may only make async-signal-safe calls (system calls on
-/// memory prepared before the fork): the parent may have other threads (in
-/// tests), and their locks are not the child's to take.
-fn fork_wait(in_child: impl Fn() -> libc::c_int) -> Result<()> {
-    // SAFETY: the child runs only `in_child` (async-signal-safe by contract)
-    // and leaves with _exit, never returning into the caller.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(os_err("fork"));
-    }
-    if pid == 0 {
-        // SAFETY: see above; _exit skips the parent's atexit handlers.
-        unsafe { libc::_exit(in_child()) };
-    }
-    let mut status = 0;
-    loop {
-        // SAFETY: waits for our own child; status is writable.
-        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if r == pid {
-            break;
-        }
-        if r < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            return Err(os_err("waitpid"));
-        }
-    }
-    ensure!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "child process failed (wait status {status:#x})"
-    );
-    Ok(())
-}
-
 fn fork_exit(ctx: &TrialCtx) -> Result<TrialOutput> {
     let (per_op, n) = ctx.time_per_op(|n| {
         timed(|| {
@@ -795,12 +730,6 @@ fn fork_exit(ctx: &TrialCtx) -> Result<TrialOutput> {
     })?;
     Ok(latency(per_op, n))
 }
-
-/// The helper program built by build.rs (static unless the build warned).
-pub(crate) static HELLO: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hello"));
-const HELLO_LINKAGE: &str = env!("KSCALE_HELLO_LINKAGE");
-/// The same program linked dynamically (empty if the build could not).
-static HELLO_DYN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hello-dyn"));
 
 /// The helper the `helper` param names, and a note when it is not what the
 /// param asked for.
@@ -819,45 +748,6 @@ fn helper_program(ctx: &TrialCtx) -> Result<(&'static [u8], Option<&'static str>
         )),
         _ => Ok((HELLO, None)),
     }
-}
-
-/// Writes the helper program into the scratch directory, executable. The file
-/// is written by a short-lived child process: a descriptor open for writing
-/// on an executable makes execve fail with ETXTBSY, and any process forked
-/// while this process held one (a test running in another thread) would
-/// keep it open; the writer child is the only process that ever holds one.
-pub(crate) fn install_hello(dir: &Path, program: &'static [u8]) -> Result<ScratchFile> {
-    ensure!(
-        !program.is_empty(),
-        "the fork_exec helper program was not built (see the build warnings)"
-    );
-    let file = ScratchFile::name(dir, "hello")?;
-    let path = file.c_path.as_ptr();
-    fork_wait(|| {
-        // SAFETY: open/write/fchmod/close on a path and bytes prepared before
-        // the fork; all async-signal-safe.
-        unsafe {
-            let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC;
-            let fd = libc::open(path, flags, 0o755 as libc::c_uint);
-            if fd < 0 {
-                return 1;
-            }
-            let mut rest = program;
-            while !rest.is_empty() {
-                let w = libc::write(fd, rest.as_ptr().cast(), rest.len());
-                if w <= 0 {
-                    return 2;
-                }
-                rest = &rest[w as usize..];
-            }
-            if libc::fchmod(fd, 0o755) != 0 || libc::close(fd) != 0 {
-                return 3;
-            }
-            0
-        }
-    })
-    .with_context(|| format!("write helper program {}", file.path.display()))?;
-    Ok(file)
 }
 
 /// Runs `argv` (with `envp`, or the current environment when `None`) in a
@@ -943,8 +833,9 @@ fn fork_sh(ctx: &TrialCtx) -> Result<TrialOutput> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::util::fork_child;
+    use crate::shared::child::fork_child;
     use nix::sys::wait::{waitpid, WaitStatus};
+    use std::path::Path;
 
     fn ctx(dir: &Path, trial: Duration, params: &[(&str, &str)]) -> TrialCtx {
         let mut c = crate::test_ctx(params, 0).in_dir(dir);
@@ -1168,7 +1059,7 @@ mod tests {
     /// written, so a note is only there if the kernel holds the placement.
     #[test]
     fn pipe_and_unix_place_their_pair() {
-        let Some(cpus) = crate::util::tests::two_cpus() else {
+        let Some(cpus) = crate::shared::place::tests::two_cpus() else {
             return;
         };
         for name in ["pipe", "unix"] {

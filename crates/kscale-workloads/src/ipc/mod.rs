@@ -11,7 +11,9 @@
 
 pub mod rpc;
 
-use crate::util::{place_help, poll_many, wait_readable, ChildGuard, Placement, PLACE_PARAM};
+use crate::shared::child::ChildGuard;
+use crate::shared::fd::{poll_many, wait_readable};
+use crate::shared::place::{place_help, Placement, PLACE_PARAM};
 use crate::{timed, Family, TrialCtx, TrialOutput, WorkloadDef};
 use anyhow::{bail, ensure, Context, Result};
 use kscale_core::{MetricDef, ParamDef};
@@ -829,7 +831,7 @@ mod tests {
     /// CPUs (the server's mask is checked before the note is written).
     #[test]
     fn every_workload_places_client_and_server() {
-        let Some(cpus) = crate::util::tests::two_cpus() else {
+        let Some(cpus) = crate::shared::place::tests::two_cpus() else {
             return;
         };
         for w in FAMILY.workloads {

@@ -17,13 +17,14 @@ mod stream;
 use crate::roles::{
     self, Combined, Endpoint, Phase, RoleCtx, RoleOutput, LATENCY_P50, LATENCY_P99,
 };
+use crate::shared::sock::{listen, tune};
 use crate::{ChartDef, Family, TrialOutput, WorkloadDef};
 use anyhow::{bail, Context, Result};
 use hdrhistogram::Histogram;
 use kscale_core::{hist, MetricDef, ParamDef, ParamKind};
 use std::io;
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -235,37 +236,6 @@ pub static FAMILY: Family = Family {
     ],
 };
 
-/// Sets SO_SNDBUF/SO_RCVBUF (when `bytes` > 0) and TCP_NODELAY (when asked).
-pub(crate) fn tune(fd: &impl AsRawFd, bytes: u64, nodelay: bool) -> Result<()> {
-    use nix::sys::socket::{setsockopt, sockopt};
-    // SAFETY: the descriptor is owned by the caller's socket for the call.
-    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd.as_raw_fd()) };
-    if bytes > 0 {
-        let b = usize::try_from(bytes).context("sockbuf too large")?;
-        setsockopt(&fd, sockopt::SndBuf, &b).context("SO_SNDBUF")?;
-        setsockopt(&fd, sockopt::RcvBuf, &b).context("SO_RCVBUF")?;
-    }
-    if nodelay {
-        setsockopt(&fd, sockopt::TcpNoDelay, &true).context("TCP_NODELAY")?;
-    }
-    Ok(())
-}
-
-fn family_of(ip: &IpAddr) -> nix::sys::socket::AddressFamily {
-    if ip.is_ipv6() {
-        nix::sys::socket::AddressFamily::Inet6
-    } else {
-        nix::sys::socket::AddressFamily::Inet
-    }
-}
-
-/// The role's bind address.
-fn bind_ip(ctx: &RoleCtx) -> Result<IpAddr> {
-    ctx.bind
-        .parse()
-        .with_context(|| format!("bad bind address {}", ctx.bind))
-}
-
 /// The server's address, as the load sees it.
 fn server_addr(ctx: &RoleCtx) -> Result<SocketAddr> {
     let ep = ctx
@@ -275,59 +245,6 @@ fn server_addr(ctx: &RoleCtx) -> Result<SocketAddr> {
     ep.addr()
         .parse()
         .with_context(|| format!("bad server address {}", ep.addr()))
-}
-
-/// A socket of `ty` bound to the role's address, port chosen by the kernel,
-/// with its buffers set before `listen`/use so accepted sockets inherit them
-/// (as netserver does).
-fn bound_socket(ctx: &RoleCtx, ty: nix::sys::socket::SockType, sockbuf: u64) -> Result<OwnedFd> {
-    use nix::sys::socket::{bind, setsockopt, socket, sockopt, SockFlag, SockaddrStorage};
-    let ip = bind_ip(ctx)?;
-    let fd = socket(family_of(&ip), ty, SockFlag::SOCK_CLOEXEC, None).context("socket")?;
-    setsockopt(&fd, sockopt::ReuseAddr, &true).context("SO_REUSEADDR")?;
-    tune(&fd, sockbuf, false)?;
-    let addr = SockaddrStorage::from(SocketAddr::new(ip, 0));
-    bind(fd.as_raw_fd(), &addr).with_context(|| format!("bind {ip}"))?;
-    Ok(fd)
-}
-
-/// A listener on the role's bind address (see [`bound_socket`]).
-pub(crate) fn listen(ctx: &RoleCtx, sockbuf: u64) -> Result<TcpListener> {
-    use nix::sys::socket::{listen as nix_listen, Backlog, SockType};
-    let fd = bound_socket(ctx, SockType::Stream, sockbuf)?;
-    nix_listen(&fd, Backlog::new(4096).unwrap_or(Backlog::MAXCONN)).context("listen")?;
-    Ok(TcpListener::from(fd))
-}
-
-/// How a load connection is opened.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Dial {
-    pub(crate) sockbuf: u64,
-    pub(crate) nodelay: bool,
-    /// Send and receive timeouts: two more system calls, worth it for a
-    /// long-lived connection, not for one per transaction.
-    pub(crate) timeout: Option<Duration>,
-}
-
-impl Dial {
-    pub(crate) fn connect(&self, addr: SocketAddr) -> io::Result<TcpStream> {
-        use nix::sys::socket::{connect, socket, SockFlag, SockType, SockaddrStorage};
-        let fd = socket(
-            family_of(&addr.ip()),
-            SockType::Stream,
-            SockFlag::SOCK_CLOEXEC,
-            None,
-        )?;
-        // Buffers before connect, so the window scale is negotiated for them.
-        tune(&fd, self.sockbuf, self.nodelay).map_err(io::Error::other)?;
-        connect(fd.as_raw_fd(), &SockaddrStorage::from(addr))?;
-        let s = TcpStream::from(fd);
-        if self.timeout.is_some() {
-            s.set_read_timeout(self.timeout)?;
-            s.set_write_timeout(self.timeout)?;
-        }
-        Ok(s)
-    }
 }
 
 /// What one load thread counted in the measured window.
@@ -469,7 +386,7 @@ fn accept_loop(
                     .context("cannot start a server thread")?;
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                crate::util::wait_readable_fd(listener.as_fd(), Duration::from_millis(20))?;
+                crate::shared::fd::wait_readable_fd(listener.as_fd(), Duration::from_millis(20))?;
             }
             Err(e) => return Err(e).context("accept"),
         }

@@ -4,10 +4,11 @@
 //! one clock read: a transaction's end is the next one's start.
 
 use super::{
-    accept_loop, bound_socket, drive, listen, rr_output, server_addr, server_count, share_range,
-    spawn_each, tune, Dial, Tally, IO_TIMEOUT, LOSS,
+    accept_loop, drive, rr_output, server_addr, server_count, share_range, spawn_each, Tally,
+    IO_TIMEOUT, LOSS,
 };
 use crate::roles::{Combined, Endpoint, Phase, RoleCtx, RoleOutput, Roles, Timing};
+use crate::shared::sock::{bound_socket, listen, tune, Dial};
 use crate::TrialOutput;
 use anyhow::{bail, Context, Result};
 use kscale_core::{hist, ParamDef, ParamKind, Params};

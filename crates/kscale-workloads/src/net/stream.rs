@@ -5,9 +5,10 @@
 //! rounding error over seconds of gigabits), and the receiver reads in
 //! chunks of its socket's receive buffer.
 
-use super::{accept_loop, drive, failures, server_addr, Dial, Tally, IO_TIMEOUT};
+use super::{accept_loop, drive, failures, server_addr, Tally, IO_TIMEOUT};
 use super::{MBPS, SD_RECV, SD_SEND};
 use crate::roles::{Combined, Phase, RoleCtx, RoleOutput, Roles, Timing};
+use crate::shared::sock::Dial;
 use crate::TrialOutput;
 use anyhow::{bail, Context, Result};
 use kscale_core::{ParamDef, ParamKind, Params};

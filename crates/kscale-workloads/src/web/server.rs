@@ -16,10 +16,10 @@
 //! role process runs confined to the configuration's CPUs, and its CPU time
 //! (CGI children included, once waited for) is the server's.
 
-use super::load::Epoll;
 use super::mix::Rng;
 use super::raise_nofile;
 use crate::roles::{Endpoint, Phase, RoleCtx, RoleOutput};
+use crate::shared::epoll::Epoll;
 use anyhow::{bail, ensure, Context, Result};
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -616,7 +616,7 @@ pub fn serve(
     let own = scratch.join(format!("web-own-{}", std::process::id()));
     std::fs::create_dir_all(&own).with_context(|| format!("cannot create {}", own.display()))?;
     let _own = RemoveDir(own.clone());
-    let helper = crate::syscall::install_hello(&own, crate::syscall::HELLO)?;
+    let helper = crate::shared::exec::install_hello(&own, crate::shared::exec::HELLO)?;
     let log = own.join("post.log");
     let post_log = std::fs::OpenOptions::new()
         .create(true)
