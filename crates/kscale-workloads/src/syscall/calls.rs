@@ -1,0 +1,176 @@
+//! The simplest calls: getppid, one-byte read and write, stat, fstat and
+//! open+close of a file.
+
+use super::{latency, LAT};
+use crate::shared::fd::os_err;
+use crate::shared::scratch::ScratchFile;
+use crate::{timed, TrialCtx, TrialOutput};
+use anyhow::{ensure, Context, Result};
+use std::ffi::CString;
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Test-only: `KSCALE_TEST_DELAY_NS=N` makes every `syscall.null`
+/// operation N ns slower, the synthetic regression `kscale check`'s tests
+/// look for (docs/fleet.md). Read once, outside the measured loop; unset,
+/// the loop below is the one measured.
+fn test_delay() -> Option<Duration> {
+    let ns: u64 = std::env::var("KSCALE_TEST_DELAY_NS").ok()?.parse().ok()?;
+    (ns > 0).then(|| Duration::from_nanos(ns))
+}
+
+pub(super) fn null(ctx: &TrialCtx) -> Result<TrialOutput> {
+    if let Some(delay) = test_delay() {
+        let (per_op, n) = ctx.time_per_op(|n| {
+            timed(|| {
+                for _ in 0..n {
+                    let start = std::time::Instant::now();
+                    // SAFETY: as below.
+                    std::hint::black_box(unsafe { libc::syscall(libc::SYS_getppid) });
+                    while start.elapsed() < delay {
+                        std::hint::spin_loop();
+                    }
+                }
+                Ok(())
+            })
+        })?;
+        return Ok(TrialOutput::new(n).with(&LAT, per_op * 1e6));
+    }
+    let (per_op, n) = ctx.time_per_op(|n| {
+        timed(|| {
+            for _ in 0..n {
+                // SAFETY: getppid has no arguments and cannot fail. Called via
+                // libc::syscall so no library cache can answer it.
+                std::hint::black_box(unsafe { libc::syscall(libc::SYS_getppid) });
+            }
+            Ok(())
+        })
+    })?;
+    Ok(TrialOutput::new(n).with(&LAT, per_op * 1e6))
+}
+
+pub(super) fn read(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let zero = File::open("/dev/zero").context("open /dev/zero")?;
+    let fd = zero.as_raw_fd();
+    let mut byte = 0u8;
+    let (per_op, n) = ctx.time_per_op(|n| {
+        timed(|| {
+            for _ in 0..n {
+                // SAFETY: fd stays open for the loop; the buffer is one writable byte.
+                if unsafe { libc::read(fd, std::ptr::addr_of_mut!(byte).cast(), 1) } != 1 {
+                    return Err(os_err("read /dev/zero"));
+                }
+            }
+            Ok(())
+        })
+    })?;
+    Ok(latency(per_op, n))
+}
+
+pub(super) fn write(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let null = File::options()
+        .write(true)
+        .open("/dev/null")
+        .context("open /dev/null")?;
+    let fd = null.as_raw_fd();
+    let byte = 0u8;
+    let (per_op, n) = ctx.time_per_op(|n| {
+        timed(|| {
+            for _ in 0..n {
+                // SAFETY: fd stays open for the loop; the buffer is one readable byte.
+                if unsafe { libc::write(fd, std::ptr::addr_of!(byte).cast(), 1) } != 1 {
+                    return Err(os_err("write /dev/null"));
+                }
+            }
+            Ok(())
+        })
+    })?;
+    Ok(latency(per_op, n))
+}
+
+/// lmbench stats a header file; any small regular file does the same work.
+const SMALL_FILE: usize = 1024;
+
+/// The file the `file` param names: a scratch file made now (removed when
+/// the first part drops), or a user's file, which must exist.
+fn param_file(ctx: &TrialCtx, tag: &str) -> Result<(Option<ScratchFile>, PathBuf, CString)> {
+    match ctx.params.get("file").unwrap_or("scratch") {
+        "scratch" => {
+            let f = ScratchFile::with_bytes(&ctx.dir, tag, &[0u8; SMALL_FILE])?;
+            let (p, c) = (f.path.clone(), f.c_path.clone());
+            Ok((Some(f), p, c))
+        }
+        given => {
+            let p = PathBuf::from(given);
+            ensure!(
+                p.is_absolute() && p.is_file(),
+                "file={given}: not an existing regular file by absolute path (accepted: scratch \
+                 or an absolute path)"
+            );
+            let c = CString::new(given).context("file param contains a NUL byte")?;
+            Ok((None, p, c))
+        }
+    }
+}
+
+pub(super) fn stat(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let (_scratch, file, c_path) = param_file(ctx, "stat")?;
+    let path = c_path.as_ptr();
+    // SAFETY: an all-zero `struct stat` is a valid value to be overwritten.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    let (per_op, n) = ctx.time_per_op(|n| {
+        timed(|| {
+            for _ in 0..n {
+                // SAFETY: path is a NUL-terminated string alive for the loop; st is writable.
+                if unsafe { libc::stat(path, &mut st) } != 0 {
+                    return Err(os_err(format!("stat {}", file.display())));
+                }
+            }
+            Ok(())
+        })
+    })?;
+    Ok(latency(per_op, n))
+}
+
+pub(super) fn fstat(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let file = ScratchFile::with_bytes(&ctx.dir, "fstat", &[0u8; SMALL_FILE])?;
+    let open = File::open(&file.path).with_context(|| format!("open {}", file.path.display()))?;
+    let fd = open.as_raw_fd();
+    // SAFETY: an all-zero `struct stat` is a valid value to be overwritten.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    let (per_op, n) = ctx.time_per_op(|n| {
+        timed(|| {
+            for _ in 0..n {
+                // SAFETY: fd stays open for the loop; st is writable.
+                if unsafe { libc::fstat(fd, &mut st) } != 0 {
+                    return Err(os_err(format!("fstat {}", file.path.display())));
+                }
+            }
+            Ok(())
+        })
+    })?;
+    Ok(latency(per_op, n))
+}
+
+pub(super) fn open_close(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let (_scratch, file, c_path) = param_file(ctx, "open")?;
+    let path = c_path.as_ptr();
+    let (per_op, n) = ctx.time_per_op(|n| {
+        timed(|| {
+            for _ in 0..n {
+                // SAFETY: path is a NUL-terminated string alive for the loop. Plain
+                // O_RDONLY as lmbench does; the fd is closed right away.
+                let fd = unsafe { libc::open(path, libc::O_RDONLY) };
+                if fd < 0 {
+                    return Err(os_err(format!("open {}", file.display())));
+                }
+                // SAFETY: fd was just opened here and is closed once.
+                unsafe { libc::close(fd) };
+            }
+            Ok(())
+        })
+    })?;
+    Ok(latency(per_op, n))
+}
