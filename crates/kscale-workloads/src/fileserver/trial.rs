@@ -1,0 +1,442 @@
+//! One trial of `fileserver.mix`: the forked clients, the page through
+//! which the worker keeps their time, the janitor that removes the trees
+//! however the worker ends, and the trial's result.
+
+use super::client::{Client, Report, Rng, BLOCK, DIRS};
+use super::mount::mount_of;
+use super::{Kind, FSYNCS, MBPS, OPS};
+use crate::shared::child::fork_child;
+use crate::{roles, TrialCtx, TrialOutput};
+use anyhow::{bail, Context, Result};
+use kscale_core::hist;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+use std::time::{Duration, Instant};
+
+/// Where the trial stands, as the worker announces it on the shared page.
+const SETUP: u8 = 0;
+const RAMP: u8 = 1;
+const MEASURE: u8 = 2;
+const DONE: u8 = 3;
+
+/// The page shared by the worker and its clients.
+struct Shared {
+    phase: AtomicU8,
+    ready: AtomicU32,
+}
+
+struct SharedPage(*mut Shared);
+
+impl SharedPage {
+    fn new() -> Result<SharedPage> {
+        // SAFETY: an anonymous shared mapping; no file, no aliasing Rust
+        // reference until it is initialised below.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                std::mem::size_of::<Shared>(),
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error()).context("mmap of the shared page");
+        }
+        let p = p.cast::<Shared>();
+        // SAFETY: p is a fresh, page-aligned, writable mapping of the size.
+        unsafe {
+            p.write(Shared {
+                phase: AtomicU8::new(SETUP),
+                ready: AtomicU32::new(0),
+            })
+        };
+        Ok(SharedPage(p))
+    }
+    fn get(&self) -> &Shared {
+        // SAFETY: initialised in new() and mapped until drop; only atomics
+        // inside, so sharing across processes is sound.
+        unsafe { &*self.0 }
+    }
+}
+
+impl Drop for SharedPage {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in new(), unmapped once.
+        unsafe { libc::munmap(self.0.cast(), std::mem::size_of::<Shared>()) };
+    }
+}
+
+/// One forked client as the worker sees it.
+struct ClientProc {
+    pid: nix::unistd::Pid,
+    pipe: File,
+    out: Vec<u8>,
+    eof: bool,
+    reaped: bool,
+}
+
+/// The trial's processes and tree. Dropping it — however the trial ends —
+/// kills and reaps every client, removes the tree and lets the janitor go.
+struct Trial {
+    dir: PathBuf,
+    clients: Vec<ClientProc>,
+    /// The janitor removes the tree if the worker is killed (it cannot clean
+    /// up after SIGKILL itself): it waits for the end of this pipe, which the
+    /// worker and every client hold, and so runs once all of them are gone.
+    janitor: Option<(nix::unistd::Pid, OwnedFd)>,
+}
+
+impl Drop for Trial {
+    fn drop(&mut self) {
+        for c in &mut self.clients {
+            if !c.reaped {
+                crate::shared::child::reap(c.pid);
+                c.reaped = true;
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+        if let Some((pid, fd)) = self.janitor.take() {
+            drop(fd);
+            let _ = nix::sys::wait::waitpid(pid, None);
+        }
+    }
+}
+
+fn dev_null_stdio(fds: &[i32]) {
+    if let Ok(null) = OpenOptions::new().read(true).write(true).open("/dev/null") {
+        for &fd in fds {
+            // SAFETY: dup2 onto a standard descriptor of this process.
+            unsafe { libc::dup2(null.as_raw_fd(), fd) };
+        }
+    }
+}
+
+/// Forks the janitor: not tied to the worker's life (a fresh fork has no
+/// parent-death signal), it blocks until every holder of the pipe's write
+/// end has exited, then removes `dir`.
+fn start_janitor(dir: &Path) -> Result<(nix::unistd::Pid, OwnedFd)> {
+    let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("pipe")?;
+    // SAFETY: the worker is single-threaded when it forks; the child only
+    // reads a pipe, removes a tree and leaves with _exit.
+    match unsafe { nix::unistd::fork() }.context("fork")? {
+        nix::unistd::ForkResult::Parent { child } => {
+            drop(r);
+            Ok((child, w))
+        }
+        nix::unistd::ForkResult::Child => {
+            drop(w);
+            kscale_sys::process::set_name("kscale-janitor");
+            // Hold none of the runner's pipes: it waits for their end.
+            dev_null_stdio(&[0, 1, 2]);
+            let mut f = File::from(r);
+            let mut b = [0u8; 16];
+            loop {
+                match f.read(&mut b) {
+                    Ok(0) => break,
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            let _ = std::fs::remove_dir_all(dir);
+            // SAFETY: leave without running the worker's destructors.
+            unsafe { libc::_exit(0) }
+        }
+    }
+}
+
+/// A client process: builds its tree, waits for the ramp, replays the mix
+/// until the window is over, and writes its report to `w`.
+fn client_main(root: &Path, seed: u64, shared: &Shared, w: OwnedFd) -> i32 {
+    kscale_sys::process::set_name("kscale-client");
+    dev_null_stdio(&[0, 1]);
+    let mut out = File::from(w);
+    let report = match client_loop(root, seed, shared) {
+        Ok(r) => r,
+        Err(e) => Report {
+            error: Some(format!("{e:#}")),
+            ..Default::default()
+        },
+    };
+    let code = i32::from(report.error.is_some());
+    let line = serde_json::to_vec(&report).unwrap_or_default();
+    match std::io::Write::write_all(&mut out, &line) {
+        Ok(()) => code,
+        Err(_) => 1,
+    }
+}
+
+fn client_loop(root: &Path, seed: u64, shared: &Shared) -> Result<Report> {
+    let mut c = Client::new(root, seed)?;
+    shared.ready.fetch_add(1, Ordering::SeqCst);
+    while shared.phase.load(Ordering::Relaxed) == SETUP {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    loop {
+        let phase = shared.phase.load(Ordering::Relaxed);
+        if phase >= DONE {
+            break;
+        }
+        c.measuring = phase == MEASURE;
+        c.step()?;
+    }
+    Ok(c.report())
+}
+
+/// `KSCALE_FAULT=corrupt:fileserver.mix`: kscale's own test that a read
+/// which does not return what was written fails the trial. During the
+/// window the worker flips one byte in a random block of every file of
+/// client 0, behind the client's back, every few milliseconds.
+fn corrupting() -> bool {
+    std::env::var("KSCALE_FAULT").is_ok_and(|v| v == "corrupt:fileserver.mix")
+}
+
+fn corrupt_tree(root: &Path, rng: &mut Rng) {
+    for d in 0..DIRS {
+        let Ok(rd) = std::fs::read_dir(root.join(format!("d{d}"))) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let Ok(f) = OpenOptions::new().read(true).write(true).open(e.path()) else {
+                continue;
+            };
+            let blocks = f.metadata().map_or(0, |m| m.len()) / BLOCK as u64;
+            if blocks == 0 {
+                continue;
+            }
+            let at = rng.below(blocks) * BLOCK as u64 + 100 + rng.below(3000);
+            let mut b = [0u8; 1];
+            if f.read_exact_at(&mut b, at).is_ok() {
+                b[0] ^= 0xff;
+                let _ = f.write_all_at(&b, at);
+            }
+        }
+    }
+}
+
+impl Trial {
+    /// Reads whatever the clients have sent; true when every client's pipe
+    /// is at its end. Waits at most `wait` for something to arrive.
+    fn poll(&mut self, wait: Duration) -> Result<bool> {
+        let mut fds: Vec<libc::pollfd> = self
+            .clients
+            .iter()
+            .filter(|c| !c.eof)
+            .map(|c| libc::pollfd {
+                fd: c.pipe.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        if fds.is_empty() {
+            return Ok(true);
+        }
+        let ms = i32::try_from(wait.as_millis()).unwrap_or(i32::MAX);
+        // SAFETY: a valid array of pollfds that lives across the call.
+        let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                return Ok(false);
+            }
+            return Err(e).context("poll");
+        }
+        let mut buf = [0u8; 16 << 10];
+        for c in self.clients.iter_mut().filter(|c| !c.eof) {
+            loop {
+                match c.pipe.read(&mut buf) {
+                    Ok(0) => {
+                        c.eof = true;
+                        break;
+                    }
+                    Ok(n) => c.out.extend_from_slice(&buf[..n]),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e).context("reading a client's report"),
+                }
+            }
+        }
+        Ok(self.clients.iter().all(|c| c.eof))
+    }
+
+    /// A client whose pipe ended before the window did has failed (or died):
+    /// its error, or how it ended.
+    fn early_end(&mut self) -> Option<anyhow::Error> {
+        let i = self.clients.iter().position(|c| c.eof)?;
+        Some(self.failure(i))
+    }
+
+    fn failure(&mut self, i: usize) -> anyhow::Error {
+        let c = &mut self.clients[i];
+        if let Ok(r) = serde_json::from_slice::<Report>(&c.out) {
+            if let Some(e) = r.error {
+                return anyhow::anyhow!("client {i}: {e}");
+            }
+        }
+        let status = nix::sys::wait::waitpid(c.pid, None);
+        c.reaped = true;
+        anyhow::anyhow!(
+            "client {i} {} before the window ended",
+            how_it_ended(status)
+        )
+    }
+}
+
+/// "was killed by SIGKILL", "exited with status 1", for a failed case's
+/// error.
+fn how_it_ended(status: nix::Result<nix::sys::wait::WaitStatus>) -> String {
+    use nix::sys::wait::WaitStatus;
+    match status {
+        Ok(WaitStatus::Exited(_, code)) => format!("exited with status {code}"),
+        Ok(WaitStatus::Signaled(_, sig, _)) => format!("was killed by {sig}"),
+        Ok(other) => format!("ended ({other:?})"),
+        Err(e) => format!("could not be waited for ({e})"),
+    }
+}
+
+pub(super) fn run_mix(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let clients = ctx.params.int("clients")? as usize;
+    let duration = ctx.params.seconds("duration")?;
+    let dir = ctx.dir.join(format!("fileserver-{}", std::process::id()));
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+    }
+    std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut trial = Trial {
+        dir: dir.clone(),
+        clients: Vec::with_capacity(clients),
+        janitor: None,
+    };
+    trial.janitor = Some(start_janitor(&dir)?);
+    let shared = SharedPage::new()?;
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64);
+    for i in 0..clients {
+        let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("pipe")?;
+        let root = dir.join(format!("c{i}"));
+        let sh = shared.get();
+        let pid = fork_child(move || client_main(&root, seed ^ (i as u64 + 1), sh, w))
+            .with_context(|| format!("forking client {i} of {clients}"))?;
+        // The child's end is the child's alone: the pipe ends with it.
+        let pipe = File::from(r);
+        nix::fcntl::fcntl(
+            &pipe,
+            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+        )
+        .context("O_NONBLOCK")?;
+        trial.clients.push(ClientProc {
+            pid,
+            pipe,
+            out: Vec::new(),
+            eof: false,
+            reaped: false,
+        });
+    }
+
+    // Every tree built, then the uncounted ramp, then the window.
+    let setup_limit = Instant::now() + Duration::from_secs(60);
+    while shared.get().ready.load(Ordering::SeqCst) < clients as u32 {
+        trial.poll(Duration::from_millis(10))?;
+        if let Some(e) = trial.early_end() {
+            return Err(e.context("building the client trees"));
+        }
+        if Instant::now() > setup_limit {
+            bail!("the client trees were not built within 60 s");
+        }
+    }
+    let wait = |trial: &mut Trial, until: Instant, rng: Option<&mut Rng>| -> Result<()> {
+        let mut rng = rng;
+        while Instant::now() < until {
+            let left = until.saturating_duration_since(Instant::now());
+            trial.poll(left.min(Duration::from_millis(20)))?;
+            if let Some(e) = trial.early_end() {
+                return Err(e);
+            }
+            if let Some(r) = rng.as_deref_mut() {
+                corrupt_tree(&trial.dir.join("c0"), r);
+            }
+        }
+        Ok(())
+    };
+    shared.get().phase.store(RAMP, Ordering::SeqCst);
+    wait(&mut trial, Instant::now() + roles::ramp(duration), None)?;
+    shared.get().phase.store(MEASURE, Ordering::SeqCst);
+    let begin = Instant::now();
+    let mut fault = corrupting().then(|| Rng::new(seed));
+    wait(
+        &mut trial,
+        begin + Duration::from_secs_f64(duration),
+        fault.as_mut(),
+    )?;
+    shared.get().phase.store(DONE, Ordering::SeqCst);
+    let window = begin.elapsed().as_secs_f64();
+
+    // Reports, then the clients' exits.
+    let limit = Instant::now() + Duration::from_secs(30);
+    while !trial.poll(Duration::from_millis(50))? {
+        if Instant::now() > limit {
+            bail!("a client did not report within 30 s of the window's end");
+        }
+    }
+    let mut total = Report::default();
+    let mut merged: Vec<hdrhistogram::Histogram<u64>> =
+        Kind::ALL.iter().map(|_| hist::new()).collect();
+    for i in 0..trial.clients.len() {
+        let r: Report = match serde_json::from_slice(&trial.clients[i].out) {
+            Ok(r) => r,
+            Err(_) => return Err(trial.failure(i)),
+        };
+        if let Some(e) = r.error {
+            bail!("client {i}: {e}");
+        }
+        for (k, h) in Kind::ALL.iter().zip(merged.iter_mut()) {
+            if let Some(enc) = r.histograms.get(k.name()) {
+                hist::merge(h, &hist::decode(enc)?)?;
+            }
+            *total.counts.entry(k.name().to_string()).or_default() +=
+                r.counts.get(k.name()).copied().unwrap_or(0);
+        }
+        total.bytes_read += r.bytes_read;
+        total.bytes_written += r.bytes_written;
+        let c = &mut trial.clients[i];
+        let status = nix::sys::wait::waitpid(c.pid, None);
+        c.reaped = true;
+        if !matches!(status, Ok(nix::sys::wait::WaitStatus::Exited(_, 0))) {
+            bail!("client {i} {} after its report", how_it_ended(status));
+        }
+    }
+    drop(trial);
+
+    let ops: u64 = total.counts.values().sum();
+    if ops == 0 {
+        bail!("no operation completed in the measured window");
+    }
+    let fsyncs = total.counts.get("fsync").copied().unwrap_or(0);
+    let bytes = total.bytes_read + total.bytes_written;
+    let mut out = TrialOutput::new(ops)
+        .with(&MBPS, bytes as f64 / window / 1e6)
+        .with(&OPS, ops as f64 / window)
+        .with(&FSYNCS, fsyncs as f64 / window)
+        .note(format!(
+            "{clients} client(s), each in its own tree; {:.1} s ramp-up uncounted; reads \
+             {:.0} % of the bytes; every read verified",
+            roles::ramp(duration).as_secs_f64(),
+            total.bytes_read as f64 / bytes.max(1) as f64 * 100.0
+        ));
+    if let Some(m) = mount_of(&ctx.dir) {
+        out = out.note(m);
+    }
+    out.histograms = Kind::ALL
+        .iter()
+        .zip(&merged)
+        .map(|(k, h)| (k.name().to_string(), hist::encode(h)))
+        .collect();
+    Ok(out)
+}
