@@ -8,8 +8,9 @@
 //! netserver's per-test process do, so one connection costs what it costs
 //! there. The load counts and times; the server's CPU time over the window
 //! gives the service demand. This file holds what the workloads share
-//! (params, sockets, the load's thread harness, the accept loop); `rr.rs`
-//! has the request/response workloads, `stream.rs` the bulk transfer.
+//! (params, the load's thread harness, the accept loop); `rr.rs` has the
+//! request/response workloads, `stream.rs` the bulk transfer. Sockets are
+//! opened by [`crate::shared::sock`].
 
 mod rr;
 mod stream;
