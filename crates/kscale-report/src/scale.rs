@@ -74,6 +74,10 @@ pub struct ScaleReport {
     pub label: String,
     pub up: Option<(i64, String)>,
     pub counts: Vec<usize>,
+    /// Where each count's CPUs are (`4 cores, 1 LLC, node 0`), from its
+    /// configuration's name; empty for runs from before names said so.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub places: Vec<String>,
     pub families: Vec<FamilyScale>,
 }
 
@@ -304,6 +308,24 @@ pub fn scale_metric(
         estimator,
         label: run.run.label.clone(),
         up: up.map(|u| (u.run.id, u.run.label.clone())),
+        places: {
+            let places: Vec<String> = counts
+                .iter()
+                .map(|&n| {
+                    run.cases
+                        .iter()
+                        .find(|c| c.cpus.len() == n)
+                        .and_then(|c| c.key.cpus.split_once(" ("))
+                        .map(|(_, p)| p.trim_end_matches(')').to_string())
+                        .unwrap_or_default()
+                })
+                .collect();
+            if places.iter().all(String::is_empty) {
+                Vec::new()
+            } else {
+                places
+            }
+        },
         counts,
         families,
     })
@@ -336,7 +358,12 @@ pub fn tables(r: &ScaleReport) -> Vec<Table> {
     let mut out = Vec::new();
     for f in &r.families {
         let mut headers = vec!["Case".to_string(), "Unit".to_string()];
-        headers.extend(r.counts.iter().map(|n| cpus(*n)));
+        headers.extend(r.counts.iter().enumerate().map(|(i, n)| {
+            match r.places.get(i).filter(|p| !p.is_empty()) {
+                Some(p) => format!("{} ({p})", cpus(*n)),
+                None => cpus(*n),
+            }
+        }));
         headers.extend(more.iter().map(|(_, n)| format!("scal. {n}/{base}")));
         headers.extend(more.iter().map(|(_, n)| format!("eff. {n}")));
         if let Some((_, n)) = more.last() {

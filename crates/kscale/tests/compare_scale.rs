@@ -101,9 +101,12 @@ fn scale_and_smp_overhead() {
         "{text}"
     );
     assert!(text.contains("SMP-1/UP"), "{text}");
+    // Each count's column says where its CPUs are.
+    assert!(text.contains("1 CPU (1 core, 1 LLC, node "), "{text}");
     assert!(text.contains("Geometric mean"), "{text}");
     let json: serde_json::Value =
         serde_json::from_str(&stdout(&env, &["scale", "smp", "--format", "json"])).unwrap();
+    assert_eq!(json["places"].as_array().map(Vec::len), Some(2), "{json}");
     let fam = &json["families"][0];
     let row = &fam["rows"][0];
     let (m1, m2) = (
