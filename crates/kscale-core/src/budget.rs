@@ -340,6 +340,25 @@ pub fn next(
     })
 }
 
+/// Parses a run's budget: `90s`, `5m`, `1h`, `1.5m` or bare seconds
+/// (`300`). `None` for anything else, zero or negative included.
+pub fn parse_duration(s: &str) -> Option<f64> {
+    let t = s.trim();
+    let (num, unit) = match t.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => t.split_at(i),
+        None => (t, "s"),
+    };
+    let k = match unit.trim() {
+        "s" | "sec" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return None,
+    };
+    let v: f64 = num.trim().parse().ok()?;
+    let secs = v * k;
+    (secs.is_finite() && secs > 0.0).then_some(secs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -359,6 +378,18 @@ mod tests {
             values,
             secs_per_trial: spt,
             converged: RULE.is_converged(values),
+        }
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90s"), Some(90.0));
+        assert_eq!(parse_duration("5m"), Some(300.0));
+        assert_eq!(parse_duration("1h"), Some(3600.0));
+        assert_eq!(parse_duration("1.5m"), Some(90.0));
+        assert_eq!(parse_duration("300"), Some(300.0));
+        for bad in ["", "0s", "-5m", "5x", "m", "5 minutes", "inf", "NaNs"] {
+            assert_eq!(parse_duration(bad), None, "{bad}");
         }
     }
 

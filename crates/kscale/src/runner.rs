@@ -37,6 +37,10 @@ pub struct RunOptions {
     /// `--profile`: one extra, uncounted, sampled trial per case (docs/method.md).
     #[serde(default)]
     pub profile: bool,
+    /// `--budget`: seconds of wall clock for the whole run, profiles
+    /// included, planned over all its cases (docs/method.md).
+    #[serde(default)]
+    pub budget_s: Option<f64>,
     /// `--peer`: where macro workloads' load runs instead of this host's free
     /// CPUs (the token is never stored).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -68,6 +72,67 @@ struct Unit {
     spent_s: f64,
     notes: Vec<String>,
     finished: bool,
+    /// Under `--budget`: the step of the run at which it last ran (0:
+    /// never), and the wall time and count of its counted turns, the
+    /// runner's own work around each trial included.
+    turn: u64,
+    cost_s: f64,
+    cost_n: usize,
+}
+
+impl Unit {
+    /// The case's params, as tables print them.
+    fn label(&self) -> String {
+        let key = CaseKey {
+            workload: self.entry.workload.clone(),
+            params: self.entry.params.clone(),
+            cpus: String::new(),
+        };
+        format!(
+            "{} {}",
+            self.entry.workload,
+            key.params_label(&self.workload.param_order())
+        )
+        .trim_end()
+        .to_string()
+    }
+
+    fn request(&self, opts: &RunOptions, scratch: &std::path::Path) -> TrialRequest {
+        TrialRequest {
+            workload: self.entry.workload.clone(),
+            params: self.entry.params.clone(),
+            cpus: self.entry.cpus.clone(),
+            trial_time_s: opts.trial_time_s,
+            iterations: self.warmup_iterations,
+            dir: scratch.to_path_buf(),
+            role: None,
+        }
+    }
+
+    /// Wall seconds one more counted trial costs: measured once there is
+    /// one, else the warm-up's, else a guess from the trial time and the
+    /// workload's seconds params.
+    fn secs_per_trial(&self, opts: &RunOptions) -> f64 {
+        if self.cost_n > 0 {
+            return self.cost_s / self.cost_n as f64;
+        }
+        if self.next_idx > 0 {
+            return self.spent_s / self.next_idx as f64;
+        }
+        let params = kscale_core::Params(self.entry.params.clone());
+        let timed: f64 = self
+            .workload
+            .params
+            .iter()
+            .filter(|p| matches!(p.kind, kscale_core::ParamKind::Seconds { .. }))
+            .filter_map(|p| params.seconds(p.name).ok())
+            .sum();
+        if timed > 0.0 {
+            timed * 1.3 + 0.2
+        } else {
+            opts.trial_time_s + 0.05
+        }
+    }
 }
 
 /// Runs every unfinished case of the plan; macro workloads' load goes to
@@ -98,7 +163,7 @@ fn execute_with(
     run_id: i64,
     opts: &RunOptions,
     show_progress: bool,
-    mut peers: Option<&mut PeerSet>,
+    peers: Option<&mut PeerSet>,
     hotplug: Option<&crate::cmd::tune::hotplug::Hotplug<'_>>,
 ) -> Result<()> {
     std::fs::create_dir_all(&opts.dir)
@@ -154,6 +219,9 @@ fn execute_with(
             spent_s: 0.0,
             notes: Vec::new(),
             finished: false,
+            turn: 0,
+            cost_s: 0.0,
+            cost_n: 0,
         };
         if let Some(old) = existing.get(&key) {
             unit.finished = old.status != CaseStatus::Pending;
@@ -191,30 +259,36 @@ fn execute_with(
     let mut profiler = crate::profiling::Profiler::new(opts.profile);
     let available = kscale_sys::affinity::available_cpus()?;
 
-    // Interleave within each workload: its cases on all configurations form
-    // one group measured round-robin.
-    let mut start = 0;
-    while start < units.len() {
-        let end = units[start..]
-            .iter()
-            .position(|u| u.entry.workload != units[start].entry.workload)
-            .map_or(units.len(), |p| start + p);
-        run_group(
-            store,
-            run_id,
-            &mut units[start..end],
-            opts,
-            &Env {
-                scratch: scratch.path(),
-                bar: &bar,
-                available: &available,
-                load_cpus: opts.load_cpus.as_deref(),
-                hotplug,
-            },
-            &mut profiler,
-            peers.as_deref_mut(),
-        )?;
-        start = end;
+    let env = Env {
+        scratch: scratch.path(),
+        bar: &bar,
+        available: &available,
+        load_cpus: opts.load_cpus.as_deref(),
+        hotplug,
+    };
+    let mut runner = Runner {
+        store,
+        run_id,
+        opts,
+        env: &env,
+        profiler: &mut profiler,
+        peers,
+        profile_scale: opts.budget_s.map_or(1.0, |b| profile_scale(&units, b)),
+    };
+    if let Some(budget_s) = opts.budget_s {
+        run_budgeted(&mut runner, &mut units, budget_s)?;
+    } else {
+        // Interleave within each workload: its cases on all configurations
+        // form one group measured round-robin.
+        let mut start = 0;
+        while start < units.len() {
+            let end = units[start..]
+                .iter()
+                .position(|u| u.entry.workload != units[start].entry.workload)
+                .map_or(units.len(), |p| start + p);
+            run_group(&mut runner, &mut units[start..end])?;
+            start = end;
+        }
     }
     bar.finish_and_clear();
     drop(scratch);
@@ -348,198 +422,374 @@ fn decide(w: &WorkloadDef, rule: &kscale_core::StopRule, u: &Unit) -> Decision {
     }
 }
 
-fn run_group(
-    store: &Store,
+/// What every turn of a run shares: the store, the options, the trials'
+/// environment, the profiler and the peers.
+struct Runner<'a, 'p> {
+    store: &'a Store,
     run_id: i64,
-    units: &mut [Unit],
-    opts: &RunOptions,
-    env: &Env<'_>,
-    profiler: &mut crate::profiling::Profiler,
-    mut peers: Option<&mut PeerSet>,
-) -> Result<()> {
-    let (scratch, bar) = (env.scratch, env.bar);
-    loop {
-        let mut any = false;
+    opts: &'a RunOptions,
+    env: &'a Env<'a>,
+    profiler: &'a mut crate::profiling::Profiler,
+    peers: Option<&'p mut PeerSet>,
+    /// What every profiled trial's target length is multiplied by
+    /// ([`profile_scale`]).
+    profile_scale: f64,
+}
+
+/// A workload's cases round-robin (A B A B …) until each has finished.
+fn run_group(r: &mut Runner<'_, '_>, units: &mut [Unit]) -> Result<()> {
+    while units.iter().any(|u| !u.finished) {
         for u in units.iter_mut().filter(|u| !u.finished) {
-            any = true;
-            if let Some(sig) = signals::interrupted() {
-                return Err(Interrupted(sig, run_id).into());
+            r.turn(u)?;
+        }
+    }
+    Ok(())
+}
+
+/// `--budget`: every case of the run, all workloads together, planned
+/// again after each trial by [`kscale_core::budget`]. Median-of-N cases
+/// take their N trials first; the others get their first trials in turn,
+/// then the time their spread needs, their trials interleaved over the
+/// whole run; cases that cannot converge in what is left stop at once.
+fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Result<()> {
+    use kscale_core::budget::{self, CaseState, Plan};
+    let started = Instant::now();
+    let rule = r.opts.rule;
+    let mut step = 0u64;
+    loop {
+        let reserve = if r.profiler.wanted() {
+            profile_reserve(units, r.profile_scale)
+        } else {
+            0.0
+        };
+        let left = budget_s - started.elapsed().as_secs_f64() - reserve;
+        let median = units
+            .iter()
+            .enumerate()
+            .filter(|(_, u)| !u.finished && matches!(u.workload.rule, RunRule::MedianOf(_)))
+            .min_by_key(|(_, u)| (u.counted.len(), u.turn))
+            .map(|(i, _)| i);
+        let pick = if let Some(i) = median.filter(|_| left > 0.0) {
+            Some(i)
+        } else {
+            let conv: Vec<usize> = (0..units.len())
+                .filter(|&i| !units[i].finished && units[i].workload.rule == RunRule::Converge)
+                .collect();
+            let states: Vec<CaseState> = conv
+                .iter()
+                .map(|&i| CaseState {
+                    values: &units[i].counted,
+                    secs_per_trial: units[i].secs_per_trial(r.opts),
+                    converged: false,
+                })
+                .collect();
+            let plans = budget::allocate(&rule, &states, left);
+            let turns: Vec<u64> = conv.iter().map(|&i| units[i].turn).collect();
+            let next = budget::next(&rule, &states, &plans, &turns).map(|k| conv[k]);
+            let stops: Vec<(usize, budget::StopReason)> = conv
+                .iter()
+                .zip(&plans)
+                .filter_map(|(&i, p)| match p {
+                    Plan::Stop { reason, .. } => Some((i, *reason)),
+                    _ => None,
+                })
+                .collect();
+            for (i, reason) in stops {
+                let why = format!("stopped early: {}", reason.describe());
+                r.finish(&mut units[i], Decision::NotConverged, Some(why))?;
             }
-            let warmup = u.warmup_iterations.is_none() && u.next_idx == 0;
-            let counted_n = u.counted.len();
-            bar.set_message(format!(
-                "{} {} [cpus {}] {}",
-                u.entry.workload,
-                kscale_core::CaseKey {
-                    workload: u.entry.workload.clone(),
-                    params: u.entry.params.clone(),
-                    cpus: String::new()
-                }
-                .params_label(&u.workload.param_order()),
-                kscale_core::cpus::base_name(&u.entry.cpus_name),
-                if warmup {
-                    "warm-up".to_string()
-                } else if let Some(b) = opts.rule.case_budget_s {
-                    format!("trial {} ({:.1}/{b} s)", counted_n + 1, u.spent_s)
-                } else {
-                    format!("trial {}/≤{}", counted_n + 1, opts.rule.max_trials)
-                }
-            ));
-            let req = TrialRequest {
-                workload: u.entry.workload.clone(),
-                params: u.entry.params.clone(),
-                cpus: u.entry.cpus.clone(),
-                trial_time_s: opts.trial_time_s,
-                iterations: u.warmup_iterations,
-                dir: scratch.to_path_buf(),
-                role: None,
-            };
-            let timeout = trial_timeout(u.workload, &u.entry.params, opts.trial_time_s);
-            if let Some(h) = env.hotplug {
-                h.apply(&u.entry.cpus, env.available)
-                    .map_err(|e| anyhow::anyhow!("--cpu-mode hotplug: {e}"))?;
-            }
-            // Under hotplug only the configuration's CPUs are online: a
-            // local load shares them, as it would under maxcpus=N.
-            let online = if env.hotplug.is_some() {
-                &u.entry.cpus[..]
-            } else {
-                env.available
-            };
-            let remote = peers.is_some();
-            let probe = || line_probe(u.workload, &req, online, remote);
-            let line_before = probe();
-            let started = Instant::now();
-            let mut outcome = run_trial(
-                u.workload,
-                &req,
-                timeout,
-                online,
-                env.load_cpus,
-                peers.as_deref_mut(),
-            );
-            let wall = started.elapsed().as_secs_f64();
-            if let (Ok(out), Some(before)) = (outcome.as_mut(), line_before) {
-                if let (Some(acc), Some(after)) = (out.accounting.as_mut(), probe()) {
-                    acc.line_ns = Some((before + after) / 2.0);
-                }
-            }
-            if let Some(sig) = signals::interrupted() {
-                return Err(Interrupted(sig, run_id).into());
-            }
-            match outcome {
-                Ok(out) => {
-                    store.add_trial(
-                        u.case_id,
-                        &NewTrial {
-                            idx: u.next_idx,
-                            warmup,
-                            wall_s: wall,
-                            iterations: Some(out.iterations),
-                            values: &out.values,
-                            accounting: out.accounting.as_ref(),
-                            histograms: &out.histograms,
-                            roles: &out.roles,
-                        },
-                    )?;
-                    u.next_idx += 1;
-                    u.spent_s += wall;
-                    // A case keeps the notes of its latest trial: notes state
-                    // facts (the source of a figure, a verified precondition)
-                    // and some carry that trial's numbers, which must not pile up.
-                    u.notes = out.notes;
-                    if warmup {
-                        u.warmup_iterations = Some(out.iterations);
-                        bar.inc(1);
-                        continue;
-                    }
-                    u.counted.push(out.values[u.workload.primary().name]);
-                    if u.counted.len() <= opts.rule.min_trials {
-                        bar.inc(1);
-                    }
-                    match decide(u.workload, &opts.rule, u) {
-                        Decision::Continue => {
-                            if u.counted.len() >= opts.rule.min_trials {
-                                bar.inc_length(1);
-                                bar.inc(1);
-                            }
-                        }
-                        d => {
-                            u.finished = true;
-                            // A median-of-N case is not run to convergence.
-                            let converged = match u.workload.rule {
-                                RunRule::Converge => Some(d == Decision::Converged),
-                                RunRule::MedianOf(_) => None,
-                            };
-                            store.finish_case(
-                                u.case_id,
-                                CaseStatus::Done,
-                                converged,
-                                None,
-                                u.warmup_iterations,
-                                &u.notes,
-                            )?;
-                            if profiler.wanted() {
-                                bar.set_message(format!(
-                                    "{} [cpus {}] profiled trial",
-                                    u.entry.workload, u.entry.cpus_name
-                                ));
-                                let w = u.workload;
-                                let peers = peers.as_deref_mut();
-                                profiler.profile_case(
-                                    store,
-                                    u.case_id,
-                                    &req,
-                                    u.workload.primary().name,
-                                    bar,
-                                    |r| {
-                                        run_trial(
-                                            w,
-                                            r,
-                                            timeout,
-                                            env.available,
-                                            env.load_cpus,
-                                            peers,
-                                        )
-                                    },
-                                )?;
-                                if let Some(sig) = signals::interrupted() {
-                                    return Err(Interrupted(sig, run_id).into());
-                                }
-                            }
-                        }
-                    }
-                }
-                Err(e) => {
-                    // A crashed or hung worker costs this case, not the run.
-                    u.finished = true;
-                    let remaining =
-                        (1 + opts.rule.min_trials).saturating_sub(u.next_idx as usize + 1);
-                    bar.inc(1 + remaining as u64);
-                    let msg = format!(
-                        "  {} [cpus {}] failed: {e}",
-                        u.entry.workload, u.entry.cpus_name
-                    );
-                    // A hidden bar (no terminal, --no-progress) prints nothing.
-                    if bar.is_hidden() {
-                        eprintln!("{msg}");
-                    } else {
-                        bar.println(msg);
-                    }
-                    store.finish_case(
-                        u.case_id,
-                        CaseStatus::Failed,
-                        None,
-                        Some(&e),
-                        u.warmup_iterations,
-                        &u.notes,
-                    )?;
+            next
+        };
+        let Some(i) = pick else { break };
+        step += 1;
+        let u = &mut units[i];
+        u.turn = step;
+        let (n, t0) = (u.counted.len(), Instant::now());
+        r.turn(u)?;
+        if u.counted.len() > n {
+            u.cost_s += t0.elapsed().as_secs_f64();
+            u.cost_n += 1;
+        }
+    }
+    for u in units.iter_mut().filter(|u| !u.finished) {
+        r.finish(
+            u,
+            Decision::NotConverged,
+            Some("the run's budget was spent".into()),
+        )?;
+    }
+    Ok(())
+}
+
+/// Samples a profiled trial should hold on each CPU configuration, so that
+/// a top-10 stands on more than a few dozen (docs/method.md, "Kernel
+/// profiles").
+const PROFILE_SAMPLES: f64 = 1000.0;
+/// The CPU clock's sampling rate (SampleSpec::DEFAULTS).
+const PROFILE_HZ: f64 = 997.0;
+/// The most of a run's budget its profiled trials may take.
+const PROFILE_SHARE: f64 = 0.35;
+/// A profiled trial's cost beyond its length: the worker's start, perf's
+/// setup, the store.
+const PROFILE_START_S: f64 = 0.2;
+
+/// Seconds of profiled trial that give [`PROFILE_SAMPLES`] on `cpus` CPUs
+/// sampled at once.
+fn profile_target_s(cpus: usize) -> f64 {
+    PROFILE_SAMPLES / (PROFILE_HZ * cpus.max(1) as f64)
+}
+
+/// Seconds to set aside for the profiled trials of the cases not finished
+/// yet: each its target and a worker's start, all of them scaled down to
+/// [`PROFILE_SHARE`] of the budget when they would take more.
+fn profile_reserve(units: &[Unit], scale: f64) -> f64 {
+    units
+        .iter()
+        .filter(|u| !u.finished)
+        .map(|u| profile_target_s(u.entry.cpus.len()) * scale + PROFILE_START_S)
+        .sum()
+}
+
+/// The factor by which every profiled trial is shortened so that all of
+/// them fit in [`PROFILE_SHARE`] of the budget (1 without a budget).
+fn profile_scale(units: &[Unit], budget_s: f64) -> f64 {
+    let all: f64 = units
+        .iter()
+        .map(|u| profile_target_s(u.entry.cpus.len()) + PROFILE_START_S)
+        .sum();
+    if all <= 0.0 {
+        1.0
+    } else {
+        (PROFILE_SHARE * budget_s / all).min(1.0)
+    }
+}
+
+/// The profiled trial's request: as long as `secs`, by its seconds params
+/// (a window, a timed loop) where it has them, else by more iterations
+/// than the calibrated count. A workload that ends after fixed work (chat)
+/// stays as it is.
+fn profile_request(u: &Unit, req: &TrialRequest, trial_time_s: f64, secs: f64) -> TrialRequest {
+    let mut req = req.clone();
+    let params = kscale_core::Params(u.entry.params.clone());
+    let mut timed = false;
+    for p in u.workload.params {
+        if matches!(p.kind, kscale_core::ParamKind::Seconds { .. }) {
+            if let Ok(s) = params.seconds(p.name) {
+                timed = true;
+                if s < secs {
+                    req.params.insert(p.name.to_string(), format!("{secs:.3}"));
                 }
             }
         }
-        if !any {
+    }
+    if !timed && u.workload.roles.is_none() {
+        if let Some(it) = req.iterations {
+            let k = (secs / trial_time_s).max(1.0);
+            req.iterations = Some(((it as f64) * k).ceil() as u64);
+        }
+    }
+    req
+}
+
+impl Runner<'_, '_> {
+    /// One trial of `u`: its warm-up or its next counted trial, stored;
+    /// the case finishes when its rule says so.
+    fn turn(&mut self, u: &mut Unit) -> Result<()> {
+        let (opts, env, bar) = (self.opts, self.env, self.env.bar);
+        if let Some(sig) = signals::interrupted() {
+            return Err(Interrupted(sig, self.run_id).into());
+        }
+        let warmup = u.warmup_iterations.is_none() && u.next_idx == 0;
+        let counted_n = u.counted.len();
+        bar.set_message(format!(
+            "{} [cpus {}] {}",
+            u.label(),
+            kscale_core::cpus::base_name(&u.entry.cpus_name),
+            if warmup {
+                "warm-up".to_string()
+            } else if let Some(b) = opts.rule.case_budget_s {
+                format!("trial {} ({:.1}/{b} s)", counted_n + 1, u.spent_s)
+            } else if opts.budget_s.is_some() {
+                format!("trial {}", counted_n + 1)
+            } else {
+                format!("trial {}/≤{}", counted_n + 1, opts.rule.max_trials)
+            }
+        ));
+        let req = u.request(opts, env.scratch);
+        let timeout = trial_timeout(u.workload, &u.entry.params, opts.trial_time_s);
+        if let Some(h) = env.hotplug {
+            h.apply(&u.entry.cpus, env.available)
+                .map_err(|e| anyhow::anyhow!("--cpu-mode hotplug: {e}"))?;
+        }
+        // Under hotplug only the configuration's CPUs are online: a
+        // local load shares them, as it would under maxcpus=N.
+        let online = if env.hotplug.is_some() {
+            &u.entry.cpus[..]
+        } else {
+            env.available
+        };
+        let remote = self.peers.is_some();
+        let probe = || line_probe(u.workload, &req, online, remote);
+        let line_before = probe();
+        let started = Instant::now();
+        let mut outcome = run_trial(
+            u.workload,
+            &req,
+            timeout,
+            online,
+            env.load_cpus,
+            self.peers.as_deref_mut(),
+        );
+        let wall = started.elapsed().as_secs_f64();
+        if let (Ok(out), Some(before)) = (outcome.as_mut(), line_before) {
+            if let (Some(acc), Some(after)) = (out.accounting.as_mut(), probe()) {
+                acc.line_ns = Some((before + after) / 2.0);
+            }
+        }
+        if let Some(sig) = signals::interrupted() {
+            return Err(Interrupted(sig, self.run_id).into());
+        }
+        let out = match outcome {
+            Ok(out) => out,
+            Err(e) => return self.failed(u, &e),
+        };
+        self.store.add_trial(
+            u.case_id,
+            &NewTrial {
+                idx: u.next_idx,
+                warmup,
+                wall_s: wall,
+                iterations: Some(out.iterations),
+                values: &out.values,
+                accounting: out.accounting.as_ref(),
+                histograms: &out.histograms,
+                roles: &out.roles,
+            },
+        )?;
+        u.next_idx += 1;
+        u.spent_s += wall;
+        // A case keeps the notes of its latest trial: notes state facts (the
+        // source of a figure, a verified precondition) and some carry that
+        // trial's numbers, which must not pile up.
+        u.notes = out.notes;
+        if warmup {
+            u.warmup_iterations = Some(out.iterations);
+            bar.inc(1);
             return Ok(());
         }
+        u.counted.push(out.values[u.workload.primary().name]);
+        if u.counted.len() <= opts.rule.min_trials {
+            bar.inc(1);
+        }
+        match decide(u.workload, &opts.rule, u) {
+            Decision::Continue => {
+                if u.counted.len() >= opts.rule.min_trials {
+                    bar.inc_length(1);
+                    bar.inc(1);
+                }
+                Ok(())
+            }
+            d => self.finish(u, d, None),
+        }
+    }
+
+    /// A crashed or hung worker costs its case, not the run.
+    fn failed(&mut self, u: &mut Unit, e: &str) -> Result<()> {
+        let bar = self.env.bar;
+        u.finished = true;
+        let remaining = (1 + self.opts.rule.min_trials).saturating_sub(u.next_idx as usize + 1);
+        bar.inc(1 + remaining as u64);
+        let msg = format!(
+            "  {} [cpus {}] failed: {e}",
+            u.entry.workload,
+            kscale_core::cpus::base_name(&u.entry.cpus_name)
+        );
+        // A hidden bar (no terminal, --no-progress) prints nothing.
+        if bar.is_hidden() {
+            eprintln!("{msg}");
+        } else {
+            bar.println(msg);
+        }
+        self.store.finish_case(
+            u.case_id,
+            CaseStatus::Failed,
+            None,
+            Some(e),
+            u.warmup_iterations,
+            &u.notes,
+        )?;
+        Ok(())
+    }
+
+    /// Stores the case's end, with what it would have needed when it did
+    /// not converge (`why` says why it stopped, when the budget stopped
+    /// it), and runs its profiled trial.
+    fn finish(&mut self, u: &mut Unit, d: Decision, why: Option<String>) -> Result<()> {
+        let (opts, bar) = (self.opts, self.env.bar);
+        u.finished = true;
+        // A median-of-N case is not run to convergence.
+        let converged = match u.workload.rule {
+            RunRule::Converge => Some(d == Decision::Converged),
+            RunRule::MedianOf(_) => None,
+        };
+        let mut notes = u.notes.clone();
+        if converged == Some(false) {
+            let need = kscale_core::budget::need(
+                &opts.rule,
+                &kscale_core::budget::CaseState {
+                    values: &u.counted,
+                    secs_per_trial: u.secs_per_trial(opts),
+                    converged: false,
+                },
+            );
+            // Tables print a note after its workload's name.
+            let params = u.label()[u.entry.workload.len()..].trim().to_string();
+            notes.push(format!(
+                "{params}{}[cpus {}] NOT CONVERGED: {}{}",
+                if params.is_empty() { "" } else { " " },
+                kscale_core::cpus::base_name(&u.entry.cpus_name),
+                need.message(),
+                why.map(|w| format!("; {w}")).unwrap_or_default()
+            ));
+        }
+        self.store.finish_case(
+            u.case_id,
+            CaseStatus::Done,
+            converged,
+            None,
+            u.warmup_iterations,
+            &notes,
+        )?;
+        if !self.profiler.wanted() || u.next_idx == 0 {
+            return Ok(());
+        }
+        bar.set_message(format!(
+            "{} [cpus {}] profiled trial",
+            u.entry.workload,
+            kscale_core::cpus::base_name(&u.entry.cpus_name)
+        ));
+        let secs = profile_target_s(u.entry.cpus.len()) * self.profile_scale;
+        let req = profile_request(
+            u,
+            &u.request(opts, self.env.scratch),
+            opts.trial_time_s,
+            secs,
+        );
+        let timeout = trial_timeout(u.workload, &req.params, opts.trial_time_s.max(secs));
+        let (w, available, load) = (u.workload, self.env.available, self.env.load_cpus);
+        let peers = self.peers.as_deref_mut();
+        self.profiler.profile_case(
+            self.store,
+            u.case_id,
+            &req,
+            u.workload.primary().name,
+            bar,
+            |r| run_trial(w, r, timeout, available, load, peers),
+        )?;
+        if let Some(sig) = signals::interrupted() {
+            return Err(Interrupted(sig, self.run_id).into());
+        }
+        Ok(())
     }
 }
 

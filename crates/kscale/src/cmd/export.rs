@@ -59,6 +59,8 @@ pub fn results(data: &RunData) -> Vec<Value> {
                 "warmup": c.trials.iter().find(|t| t.warmup).and_then(|t| t.values.get(&m.name)),
                 "iterations": c.iterations,
                 "accounting": c.accounting(),
+                // What a NOT CONVERGED case needed, among other facts.
+                "notes": c.notes,
             });
             // Profiles belong to the case; they ride on its primary row.
             if m.primary && !c.profiles.is_empty() {

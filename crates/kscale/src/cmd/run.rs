@@ -13,6 +13,10 @@ use std::process::ExitCode;
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub const GIT_REV: &str = env!("KSCALE_GIT_REV");
 
+/// The most counted trials a case may take (`--max-trials`, and the
+/// default under `--budget`).
+const MAX_TRIALS: usize = 1000;
+
 #[derive(clap::Args, Clone)]
 #[command(after_help = "Examples:
   kscale run syscall.null syscall.pipe        two workloads on all CPUs
@@ -70,6 +74,12 @@ pub struct Args {
     /// unconverged (default none, --quick 5).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub case_budget: Option<f64>,
+    /// Wall-clock budget of the whole run (`90s`, `5m`, `1h`), profiles
+    /// included: after each case's first trials the rest goes where
+    /// intervals narrow most, cases that cannot converge in it stop early,
+    /// and every NOT CONVERGED case says the trials it needed (docs/method.md).
+    #[arg(long, value_name = "DURATION")]
+    pub budget: Option<String>,
     /// Directory for the run's scratch files and the fs workloads (default: current directory).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
@@ -87,7 +97,7 @@ pub struct Args {
     #[arg(long = "param", value_name = "NAME=VALUE[,VALUE…]")]
     pub params: Vec<String>,
     /// Continue a killed or interrupted run from its first unfinished case.
-    #[arg(long, value_name = "RUN", conflicts_with_all = ["targets", "suite", "cpus", "label", "quick", "ci", "estimator", "min_trials", "max_trials", "trial_time", "case_budget", "params", "profile", "peers", "target", "capacity", "cpu_idle", "load_cpus"])]
+    #[arg(long, value_name = "RUN", conflicts_with_all = ["targets", "suite", "cpus", "label", "quick", "ci", "estimator", "min_trials", "max_trials", "trial_time", "case_budget", "budget", "params", "profile", "peers", "target", "capacity", "cpu_idle", "load_cpus"])]
     pub resume: Option<String>,
     /// Add one uncounted trial per case sampled with perf (CPU clock at 997 Hz,
     /// instructions, cache misses) on the case's CPUs: top routines, kernel /
@@ -116,6 +126,10 @@ pub struct Args {
     /// host's decision, and leaves bare metal as it is (docs/method.md).
     #[arg(long, value_enum, default_value = "auto")]
     pub cpu_idle: crate::idle::CpuIdle,
+    /// Not a flag: `study --quick`'s narrower sweep, (workload, param,
+    /// values) whose cases alone are kept of that workload's quick sweep.
+    #[arg(skip)]
+    pub only: Vec<(String, String, Vec<String>)>,
 }
 
 /// Builds validated options from the command line.
@@ -156,9 +170,9 @@ pub fn options(args: &Args) -> Result<RunOptions> {
             rule.min_trials
         )));
     }
-    if rule.max_trials < rule.min_trials || rule.max_trials > 1000 {
+    if rule.max_trials < rule.min_trials || rule.max_trials > MAX_TRIALS {
         return Err(user(format!(
-            "bad --max-trials {}: must be between --min-trials ({}) and 1000",
+            "bad --max-trials {}: must be between --min-trials ({}) and {MAX_TRIALS}",
             rule.max_trials, rule.min_trials
         )));
     }
@@ -169,6 +183,23 @@ pub fn options(args: &Args) -> Result<RunOptions> {
             )));
         }
         rule.case_budget_s = Some(b);
+    }
+    let budget_s = match &args.budget {
+        None => None,
+        Some(b) => Some(kscale_core::budget::parse_duration(b).ok_or_else(|| {
+            user(format!(
+                "bad --budget `{b}`: expected a duration like 90s, 5m or 1h"
+            ))
+        })?),
+    };
+    if budget_s.is_some() {
+        // The run's budget replaces the per-case one, and bounds the time
+        // better than a trial count: a case may take as many trials as its
+        // spread needs and the budget buys.
+        rule.case_budget_s = args.case_budget;
+        if args.max_trials.is_none() {
+            rule.max_trials = MAX_TRIALS;
+        }
     }
     let trial_time_s = args
         .trial_time
@@ -221,6 +252,11 @@ pub fn options(args: &Args) -> Result<RunOptions> {
         super::tune::hotplug::check(&configs, &available)?;
     }
     let mut plan = plan::expand(&workloads, &overrides, args.quick, &configs)?;
+    plan.retain(|e| {
+        args.only
+            .iter()
+            .all(|(w, p, vs)| &e.workload != w || e.params.get(p).is_none_or(|v| vs.contains(v)))
+    });
     if args.capacity {
         let without: Vec<String> = workloads
             .iter()
@@ -249,6 +285,7 @@ pub fn options(args: &Args) -> Result<RunOptions> {
         },
         plan,
         profile: args.profile,
+        budget_s,
         peers: args.peers.clone(),
         cpu_mode: args.cpu_mode,
         cpu_idle: args.cpu_idle,
@@ -410,10 +447,11 @@ pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store,
             opts.rule.confidence_pct,
             opts.rule.min_trials,
             opts.rule.max_trials,
-            opts.rule
-                .case_budget_s
-                .map(|b| format!(" or {b} s a case"))
-                .unwrap_or_default(),
+            match (opts.budget_s, opts.rule.case_budget_s) {
+                (Some(b), _) => format!(" within {b} s in all"),
+                (None, Some(b)) => format!(" or {b} s a case"),
+                (None, None) => String::new(),
+            },
             store.path().display()
         );
         eprintln!("kscale: {}", idle.why);
