@@ -118,6 +118,9 @@ const OPTIMISM: f64 = 0.95;
 
 /// Iterations of the t-quantile fixed point; it settles in three or four.
 const FIXED_POINT_STEPS: usize = 20;
+/// Degrees of freedom beyond which t is the normal quantile to five
+/// digits; statrs' t inverse takes seconds at a hundred million.
+const MAX_DF: f64 = 1e5;
 
 /// The full width, in % of the mean, of the interval the rule judges.
 /// The one place the planner reads an interval, so that the planner follows
@@ -149,9 +152,10 @@ fn trials_for(rule: &StopRule, spread: f64) -> f64 {
         return f64::INFINITY;
     }
     let k = 2.0 * spread / rule.width_pct;
-    let mut n = (k * t_quantile(rule.confidence_pct, 1e6)).powi(2);
+    let mut n = (k * t_quantile(rule.confidence_pct, MAX_DF)).powi(2);
     for _ in 0..FIXED_POINT_STEPS {
-        let next = (k * t_quantile(rule.confidence_pct, (n.max(2.0) - 1.0).max(1.0))).powi(2);
+        let df = (n.max(2.0) - 1.0).clamp(1.0, MAX_DF);
+        let next = (k * t_quantile(rule.confidence_pct, df)).powi(2);
         if (next - n).abs() < 0.01 {
             return next;
         }
@@ -411,6 +415,14 @@ mod tests {
         let z_only = (2.0 * 1.96 * s.sd / s.mean / 0.1).powi(2);
         assert!(n > z_only, "{n} {z_only}");
         assert_eq!(trials_needed(&RULE, &[1.0]), None);
+        // A need of billions is computed, and at once.
+        let tiny = StopRule {
+            width_pct: 0.0001,
+            ..RULE
+        };
+        let t0 = std::time::Instant::now();
+        assert!(trials_needed(&tiny, &v).unwrap() > 1e9);
+        assert!(t0.elapsed() < std::time::Duration::from_secs(1));
         assert_eq!(trials_needed(&RULE, &[2.0, 2.0]), Some(0.0));
     }
 
