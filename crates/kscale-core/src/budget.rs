@@ -14,7 +14,7 @@
 //! Nothing here measures: the runner passes each case's counted values and
 //! its seconds per trial, and asks for a plan and for the next case to run.
 
-use crate::stats::{t_quantile, StopRule, Summary};
+use crate::stats::{t_quantile, StopRule};
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 
 /// One case as the planner sees it.
@@ -126,7 +126,7 @@ const MAX_DF: f64 = 1e5;
 /// The one place the planner reads an interval, so that the planner follows
 /// whatever estimator the rule uses.
 fn width_pct(rule: &StopRule, values: &[f64]) -> f64 {
-    Summary::of(values, rule.confidence_pct).width_pct()
+    rule.summary(values).width_pct()
 }
 
 /// The relative spread (in % of the mean) that the interval of these values
@@ -366,6 +366,7 @@ pub fn parse_duration(s: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::Summary;
     use proptest::prelude::*;
 
     const RULE: StopRule = StopRule {
@@ -424,6 +425,20 @@ mod tests {
         assert!(trials_needed(&tiny, &v).unwrap() > 1e9);
         assert!(t0.elapsed() < std::time::Duration::from_secs(1));
         assert_eq!(trials_needed(&RULE, &[2.0, 2.0]), Some(0.0));
+    }
+
+    #[test]
+    fn the_need_follows_the_rules_estimator() {
+        // One wrecked trial in ten: the mean's interval needs hundreds of
+        // trials, the trimmed mean's (the default rule's) a handful.
+        let v = [51.2, 52.0, 50.9, 51.7, 8.3, 51.4, 52.3, 50.8, 51.9, 51.1];
+        let trimmed = StopRule {
+            estimator: crate::stats::Estimator::Trimmed,
+            ..RULE
+        };
+        let mean = trials_needed(&RULE, &v).unwrap();
+        let robust = trials_needed(&trimmed, &v).unwrap();
+        assert!(mean > 100.0 && robust < 10.0, "{mean} {robust}");
     }
 
     #[test]
