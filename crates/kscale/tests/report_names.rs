@@ -109,8 +109,20 @@ fn kscale_report_names_no_family_param_or_metric() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kscale-report/src");
     let mut bad = Vec::new();
     let mut files = 0;
-    for e in std::fs::read_dir(&src).unwrap() {
-        let p = e.unwrap().path();
+    // The crate's modules may be folders (svg/): every file under src/.
+    let mut paths = Vec::new();
+    let mut dirs = vec![src.clone()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else {
+                paths.push(p);
+            }
+        }
+    }
+    for p in paths {
         let text = std::fs::read_to_string(&p).unwrap();
         let lits = match p.extension().and_then(|e| e.to_str()) {
             Some("rs") => literals(&text),
