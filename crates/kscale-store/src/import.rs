@@ -521,7 +521,7 @@ mod tests {
             .unwrap();
         a.finish_case(c2, CaseStatus::Failed, None, Some("server died"), None, &[])
             .unwrap();
-        a.set_run_status(id, "complete").unwrap();
+        a.set_run_status(id, crate::RunStatus::Complete).unwrap();
 
         let file = render(&a, id).unwrap();
         let b = Store::open(&dir.path().join("b.db")).unwrap();

@@ -135,10 +135,10 @@ impl Store {
         )
     }
 
-    pub fn set_tune_status(&self, tune_id: i64, status: &str) -> Result<()> {
+    pub fn set_tune_status(&self, tune_id: i64, status: crate::RunStatus) -> Result<()> {
         self.db.execute(
             "UPDATE tunes SET status = $1, ended_at = $2 WHERE id = $3",
-            &[&status, &now_rfc3339(), &tune_id],
+            &[&status.as_str(), &now_rfc3339(), &tune_id],
         )?;
         Ok(())
     }
@@ -253,7 +253,7 @@ mod tests {
         let steps = s.tune_steps(t).unwrap();
         assert_eq!(steps[0].name, "a");
         assert_eq!(steps[1].name, "b");
-        s.set_tune_status(t, "complete").unwrap();
+        s.set_tune_status(t, crate::RunStatus::Complete).unwrap();
         assert_eq!(s.tune(t).unwrap().status, "complete");
         assert_eq!(s.tune_of_run(99).unwrap(), None);
     }

@@ -110,6 +110,48 @@ pub struct NewRun {
     pub snapshot: serde_json::Value,
 }
 
+/// Where a run (or a tuning study) stands; stored as its lowercase name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunStatus {
+    /// Being measured, or killed so suddenly that nothing said otherwise.
+    Running,
+    /// Every case ended; some may have failed, each with its error.
+    Complete,
+    /// Every case failed, or the run stopped on an error of its own.
+    Failed,
+    /// Stopped by a signal; `kscale run --resume` continues it.
+    Interrupted,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Complete => "complete",
+            RunStatus::Failed => "failed",
+            RunStatus::Interrupted => "interrupted",
+        }
+    }
+
+    /// The status a stored string names, if it is one kscale writes.
+    pub fn parse(s: &str) -> Option<RunStatus> {
+        [
+            RunStatus::Running,
+            RunStatus::Complete,
+            RunStatus::Failed,
+            RunStatus::Interrupted,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunRow {
     pub id: i64,
@@ -143,6 +185,12 @@ impl RunRow {
             .as_str()
             .and_then(Estimator::parse)
             .unwrap_or(Estimator::Mean)
+    }
+
+    /// The run's status, when it is one this kscale writes (a run imported
+    /// from another keeps its string in `status`).
+    pub fn run_status(&self) -> Option<RunStatus> {
+        RunStatus::parse(&self.status)
     }
 
     /// Whether kscale kept the run's idle CPUs polling (docs/method.md,
@@ -611,14 +659,14 @@ impl Store {
     /// `running`, `complete`, `interrupted` or `failed`. Setting a final
     /// status stamps the end time; setting `running` (a resumed run) makes
     /// this process the run's owner ([`owner`]).
-    pub fn set_run_status(&self, run_id: i64, status: &str) -> Result<()> {
-        if status == "running" {
+    pub fn set_run_status(&self, run_id: i64, status: RunStatus) -> Result<()> {
+        if status == RunStatus::Running {
             let owner = Owner::current();
             self.db.execute(
                 "UPDATE runs SET status = $1, ended_at = NULL, host = $2, boot_id = $3, pid = $4,
                     pid_start = $5 WHERE id = $6",
                 &[
-                    &status,
+                    &status.as_str(),
                     &owner.as_ref().map(|o| o.host.as_str()),
                     &owner.as_ref().map(|o| o.boot_id.as_str()),
                     &owner.as_ref().map(|o| o.pid),
@@ -630,7 +678,7 @@ impl Store {
         }
         self.db.execute(
             "UPDATE runs SET status = $1, ended_at = $2 WHERE id = $3",
-            &[&status, &now_rfc3339(), &run_id],
+            &[&status.as_str(), &now_rfc3339(), &run_id],
         )?;
         Ok(())
     }
@@ -994,7 +1042,7 @@ fn run_from_row(r: &Row) -> Result<RunRow> {
     };
     let started_at: String = r.get(2)?;
     let mut status: String = r.get(4)?;
-    if status == "running" {
+    if status == RunStatus::Running.as_str() {
         let gone = owner::Here::current().is_some_and(|here| {
             owner::judge(
                 owner.as_ref(),

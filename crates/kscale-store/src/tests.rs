@@ -217,7 +217,7 @@ fn round_trip_and_resolve(env: &Env) {
         &["note".into()],
     )
     .unwrap();
-    s.set_run_status(a, "complete").unwrap();
+    s.set_run_status(a, RunStatus::Complete).unwrap();
 
     let data = s.load_run(a).unwrap();
     assert_eq!(data.run.status, "complete");
@@ -549,7 +549,7 @@ fn concurrent_writers_lose_nothing(env: &Env) {
                         s.finish_case(case, CaseStatus::Done, Some(true), None, None, &[])
                             .unwrap();
                     }
-                    s.set_run_status(run, "complete").unwrap();
+                    s.set_run_status(run, RunStatus::Complete).unwrap();
                     run
                 })
             })
@@ -681,13 +681,13 @@ fn a_running_run_whose_process_is_gone_reads_killed(env: &Env) {
     )
     .unwrap();
     assert_eq!(s.run(run).unwrap().status, "killed", "rebooted since");
-    s.set_run_status(run, "running").unwrap();
+    s.set_run_status(run, RunStatus::Running).unwrap();
     let row = s.run(run).unwrap();
     assert_eq!(
         (row.status.as_str(), row.owner.as_ref()),
         ("running", Some(&me))
     );
-    s.set_run_status(run, "complete").unwrap();
+    s.set_run_status(run, RunStatus::Complete).unwrap();
     set("UPDATE runs SET pid = 2147483647 WHERE id = $1");
     assert_eq!(s.run(run).unwrap().status, "complete", "only running runs");
     // Stored before owners were recorded: unjudged unless it started on

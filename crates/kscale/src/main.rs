@@ -3,16 +3,11 @@
 //! `main` only parses the command line and maps errors to exit codes; each
 //! sub-command lives in its own file under `cmd/`.
 
-mod capacity;
 mod cmd;
+mod engine;
 mod error;
 mod idle;
 mod output;
-mod peer;
-mod plan;
-mod profiling;
-mod roles;
-mod runner;
 mod signals;
 
 use clap::{CommandFactory, Parser, Subcommand};

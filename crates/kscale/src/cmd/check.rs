@@ -139,7 +139,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     if args.run.resume.is_some() {
         return Err(user("check measures afresh; --resume is not accepted here"));
     }
-    if let Some(l) = &args.run.label {
+    if let Some(l) = &args.run.run.label {
         super::import::check_label(l)?;
     }
     let base = {
@@ -149,7 +149,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     };
     // Validated and matched before anything is measured: a typo costs one
     // line and status 2, not a run.
-    let opts = super::run::options(&args.run)?;
+    let opts = crate::engine::args::options(&args.run.select, &args.run.run)?;
     let have: BTreeMap<_, _> = base
         .cases
         .iter()

@@ -20,7 +20,7 @@ pub struct Args {
     #[arg(long, value_name = "LIST")]
     cpus: Vec<String>,
     /// Which CPUs a count takes: `compact` (default), `spread` or `smt`.
-    #[arg(long, value_name = "ORDER", default_value = "compact", value_parser = super::run::parse_cpu_order)]
+    #[arg(long, value_name = "ORDER", default_value = "compact", value_parser = crate::engine::args::parse_cpu_order)]
     cpu_order: CpuOrder,
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
@@ -33,12 +33,7 @@ enum Format {
     Json,
 }
 
-/// The CPUs kscale may use, with their topology: this machine bounded by
-/// the process's affinity mask. A bad `KSCALE_SYSFS` is the user's to fix.
-pub fn usable() -> Result<Topology> {
-    let machine = kscale_sys::topology::machine().map_err(|e| user(e.to_string()))?;
-    Ok(machine.within(&kscale_sys::affinity::available_cpus()?))
-}
+pub use crate::engine::args::usable;
 
 pub fn run(args: Args) -> Result<ExitCode> {
     // A copied tree describes another machine: this process's mask says

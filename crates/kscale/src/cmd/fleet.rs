@@ -108,12 +108,16 @@ fn remote_command(words: &[String]) -> Result<Vec<String>> {
         if a.resume.is_some() {
             return Err(user("a fleet measures afresh; --resume is not accepted"));
         }
-        if a.targets.is_empty() && a.suite.is_none() {
+        if a.select.targets.is_empty() && a.select.suite.is_none() {
             return Err(user(
                 "nothing to run: give targets (e.g. `syscall`) or --suite",
             ));
         }
-        crate::plan::resolve_targets(&a.targets, a.suite.as_deref(), a.quick)?;
+        crate::engine::plan::resolve_targets(
+            &a.select.targets,
+            a.select.suite.as_deref(),
+            a.run.quick,
+        )?;
     }
     if rest.iter().any(|w| w == "--dir" || w.starts_with("--dir=")) {
         return Err(user(

@@ -3,10 +3,12 @@
 //! the load and the machine that runs `kscale run` is the one measured
 //! (docs/macro.md). A peer runs only kscale's own load roles, never a command.
 
+use crate::engine::peers::{
+    FromPeer, Hello, LineReader, Read, ToPeer, Welcome, LOST_AFTER, PROTOCOL,
+};
+use crate::engine::roles::RoleProc;
 use crate::error::user;
 use crate::idle::CpuIdle;
-use crate::peer::{FromPeer, Hello, LineReader, Read, ToPeer, Welcome, LOST_AFTER, PROTOCOL};
-use crate::roles::RoleProc;
 use anyhow::Result;
 use kscale_workloads::roles::Role;
 use kscale_workloads::TrialRequest;
@@ -36,12 +38,12 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     crate::signals::install();
-    let token = crate::peer::token(args.token);
+    let token = crate::engine::peers::token(args.token);
     let addr: SocketAddr = parse_listen(&args.listen)?;
     if !addr.ip().is_loopback() && token.is_none() {
         return Err(user(format!(
             "--listen {addr} is reachable from other hosts: give --token T (or ${})",
-            crate::peer::TOKEN_ENV
+            crate::engine::peers::TOKEN_ENV
         )));
     }
     // An explicit `poll` this host cannot hold is refused now, not at the
@@ -54,11 +56,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let shown = listener.local_addr().unwrap_or(addr);
     eprintln!(
         "kscale peer: listening on {shown} (protocol {PROTOCOL}, kscale {}); Ctrl-C stops",
-        crate::cmd::run::VERSION
+        crate::engine::VERSION
     );
     eprintln!("kscale peer: while a run is connected, {}", idle.why);
     drop(idle);
-    let snapshot = kscale_sys::snapshot::take(crate::cmd::run::VERSION, crate::cmd::run::GIT_REV);
+    let snapshot = kscale_sys::snapshot::take(crate::engine::VERSION, crate::engine::GIT_REV);
     let cpus = kscale_sys::affinity::available_cpus()?;
     loop {
         if let Some(sig) = crate::signals::interrupted() {
@@ -88,7 +90,7 @@ fn version() -> String {
     std::env::var("KSCALE_TEST_PEER_VERSION")
         .ok()
         .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| crate::cmd::run::VERSION.to_string())
+        .unwrap_or_else(|| crate::engine::VERSION.to_string())
 }
 
 fn parse_listen(s: &str) -> Result<SocketAddr> {
@@ -102,7 +104,7 @@ fn parse_listen(s: &str) -> Result<SocketAddr> {
     }
     // An address without a port gets the default one.
     let ip: std::net::IpAddr = s.trim_matches(['[', ']']).parse().map_err(|_| bad())?;
-    Ok(SocketAddr::new(ip, crate::peer::DEFAULT_PORT))
+    Ok(SocketAddr::new(ip, crate::engine::peers::DEFAULT_PORT))
 }
 
 fn reply(stream: &mut TcpStream, msg: &FromPeer) -> std::io::Result<()> {

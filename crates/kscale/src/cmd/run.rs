@@ -1,21 +1,11 @@
 //! `kscale run`: measure workloads on CPU configurations and store the trials.
 
-use crate::error::user;
+use crate::engine::args::{self, RunArgs, Targets};
+use crate::engine::lifecycle::{self, Start};
 use crate::output::out;
-use crate::plan;
-use crate::runner::{self, RunOptions};
 use anyhow::Result;
-use kscale_core::StopRule;
-use kscale_store::NewRun;
 use std::path::PathBuf;
 use std::process::ExitCode;
-
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-pub const GIT_REV: &str = env!("KSCALE_GIT_REV");
-
-/// The most counted trials a case may take (`--max-trials`, and the
-/// default under `--budget`).
-const MAX_TRIALS: usize = 1000;
 
 #[derive(clap::Args, Clone)]
 #[command(after_help = "Examples:
@@ -25,346 +15,13 @@ const MAX_TRIALS: usize = 1000;
   kscale run mem.frd --param size=1m,64m       override a param's sweep
   kscale run --resume latest                   finish a run that was killed")]
 pub struct Args {
-    /// Workloads (`syscall.null`) or families (`ctx`) to run.
-    #[arg(value_name = "TARGET")]
-    pub targets: Vec<String>,
-    /// Named suites, comma-separated (`micro`, `macro`, `quick`; see `kscale list`).
-    #[arg(long, value_name = "NAME")]
-    pub suite: Option<String>,
-    /// CPU configurations: counts `1,2,4`, `all`, `sweep` (1, 2, 4 … all), or a
-    /// set like `0-1` or `0-3,8`. Repeatable. Default `all`.
-    #[arg(long, value_name = "LIST")]
-    pub cpus: Vec<String>,
-    /// Which CPUs a count takes: `compact` one thread per core, filling a
-    /// last-level cache, then its node, then the next, SMT siblings last;
-    /// `spread` across nodes and caches first; `smt` a core's siblings
-    /// together. `kscale cpus` shows the plan.
-    #[arg(long, value_name = "ORDER", default_value = "compact", value_parser = parse_cpu_order)]
-    pub cpu_order: kscale_core::CpuOrder,
-    /// CPUs for macro workloads' local load, e.g. `8-15` (default: free
-    /// CPUs sharing no core with the measured ones, on their node when it
-    /// has enough).
-    #[arg(long, value_name = "LIST", conflicts_with = "peers")]
-    pub load_cpus: Option<String>,
-    /// Label of the system being measured (default: the kernel release).
-    #[arg(long)]
-    pub label: Option<String>,
-    /// A first look: CI 10@95, 0.05 s trials until converged or 5 s per case, shorter param sweeps.
-    #[arg(long)]
-    pub quick: bool,
-    /// Convergence target W@C: full CI width ≤ W % of the mean at C % confidence (default 5@95).
-    #[arg(long, value_name = "W@C")]
-    pub ci: Option<String>,
-    /// The estimator of each case's result and interval: `trimmed` (default),
-    /// the 20% trimmed mean with its Yuen interval, which a trial wrecked by
-    /// a host spell does not move; `mean`, the seeds' mean with Student-t
-    /// (docs/method.md, "Host spells and the estimator").
-    #[arg(long, value_name = "mean|trimmed", value_parser = ["mean", "trimmed"])]
-    pub estimator: Option<String>,
-    /// Counted trials at least (default 3).
-    #[arg(long, value_name = "N")]
-    pub min_trials: Option<usize>,
-    /// Counted trials at most (default 30, --quick 100).
-    #[arg(long, value_name = "N")]
-    pub max_trials: Option<usize>,
-    /// Seconds one micro-benchmark trial lasts (default 0.5, --quick 0.05).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    pub trial_time: Option<f64>,
-    /// Seconds of trials (warm-up included) after which a case stops
-    /// unconverged (default none, --quick 5).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    pub case_budget: Option<f64>,
-    /// Wall-clock budget of the whole run (`90s`, `5m`, `1h`), profiles
-    /// included: after each case's first trials the rest goes where
-    /// intervals narrow most, cases that cannot converge in it stop early,
-    /// and every NOT CONVERGED case says the trials it needed (docs/method.md).
-    #[arg(long, value_name = "DURATION")]
-    pub budget: Option<String>,
-    /// Directory for the run's scratch files and the fs workloads (default: current directory).
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
-    /// Drive the web server at this `http://HOST[:PORT]/` URL (it serves a file set from
-    /// `kscale web fileset`): runs the selected families' workloads that drive an external
-    /// server (`kscale run web --target URL`).
-    #[arg(long, value_name = "URL", conflicts_with = "suite")]
-    pub target: Option<String>,
-    /// Search each workload's capacity (SPECweb99's number: the most connections that all
-    /// conform) by bracketing and bisecting its capacity param, a full trial set per step,
-    /// instead of sweeping it; the param's first value is where the search starts.
-    #[arg(long)]
-    pub capacity: bool,
-    /// Override a param's values for every selected workload that has it. Repeatable.
-    #[arg(long = "param", value_name = "NAME=VALUE[,VALUE…]")]
-    pub params: Vec<String>,
+    #[command(flatten)]
+    pub select: Targets,
+    #[command(flatten)]
+    pub run: RunArgs,
     /// Continue a killed or interrupted run from its first unfinished case.
-    #[arg(long, value_name = "RUN", conflicts_with_all = ["targets", "suite", "cpus", "label", "quick", "ci", "estimator", "min_trials", "max_trials", "trial_time", "case_budget", "budget", "params", "profile", "peers", "target", "capacity", "cpu_idle", "load_cpus"])]
+    #[arg(long, value_name = "RUN", conflicts_with_all = ["targets", "suite", "cpus", "label", "quick", "ci", "estimator", "min_trials", "max_trials", "trial_time", "case_budget", "params", "profile", "peers", "target", "capacity", "cpu_idle", "load_cpus"])]
     pub resume: Option<String>,
-    /// Add one uncounted trial per case sampled with perf (CPU clock at 997 Hz,
-    /// instructions, cache misses) on the case's CPUs: top routines, kernel /
-    /// user / idle and spin-lock shares (`kscale show`, `kscale profile diff`).
-    #[arg(long)]
-    pub profile: bool,
-    /// Do not draw the progress bar.
-    #[arg(long)]
-    pub no_progress: bool,
-    /// Run macro workloads' load on `kscale peer`s (HOST[:PORT], comma-separated
-    /// or repeated) instead of this host's free CPUs; the spread param (e.g.
-    /// `conns`) is split evenly among them.
-    #[arg(long = "peer", value_name = "HOST[:PORT],…", value_delimiter = ',')]
-    pub peers: Vec<String>,
-    /// The peers' shared secret (default: $KSCALE_PEER_TOKEN).
-    #[arg(long, value_name = "T")]
-    pub token: Option<String>,
-    /// How a configuration of N CPUs is made: `affinity` confines the
-    /// workload; `hotplug` takes the other CPUs offline like `maxcpus=N`
-    /// (root; journalled and brought back online however the run ends).
-    #[arg(long, value_enum, default_value = "affinity")]
-    pub cpu_mode: super::tune::hotplug::CpuMode,
-    /// How idle CPUs wait while the run lasts: `poll` holds a 0 µs CPU
-    /// latency request so they never halt (root); `as-is` leaves them;
-    /// `auto` polls in a virtual machine, where waking a halted vCPU is the
-    /// host's decision, and leaves bare metal as it is (docs/method.md).
-    #[arg(long, value_enum, default_value = "auto")]
-    pub cpu_idle: crate::idle::CpuIdle,
-    /// Not a flag: `study --quick`'s narrower sweep, (workload, param,
-    /// values) whose cases alone are kept of that workload's quick sweep.
-    #[arg(skip)]
-    pub only: Vec<(String, String, Vec<String>)>,
-}
-
-/// Builds validated options from the command line.
-pub fn options(args: &Args) -> Result<RunOptions> {
-    if let Some(l) = &args.label {
-        super::import::check_label(l)?;
-    }
-    let mut rule = if args.quick {
-        StopRule::QUICK
-    } else {
-        StopRule::DEFAULT
-    };
-    if let Some(ci) = &args.ci {
-        let (w, c) = StopRule::parse_ci(ci).ok_or_else(|| {
-            user(format!(
-                "bad --ci `{ci}`: expected W@C with W > 0 and 0 < C < 100, e.g. 5@95"
-            ))
-        })?;
-        rule.width_pct = w;
-        rule.confidence_pct = c;
-    }
-    if let Some(e) = &args.estimator {
-        rule.estimator = kscale_core::Estimator::parse(e).ok_or_else(|| {
-            user(format!(
-                "bad --estimator `{e}`: expected `mean` or `trimmed`"
-            ))
-        })?;
-    }
-    if let Some(n) = args.min_trials {
-        rule.min_trials = n;
-    }
-    if let Some(n) = args.max_trials {
-        rule.max_trials = n;
-    }
-    if rule.min_trials < 2 {
-        return Err(user(format!(
-            "bad --min-trials {}: a confidence interval needs at least 2 trials",
-            rule.min_trials
-        )));
-    }
-    if rule.max_trials < rule.min_trials || rule.max_trials > MAX_TRIALS {
-        return Err(user(format!(
-            "bad --max-trials {}: must be between --min-trials ({}) and {MAX_TRIALS}",
-            rule.max_trials, rule.min_trials
-        )));
-    }
-    if let Some(b) = args.case_budget {
-        if !(b.is_finite() && b > 0.0) {
-            return Err(user(format!(
-                "bad --case-budget {b}: expected seconds greater than 0"
-            )));
-        }
-        rule.case_budget_s = Some(b);
-    }
-    let budget_s = match &args.budget {
-        None => None,
-        Some(b) => Some(kscale_core::budget::parse_duration(b).ok_or_else(|| {
-            user(format!(
-                "bad --budget `{b}`: expected a duration like 90s, 5m or 1h"
-            ))
-        })?),
-    };
-    if budget_s.is_some() {
-        // The run's budget replaces the per-case one, and bounds the time
-        // better than a trial count: a case may take as many trials as its
-        // spread needs and the budget buys.
-        rule.case_budget_s = args.case_budget;
-        if args.max_trials.is_none() {
-            rule.max_trials = MAX_TRIALS;
-        }
-    }
-    let trial_time_s = args
-        .trial_time
-        .unwrap_or(if args.quick { 0.05 } else { 0.5 });
-    if !(trial_time_s.is_finite() && (0.001..=3600.0).contains(&trial_time_s)) {
-        return Err(user(format!(
-            "bad --trial-time {trial_time_s}: expected seconds between 0.001 and 3600"
-        )));
-    }
-    let dir = match &args.dir {
-        Some(d) => {
-            usable_dir(d, "--dir")?;
-            d.clone()
-        }
-        None => {
-            let d = std::env::current_dir()
-                .map_err(|e| user(format!("cannot use the current directory: {e}")))?;
-            usable_dir(&d, "the current directory")?;
-            d
-        }
-    };
-    let mut overrides = args
-        .params
-        .iter()
-        .map(|p| plan::parse_param(p))
-        .collect::<Result<Vec<_>>>()?;
-    let workloads = match &args.target {
-        Some(url) => {
-            let (ws, o) = plan::resolve_external(&args.targets, url)?;
-            probe_target(url)?;
-            overrides.push(o);
-            ws
-        }
-        None => plan::resolve_targets(&args.targets, args.suite.as_deref(), args.quick)?,
-    };
-    let topo = crate::cmd::cpus::usable()?;
-    let available = topo.ids();
-    let configs = kscale_core::cpus::resolve(&args.cpus, &topo, args.cpu_order)?;
-    let load_cpus = args
-        .load_cpus
-        .as_deref()
-        .map(|l| parse_load_cpus(l, &available))
-        .transpose()?;
-    if args.cpu_mode == super::tune::hotplug::CpuMode::Hotplug {
-        if load_cpus.is_some() {
-            return Err(user(
-                "--load-cpus with --cpu-mode hotplug: the CPUs outside a configuration are offline",
-            ));
-        }
-        super::tune::hotplug::check(&configs, &available)?;
-    }
-    let mut plan = plan::expand(&workloads, &overrides, args.quick, &configs)?;
-    plan.retain(|e| {
-        args.only
-            .iter()
-            .all(|(w, p, vs)| &e.workload != w || e.params.get(p).is_none_or(|v| vs.contains(v)))
-    });
-    if args.capacity {
-        let without: Vec<String> = workloads
-            .iter()
-            .filter(|w| crate::capacity::param_of(w).is_none())
-            .map(|w| w.id())
-            .collect();
-        if !without.is_empty() {
-            return Err(user(format!(
-                "--capacity: {} has no capacity to search (web's workloads have: conns)",
-                without.join(", ")
-            )));
-        }
-        plan = crate::capacity::seeds(&plan);
-    }
-    Ok(RunOptions {
-        targets: args.targets.clone(),
-        suite: args.suite.clone(),
-        rule,
-        trial_time_s,
-        quick: args.quick,
-        dir,
-        cpus: if args.cpus.is_empty() {
-            vec!["all".into()]
-        } else {
-            args.cpus.clone()
-        },
-        plan,
-        profile: args.profile,
-        budget_s,
-        peers: args.peers.clone(),
-        cpu_mode: args.cpu_mode,
-        cpu_idle: args.cpu_idle,
-        cpu_order: args.cpu_order,
-        load_cpus,
-    })
-}
-
-/// `--cpu-order`'s value.
-pub fn parse_cpu_order(s: &str) -> Result<kscale_core::CpuOrder, String> {
-    kscale_core::CpuOrder::parse(s).ok_or_else(|| {
-        format!(
-            "`{s}` is not a CPU order (accepted: {})",
-            kscale_core::CpuOrder::NAMES
-        )
-    })
-}
-
-/// `--load-cpus`: a CPU list inside what kscale may use.
-fn parse_load_cpus(list: &str, available: &[usize]) -> Result<Vec<usize>> {
-    let cpus = kscale_core::cpus::parse_cpulist(list).ok_or_else(|| {
-        user(format!(
-            "bad --load-cpus `{list}`: expected a CPU list like 2-3 or 4,6"
-        ))
-    })?;
-    if let Some(c) = cpus.iter().find(|c| !available.contains(c)) {
-        return Err(user(format!(
-            "bad --load-cpus `{list}`: CPU {c} is not one kscale may use (available: {})",
-            kscale_core::cpus::format_cpulist(available)
-        )));
-    }
-    Ok(cpus)
-}
-
-/// A `--target` that refuses connections is a bad argument, said before
-/// the run starts rather than as every trial's failure.
-fn probe_target(url: &str) -> Result<()> {
-    use std::net::ToSocketAddrs;
-    let u = kscale_core::params::parse_http_url(url)
-        .ok_or_else(|| user(format!("--target {url}: not an http://HOST[:PORT]/ URL")))?;
-    let addrs: Vec<_> = (u.host.as_str(), u.port)
-        .to_socket_addrs()
-        .map_err(|e| user(format!("--target {url}: cannot resolve {}: {e}", u.host)))?
-        .collect();
-    let mut last = None;
-    for a in &addrs {
-        match std::net::TcpStream::connect_timeout(a, std::time::Duration::from_secs(3)) {
-            Ok(_) => return Ok(()),
-            Err(e) => last = Some(format!("{a}: {e}")),
-        }
-    }
-    Err(user(format!(
-        "--target {url}: cannot connect to {}",
-        last.unwrap_or_else(|| format!("{}: no address", u.host))
-    )))
-}
-
-/// A directory a run can use: it exists and kscale can create a directory
-/// and a file in it (the run's scratch directory, the `fs` workloads'
-/// files). Checked before the run is created, so `--dir /proc` costs one
-/// line, not a failed run.
-fn usable_dir(d: &std::path::Path, what: &str) -> Result<()> {
-    if !d.is_dir() {
-        return Err(user(format!(
-            "{what} {} is not an existing directory",
-            d.display()
-        )));
-    }
-    tempfile::Builder::new()
-        .prefix(".kscale-probe-")
-        .tempdir_in(d)
-        .and_then(|probe| tempfile::NamedTempFile::new_in(probe.path()).map(drop))
-        .map_err(|e| {
-            user(format!(
-                "{what} {} cannot hold kscale's scratch files ({e}); choose a writable \
-                 directory with --dir",
-                d.display()
-            ))
-        })
 }
 
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
@@ -374,153 +31,29 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Creates (or resumes) a run and measures it; shared with `kscale study`.
+/// Creates (or resumes) a run and measures it; shared with `kscale check`.
 pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store, i64)> {
-    crate::signals::install();
-    let token = crate::peer::token(args.token.clone());
-    let mut peers = None;
-    // `_idle` holds the run's idle-CPU request until the run ends.
-    let (store, run_id, opts, _idle) = if let Some(spec) = &args.resume {
-        let store = super::open_existing(db)?;
-        let id = store.resolve(spec)?;
-        super::tune::refuse_if_unrestored(&store)?;
-        let row = store.run(id)?;
-        if row.status == "complete" {
-            return Err(user(format!(
-                "run {id} ({}) is already complete; nothing to resume",
-                row.label
-            )));
-        }
-        refuse_if_live(&row)?;
-        let opts: RunOptions = serde_json::from_value(row.options.clone()).map_err(|e| {
-            user(format!(
-                "run {id} cannot be resumed: its stored options are unreadable ({e})"
-            ))
-        })?;
-        if !opts.peers.is_empty() {
-            peers = Some(crate::peer::PeerSet::connect(
-                &opts.peers,
-                token.as_deref(),
-            )?);
-        }
-        let idle = crate::idle::hold(opts.cpu_idle)?;
-        eprintln!("kscale: {}", idle.why);
-        store.set_run_status(id, "running")?;
-        eprintln!(
-            "kscale: resuming run {id} ({}) at its first unfinished case",
-            row.label
-        );
-        (store, id, opts, idle)
-    } else {
-        let opts = options(args)?;
-        let label = args
-            .label
-            .clone()
-            .unwrap_or_else(kscale_sys::snapshot::kernel_release);
-        super::import::check_label(&label)?;
-        // Peers are greeted before the run exists: a wrong token or an
-        // unreachable peer stops here with nothing measured.
-        let mut snapshot = kscale_sys::snapshot::take(VERSION, GIT_REV);
-        let idle = crate::idle::hold_for_run(opts.cpu_idle, &mut snapshot)?;
-        if !opts.peers.is_empty() {
-            let set = crate::peer::PeerSet::connect(&opts.peers, token.as_deref())?;
-            snapshot["peers"] = set.snapshots();
-            peers = Some(set);
-        }
-        let store = super::open_store(db)?;
-        super::tune::refuse_if_unrestored(&store)?;
-        let new = NewRun {
-            label,
-            kscale_version: VERSION.into(),
-            git_rev: GIT_REV.into(),
-            // The store masks passwords and tokens in what it records.
-            args: std::env::args().collect(),
-            options: serde_json::to_value(&opts)?,
-            snapshot,
-        };
-        let id = store.create_run(&new)?;
-        eprintln!(
-            "kscale: run {id} ({}): {} cases, CI {}@{}, {}–{} trials{}, db {}",
-            new.label,
-            opts.plan.len(),
-            opts.rule.width_pct,
-            opts.rule.confidence_pct,
-            opts.rule.min_trials,
-            opts.rule.max_trials,
-            match (opts.budget_s, opts.rule.case_budget_s) {
-                (Some(b), _) => format!(" within {b} s in all"),
-                (None, Some(b)) => format!(" or {b} s a case"),
-                (None, None) => String::new(),
-            },
-            store.path().display()
-        );
-        eprintln!("kscale: {}", idle.why);
-        (store, id, opts, idle)
+    let start = match &args.resume {
+        Some(spec) => Start::Resume(spec),
+        None => Start::New {
+            opts: Box::new(args::options(&args.select, &args.run)?),
+            label: label(&args.run),
+            capacity: args.select.capacity,
+        },
     };
-
-    use std::io::IsTerminal;
-    let progress = !args.no_progress && std::io::stderr().is_terminal();
-    let done = if args.capacity {
-        let mut opts = opts;
-        let seeds = std::mem::take(&mut opts.plan);
-        crate::capacity::run(&store, run_id, &mut opts, seeds, progress, peers.as_mut())
-    } else {
-        runner::execute(&store, run_id, &opts, progress, peers.as_mut())
-    };
-    match done {
-        // A run whose cases all failed measured nothing: it is `failed`.
-        // One in which some cases failed is `complete`: its other results
-        // stand, and every table lists the failures with their errors.
-        Ok(()) => {
-            let row = store.run(run_id)?;
-            if row.cases_total > 0 && row.cases_failed == row.cases_total {
-                store.set_run_status(run_id, "failed")?;
-                let first = store
-                    .load_run(run_id)?
-                    .cases
-                    .into_iter()
-                    .find_map(|c| {
-                        c.error
-                            .map(|e| format!("{} [cpus {}]: {e}", c.key.workload, c.key.cpus))
-                    })
-                    .unwrap_or_default();
-                anyhow::bail!(
-                    "every case of run {run_id} failed (first: {first}); `kscale show {run_id}` lists each error"
-                );
-            }
-            store.set_run_status(run_id, "complete")?
+    let token = crate::engine::peers::token(args.select.token.clone());
+    lifecycle::measure(start, token.as_deref(), args.run.progress(), |existing| {
+        if existing {
+            super::open_existing(db)
+        } else {
+            super::open_store(db)
         }
-        Err(e) => {
-            let status = if e.downcast_ref::<crate::error::Interrupted>().is_some() {
-                "interrupted"
-            } else {
-                "failed"
-            };
-            let _ = store.set_run_status(run_id, status);
-            return Err(e);
-        }
-    }
-    Ok((store, run_id))
+    })
 }
 
-/// A run that still reads `running` has a live process here, or one on
-/// another host that only that host can judge: resuming it now would
-/// measure its cases twice at once. Runs stored before owners were
-/// recorded cannot be judged and are resumed as before.
-fn refuse_if_live(row: &kscale_store::RunRow) -> Result<()> {
-    let (Some(o), "running") = (&row.owner, row.status.as_str()) else {
-        return Ok(());
-    };
-    let here = kscale_store::owner::Here::current().map(|h| h.host.as_str());
-    Err(user(if here == Some(o.host.as_str()) {
-        format!(
-            "run {} ({}) is still running as process {}; resume it once `kscale results` shows it killed",
-            row.id, row.label, o.pid
-        )
-    } else {
-        format!(
-            "run {} ({}) is running on host {} (process {}), which only that host can judge; resume it there",
-            row.id, row.label, o.host, o.pid
-        )
-    }))
+/// `--label`, or the kernel release.
+pub fn label(args: &RunArgs) -> String {
+    args.label
+        .clone()
+        .unwrap_or_else(kscale_sys::snapshot::kernel_release)
 }

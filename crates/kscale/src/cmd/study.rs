@@ -3,6 +3,8 @@
 //! CPUs with interleaved trials, store it, print the direct results and the
 //! scalability, and write the HTML report.
 
+use crate::engine::args::{options, RunArgs, Targets};
+use crate::engine::lifecycle::{self, Start};
 use crate::output::{out, outln};
 use anyhow::Result;
 use kscale_report::results::run_tables;
@@ -33,26 +35,9 @@ const QUICK_MACRO: &[(&str, &str, &[&str])] = &[
   kscale study --label 6.8-tuned           micro and macro suites under a label
   kscale study --suite micro --quick       the lmbench-style half only")]
 pub struct Args {
-    /// Quick run rules (CI 10@95, 0.05 s trials, shorter sweeps) within a
-    /// 5-minute budget for the whole study, profiles included.
-    #[arg(long)]
-    quick: bool,
-    /// Wall-clock budget of the whole study (`90s`, `5m`, `1h`; `--quick`: 5m),
-    /// spent where intervals narrow most (see `kscale run --help`).
-    #[arg(long, value_name = "DURATION")]
-    budget: Option<String>,
     /// The suites to study, comma-separated (see `kscale list`).
     #[arg(long, value_name = "NAME[,NAME…]", default_value = "micro,macro")]
     suite: String,
-    /// Label of the system (default: the kernel release).
-    #[arg(long)]
-    label: Option<String>,
-    /// Seconds one micro-benchmark trial lasts (default 0.5, --quick 0.05).
-    #[arg(long, value_name = "SECONDS")]
-    trial_time: Option<f64>,
-    /// Directory for scratch files and the fs workloads (default: current directory).
-    #[arg(long, value_name = "DIR")]
-    dir: Option<PathBuf>,
     /// Where to write the report (default: kscale-study-<label>.html).
     #[arg(short, long, value_name = "FILE.html")]
     output: Option<PathBuf>,
@@ -60,54 +45,16 @@ pub struct Args {
     /// uncounted, perf-sampled trial, as the seeds' method profiles).
     #[arg(long)]
     no_profile: bool,
-    /// Do not draw the progress bar.
-    #[arg(long)]
-    no_progress: bool,
-    /// How 1 CPU is made: `affinity` (default) or `hotplug` (the other CPUs
-    /// offline; root; restored however the study ends).
-    #[arg(long, value_enum, default_value = "affinity")]
-    cpu_mode: super::tune::hotplug::CpuMode,
-    /// How idle CPUs wait: `auto` (default) polls in a virtual machine and
-    /// leaves bare metal as it is; `poll`; `as-is` (see `kscale run --help`).
-    #[arg(long, value_enum, default_value = "auto")]
-    cpu_idle: crate::idle::CpuIdle,
-    /// The estimator of each case's result: `trimmed` (default) or `mean`
-    /// (see `kscale run --help`).
-    #[arg(long, value_name = "mean|trimmed", value_parser = ["mean", "trimmed"])]
-    estimator: Option<String>,
+    #[command(flatten)]
+    run: RunArgs,
 }
 
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
-    let run_args = super::run::Args {
-        targets: vec![],
+    let select = Targets {
         suite: Some(args.suite.clone()),
         cpus: vec!["1,all".into()],
-        label: args.label.clone(),
-        quick: args.quick,
-        ci: None,
-        estimator: args.estimator.clone(),
-        min_trials: None,
-        max_trials: None,
-        trial_time: args.trial_time,
-        case_budget: None,
-        budget: args
-            .budget
-            .clone()
-            .or_else(|| args.quick.then(|| QUICK_BUDGET.to_string())),
-        dir: args.dir.clone(),
-        params: vec![],
-        target: None,
-        capacity: false,
-        resume: None,
         profile: !args.no_profile,
-        no_progress: args.no_progress,
-        peers: vec![],
-        token: None,
-        cpu_mode: args.cpu_mode,
-        cpu_idle: args.cpu_idle,
-        cpu_order: kscale_core::CpuOrder::Compact,
-        load_cpus: None,
-        only: if args.quick {
+        only: if args.run.quick {
             QUICK_MACRO
                 .iter()
                 .map(|(w, p, vs)| {
@@ -121,8 +68,20 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         } else {
             vec![]
         },
+        ..Targets::default()
     };
-    let (store, run_id) = super::run::measure(&run_args, db)?;
+    // `--quick` spends five minutes on the whole study unless told otherwise.
+    let mut run = args.run.clone();
+    if run.quick && run.budget.is_none() {
+        run.budget = Some(QUICK_BUDGET.to_string());
+    }
+    let start = Start::New {
+        opts: Box::new(options(&select, &run)?),
+        label: super::run::label(&args.run),
+        capacity: false,
+    };
+    let (store, run_id) =
+        lifecycle::measure(start, None, args.run.progress(), |_| super::open_store(db))?;
     let data = store.load_run(run_id)?;
     let color = super::use_color();
     outln!("{}", super::show::header(&data))?;

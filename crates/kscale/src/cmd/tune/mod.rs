@@ -4,15 +4,16 @@
 //! run rules. Every setting is journalled before it is changed and restored
 //! however the study ends; `--restore` replays what a SIGKILL left behind.
 
-pub mod hotplug;
 pub mod plan;
 
+use crate::engine::args::{options, RunArgs, RunOptions, Targets};
+use crate::engine::guard::{refuse_if_unrestored, Journal};
+use crate::engine::lifecycle::{self, AllFailed};
 use crate::error::user;
 use crate::output::out;
-use crate::runner::{self, RunOptions};
 use anyhow::Result;
 use kscale_report::staircase::{self, StepData};
-use kscale_store::{NewRun, Store, TuneStep};
+use kscale_store::{RunStatus, Store, TuneStep};
 use kscale_sys::settings::{self, LoopFs, Restore};
 use plan::{Plan, Setting};
 use std::path::{Path, PathBuf};
@@ -33,34 +34,11 @@ pub struct Args {
     /// Parse and validate the plan, change nothing, measure nothing.
     #[arg(long)]
     check: bool,
-    /// A first look: CI 10@95, 0.05 s trials until converged or 5 s per case, shorter param sweeps.
-    #[arg(long)]
-    quick: bool,
-    /// Label of the study; each step's run is labelled LABEL.N-STEP (default: the plan's name).
-    #[arg(long)]
-    label: Option<String>,
-    /// Convergence target W@C (default 5@95, --quick 10@95).
-    #[arg(long, value_name = "W@C")]
-    ci: Option<String>,
-    /// Counted trials at most per case.
-    #[arg(long, value_name = "N")]
-    max_trials: Option<usize>,
-    /// Seconds one micro-benchmark trial lasts.
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    trial_time: Option<f64>,
-    /// Directory for scratch files and the plan's loop filesystem (default: current directory).
-    #[arg(long, value_name = "DIR")]
-    dir: Option<PathBuf>,
     /// Where to write the HTML report with the staircase chart (default: LABEL.html).
     #[arg(short, long, value_name = "FILE.html")]
     output: Option<PathBuf>,
-    /// Do not draw the progress bar.
-    #[arg(long)]
-    no_progress: bool,
-    /// How the target's CPU configuration is made: `affinity` confines the
-    /// workload, `hotplug` takes the other CPUs offline (root; restored).
-    #[arg(long, value_enum, default_value = "affinity")]
-    cpu_mode: hotplug::CpuMode,
+    #[command(flatten)]
+    run: RunArgs,
 }
 
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
@@ -89,7 +67,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         )?;
         return Ok(ExitCode::SUCCESS);
     }
-    let label = match &args.label {
+    let label = match &args.run.label {
         Some(l) => l.clone(),
         None => path
             .file_stem()
@@ -97,7 +75,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
             .unwrap_or_else(|| "tune".into()),
     };
     super::import::check_label(&label)?;
-    let dir = match &args.dir {
+    let dir = match &args.run.dir {
         Some(d) => d.clone(),
         None => std::env::current_dir()
             .map_err(|e| user(format!("cannot use the current directory: {e}")))?,
@@ -109,7 +87,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         mount_options: String::new(),
         fs: None,
     };
-    run_options(&args, &plan, &first, &label, &dir)?;
+    run_options(&args, &plan, &first, &dir)?;
     // Before any thread exists: a namespace is per thread.
     if plan.netns {
         settings::private_netns().map_err(user)?;
@@ -135,9 +113,9 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         eprintln!("kscale: could not restore: {e}");
     }
     let status = match &outcome {
-        Ok(_) => "complete",
-        Err(e) if e.downcast_ref::<crate::error::Interrupted>().is_some() => "interrupted",
-        Err(_) => "failed",
+        Ok(_) => RunStatus::Complete,
+        Err(e) if e.downcast_ref::<crate::error::Interrupted>().is_some() => RunStatus::Interrupted,
+        Err(_) => RunStatus::Failed,
     };
     store.set_tune_status(tune_id, status)?;
     if !restore_errors.is_empty() {
@@ -384,8 +362,9 @@ fn apply_step(step: &plan::Step, state: &mut State, journal: &Journal<'_>) -> Re
     Ok(())
 }
 
-/// Measures the target under the current state as one stored run, under
-/// `kscale run`'s own option rules.
+/// Measures the target under the current state as one stored run, by
+/// the run lifecycle every command shares. A step whose cases all failed
+/// is recorded, and the study goes on.
 fn measure_step(
     store: &Store,
     args: &Args,
@@ -394,208 +373,35 @@ fn measure_step(
     label: &str,
     dir: &Path,
 ) -> Result<i64> {
-    let opts = run_options(args, plan, state, label, dir)?;
-    let mut snapshot = kscale_sys::snapshot::take(super::run::VERSION, super::run::GIT_REV);
-    let idle = crate::idle::hold_for_run(opts.cpu_idle, &mut snapshot)?;
-    let new = NewRun {
-        label: label.to_string(),
-        kscale_version: super::run::VERSION.into(),
-        git_rev: super::run::GIT_REV.into(),
-        args: std::env::args().collect(),
-        options: serde_json::to_value(&opts)?,
-        snapshot,
+    let opts = run_options(args, plan, state, dir)?;
+    let run = lifecycle::prepare(label.to_string(), opts, false, None)?.create(store)?;
+    match run.execute(args.run.progress()) {
+        Ok(id) => Ok(id),
+        Err(e) => match e.downcast_ref::<AllFailed>() {
+            Some(all) => Ok(all.run_id),
+            None => Err(e),
+        },
+    }
+}
+
+/// The options of one step's run, by `kscale run`'s own rules: the plan's
+/// workloads with the step's params and CPUs, in the plan's filesystem
+/// when it has one.
+fn run_options(args: &Args, plan: &Plan, state: &State, dir: &Path) -> Result<RunOptions> {
+    let select = Targets {
+        targets: plan.workloads.iter().map(|w| w.id()).collect(),
+        cpus: vec![state.cpus.clone()],
+        params: state
+            .params
+            .iter()
+            .map(|(k, vs)| format!("{k}={}", vs.join(",")))
+            .collect(),
+        ..Targets::default()
     };
-    let id = store.create_run(&new)?;
-    eprintln!("kscale: {}", idle.why);
-    use std::io::IsTerminal;
-    let progress = !args.no_progress && std::io::stderr().is_terminal();
-    match runner::execute(store, id, &opts, progress, None) {
-        Ok(()) => {
-            let row = store.run(id)?;
-            let all_failed = row.cases_total > 0 && row.cases_failed == row.cases_total;
-            store.set_run_status(id, if all_failed { "failed" } else { "complete" })?;
-            Ok(id)
-        }
-        Err(e) => {
-            let interrupted = e.downcast_ref::<crate::error::Interrupted>().is_some();
-            let _ = store.set_run_status(id, if interrupted { "interrupted" } else { "failed" });
-            Err(e)
-        }
-    }
-}
-
-/// The options of one step's run, by `kscale run`'s own rules.
-fn run_options(
-    args: &Args,
-    plan: &Plan,
-    state: &State,
-    label: &str,
-    dir: &Path,
-) -> Result<RunOptions> {
-    let mut argv: Vec<String> = vec!["run".into()];
-    argv.extend(plan.workloads.iter().map(|w| w.id()));
-    argv.extend(["--cpus".into(), state.cpus.clone()]);
-    for (k, vs) in &state.params {
-        argv.extend(["--param".into(), format!("{k}={}", vs.join(","))]);
-    }
+    let mut run = args.run.clone();
     let run_dir = state.fs.as_ref().map_or(dir, |f| f.mountpoint.as_path());
-    argv.extend(["--dir".into(), run_dir.display().to_string()]);
-    argv.extend(["--label".into(), label.to_string()]);
-    if args.quick {
-        argv.push("--quick".into());
-    }
-    if let Some(c) = &args.ci {
-        argv.extend(["--ci".into(), c.clone()]);
-    }
-    if let Some(n) = args.max_trials {
-        argv.extend(["--max-trials".into(), n.to_string()]);
-    }
-    if args.cpu_mode == hotplug::CpuMode::Hotplug {
-        argv.extend(["--cpu-mode".into(), "hotplug".into()]);
-    }
-    if let Some(t) = args.trial_time {
-        argv.extend(["--trial-time".into(), t.to_string()]);
-    }
-    #[derive(clap::Parser)]
-    struct Wrap {
-        #[command(flatten)]
-        run: super::run::Args,
-    }
-    use clap::Parser;
-    let wrap = Wrap::try_parse_from(&argv).map_err(|e| {
-        let text = e.to_string();
-        user(
-            text.lines()
-                .next()
-                .unwrap_or("bad run options")
-                .trim_start_matches("error: ")
-                .to_string(),
-        )
-    })?;
-    super::run::options(&wrap.run)
-}
-
-/// Journalled changes of this process: each written to the store, and
-/// committed, before it is made.
-pub struct Journal<'a> {
-    pub store: &'a Store,
-    pub tune_id: Option<i64>,
-}
-
-impl Journal<'_> {
-    fn mark(&self) -> Result<i64> {
-        Ok(self
-            .store
-            .journal_unrestored(Some(std::process::id() as i64))?
-            .first()
-            .map_or(0, |e| e.id))
-    }
-
-    fn record(&self, kind: &str, target: &str, old: &str, new: &str) -> Result<i64, String> {
-        self.store
-            .journal_add(self.tune_id, kind, target, old, new)
-            .map_err(|e| format!("cannot journal the change, so it is not made: {e}"))
-    }
-
-    fn not_applied(&self, id: i64, why: &str) {
-        let _ = self
-            .store
-            .journal_restored(id, Some(&format!("not applied: {why}")));
-    }
-
-    pub fn set_file(&self, kind: &str, path: &Path, value: &str) -> Result<(), String> {
-        let old = settings::read_value(path)?;
-        let target = if settings::is_net_path(path) {
-            settings::in_netns(&path.display().to_string())
-        } else {
-            path.display().to_string()
-        };
-        let id = self.record(kind, &target, &old, value)?;
-        if let Err(e) = settings::write_value(path, value) {
-            self.not_applied(id, &e);
-            return Err(e);
-        }
-        Ok(())
-    }
-
-    fn set_mtu(&self, dev: &str, mtu: u32) -> Result<(), String> {
-        let old = settings::nic_mtu(dev, None)?;
-        let id = self.record(
-            "nic",
-            &settings::in_netns(dev),
-            &old.to_string(),
-            &mtu.to_string(),
-        )?;
-        if let Err(e) = settings::nic_mtu(dev, Some(mtu)) {
-            self.not_applied(id, &e);
-            return Err(e);
-        }
-        Ok(())
-    }
-
-    fn create_fs(&self, fs: &LoopFs, size: u64, options: &str) -> Result<(), String> {
-        let id = self.record(settings::MOUNT, &fs.encode(), "", options)?;
-        if let Err(e) = fs.create(size, options) {
-            let _ = fs.remove();
-            self.not_applied(id, &e);
-            return Err(e);
-        }
-        Ok(())
-    }
-
-    fn remount(&self, fs: &LoopFs, old: &str, new: &str) -> Result<(), String> {
-        self.record(settings::MOUNT_OPTS, &fs.encode(), old, new)?;
-        // A failed remount leaves the entry to restore the old options.
-        fs.remount(new)
-    }
-
-    fn restore_entries(&self, keep: impl Fn(&kscale_store::JournalEntry) -> bool) -> Vec<String> {
-        let entries = match self
-            .store
-            .journal_unrestored(Some(std::process::id() as i64))
-        {
-            Ok(e) => e,
-            Err(e) => return vec![format!("cannot read the journal: {e}")],
-        };
-        restore_list(self.store, entries.into_iter().filter(|e| !keep(e)))
-    }
-
-    /// Restores everything this process changed, newest first.
-    pub fn restore_all(&self) -> Vec<String> {
-        self.restore_entries(|_| false)
-    }
-
-    fn restore_since(&self, mark: i64) -> Vec<String> {
-        self.restore_entries(|e| e.id <= mark)
-    }
-
-    /// Restores every setting but the scratch filesystem itself.
-    fn restore_keeping_fs(&self) {
-        for e in self.restore_entries(|e| e.kind == settings::MOUNT) {
-            eprintln!("kscale: could not restore: {e}");
-        }
-    }
-}
-
-fn restore_list(
-    store: &Store,
-    entries: impl Iterator<Item = kscale_store::JournalEntry>,
-) -> Vec<String> {
-    let mut errors = Vec::new();
-    for e in entries {
-        match settings::restore(&e.kind, &e.target, &e.old_value) {
-            Ok(()) => {
-                if let Err(err) = store.journal_restored(e.id, None) {
-                    errors.push(format!("{} {}: {err}", e.kind, e.target));
-                }
-            }
-            Err(err) => {
-                let _ = store.journal_note(e.id, &err.to_string());
-                errors.push(format!("{} {}: {err}", e.kind, e.target));
-            }
-        }
-    }
-    errors
+    run.dir = Some(run_dir.to_path_buf());
+    options(&select, &run)
 }
 
 /// `kscale tune --restore`: replays every unrestored entry of a process
@@ -644,30 +450,4 @@ fn restore_command(store: &Store) -> Result<ExitCode> {
         anyhow::bail!("{failed} of {n} setting(s) could not be restored (see above)");
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// `kscale run` and `kscale tune` start only on a machine kscale has put
-/// back as it was.
-pub fn refuse_if_unrestored(store: &Store) -> Result<()> {
-    let entries = store.journal_unrestored(None)?;
-    let Some(first) = entries.last() else {
-        return Ok(());
-    };
-    let running = entries
-        .iter()
-        .find(|e| kscale_sys::process::alive(e.pid as i32) && e.pid != std::process::id() as i64);
-    if let Some(e) = running {
-        return Err(user(format!(
-            "{} setting(s) are changed by a running kscale (pid {}); wait for it to end",
-            entries.len(),
-            e.pid
-        )));
-    }
-    Err(user(format!(
-        "{} setting(s) changed by kscale (pid {}, {}) were never restored: run `kscale --db {} tune --restore` first",
-        entries.len(),
-        first.pid,
-        first.applied_at,
-        store.path().display()
-    )))
 }

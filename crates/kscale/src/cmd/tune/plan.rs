@@ -210,7 +210,7 @@ pub fn parse(file: &str, text: &str) -> Result<Plan> {
     }
     for w in t.workloads.get_ref() {
         let name = w.get_ref();
-        let found = crate::plan::resolve_targets(std::slice::from_ref(name), None, false)
+        let found = crate::engine::plan::resolve_targets(std::slice::from_ref(name), None, false)
             .map_err(|e| cx.err(w.span(), e))?;
         for f in found {
             if !workloads.iter().any(|o| std::ptr::eq(*o, f)) {

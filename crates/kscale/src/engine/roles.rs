@@ -6,7 +6,8 @@
 //! registered with the signal handler, and is killed when its handle drops,
 //! so a crash, a hang, a timeout or Ctrl-C leaves nothing behind.
 
-use crate::peer::PeerSet;
+use super::load::LoadHandle;
+use super::peers::PeerSet;
 use crate::signals;
 use kscale_workloads::roles::{
     self, Endpoint, Role, RoleLine, RoleOutput, RoleRequest, Roles, Share, Timing,
@@ -33,7 +34,7 @@ impl RoleProc {
     /// Starts `kscale __worker` for one role in a new process group and hands
     /// it the request; the worker pins itself to `req.cpus`.
     pub fn spawn(req: &TrialRequest) -> Result<RoleProc, String> {
-        let (mut child, registered) = crate::runner::spawn_worker(req)?;
+        let (mut child, registered) = super::worker::spawn_worker(req)?;
         let pid = child.id() as i32;
         let stdin = child.stdin.take();
         let (tx, lines) = mpsc::channel();
@@ -169,15 +170,6 @@ impl Drop for RoleProc {
         kscale_sys::process::kill_group(self.pid);
         let _ = self.child.wait();
     }
-}
-
-/// A load generator, local or on a peer: the parent only sends it control
-/// lines and reads its lines.
-pub trait LoadHandle {
-    fn send(&mut self, cmd: &str);
-    fn next_line(&mut self, deadline: Instant) -> Result<RoleLine, String>;
-    /// `local` or the peer's address.
-    fn host(&self) -> String;
 }
 
 struct LocalLoad(RoleProc);

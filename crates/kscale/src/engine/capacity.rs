@@ -7,9 +7,10 @@
 //! trials and their median), stored like any other; the answer is printed
 //! and stored as a note on the case measured at it.
 
-use crate::peer::PeerSet;
-use crate::plan::PlanEntry;
-use crate::runner::{self, RunOptions};
+use super::args::RunOptions;
+use super::peers::PeerSet;
+use super::plan::PlanEntry;
+use super::runner;
 use anyhow::{Context, Result};
 use kscale_core::ParamKind;
 use kscale_store::{CaseStatus, Store};

@@ -4,7 +4,7 @@
 //! workload with affinity. Each change goes through the settings journal
 //! first, and every CPU is brought back online however the run ends.
 
-use super::Journal;
+use super::guard::Journal;
 use crate::error::user;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};

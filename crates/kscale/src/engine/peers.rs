@@ -10,8 +10,8 @@
 //! The run pings every 200 ms; a peer that hears nothing for 0.8 s takes
 //! the connection for lost and kills its load.
 
+use super::load::LoadHandle;
 use crate::error::user;
-use crate::roles::LoadHandle;
 use anyhow::Result;
 use kscale_workloads::roles::{Endpoint, Role, RoleLine, RoleOutput, RoleRequest, Share};
 use kscale_workloads::TrialRequest;
@@ -220,7 +220,7 @@ fn connect_one(addr: &str, token: Option<&str>) -> Result<PeerConn> {
         &writer,
         &ToPeer::Hello(Hello {
             protocol: PROTOCOL,
-            kscale: crate::cmd::run::VERSION.into(),
+            kscale: super::VERSION.into(),
             token: token.map(String::from),
         }),
     )

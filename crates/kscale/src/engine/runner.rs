@@ -3,62 +3,22 @@
 //! each trial in a fresh worker process, each trial committed to the store
 //! as it ends. The parent never runs measured code.
 
+use super::args::RunOptions;
+use super::hotplug::{CpuMode, Hotplug};
+use super::peers::PeerSet;
+use super::plan::PlanEntry;
+use super::profiling::Profiler;
+use super::roles::LoadPlace;
+use super::worker::run_worker;
 use crate::error::Interrupted;
-use crate::peer::PeerSet;
-use crate::plan::PlanEntry;
-use crate::roles::LoadPlace;
 use crate::signals;
 use anyhow::{Context, Result};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use kscale_core::{CaseKey, Decision, RunRule, StopRule};
+use indicatif::ProgressBar;
+use kscale_core::{CaseKey, Decision, RunRule};
 use kscale_store::{CaseData, CaseStatus, MetricRow, NewTrial, Store};
 use kscale_workloads::{TrialOutput, TrialRequest, WorkloadDef};
-use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
-
-/// Everything needed to carry out (or resume) a run; stored as the run's
-/// `options`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct RunOptions {
-    pub targets: Vec<String>,
-    pub suite: Option<String>,
-    pub rule: StopRule,
-    pub trial_time_s: f64,
-    pub quick: bool,
-    /// Where the run's scratch directory is created.
-    pub dir: PathBuf,
-    pub cpus: Vec<String>,
-    pub plan: Vec<PlanEntry>,
-    /// `--profile`: one extra, uncounted, sampled trial per case (docs/method.md).
-    #[serde(default)]
-    pub profile: bool,
-    /// `--budget`: seconds of wall clock for the whole run, profiles
-    /// included, planned over all its cases (docs/method.md).
-    #[serde(default)]
-    pub budget_s: Option<f64>,
-    /// `--peer`: where macro workloads' load runs instead of this host's free
-    /// CPUs (the token is never stored).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub peers: Vec<String>,
-    /// `--cpu-mode`: CPU configurations by affinity or by CPU hotplug.
-    #[serde(default)]
-    pub cpu_mode: crate::cmd::tune::hotplug::CpuMode,
-    /// `--cpu-idle`: whether idle CPUs polled (docs/method.md, "Idle CPUs").
-    #[serde(default)]
-    pub cpu_idle: crate::idle::CpuIdle,
-    /// `--cpu-order`: which CPUs the plan's counts took (docs/method.md).
-    #[serde(default)]
-    pub cpu_order: kscale_core::CpuOrder,
-    /// `--load-cpus`: where macro workloads' local load runs instead of the
-    /// CPUs chosen for it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub load_cpus: Option<Vec<usize>>,
-}
 
 struct Unit {
     entry: PlanEntry,
@@ -144,7 +104,6 @@ pub fn execute(
     show_progress: bool,
     peers: Option<&mut PeerSet>,
 ) -> Result<()> {
-    use crate::cmd::tune::hotplug::{CpuMode, Hotplug};
     let hotplug = (opts.cpu_mode == CpuMode::Hotplug).then(|| Hotplug::new(store));
     let result = execute_with(store, run_id, opts, show_progress, peers, hotplug.as_ref());
     // Every CPU back online however the run ended (docs/tune.md).
@@ -164,7 +123,7 @@ fn execute_with(
     opts: &RunOptions,
     show_progress: bool,
     peers: Option<&mut PeerSet>,
-    hotplug: Option<&crate::cmd::tune::hotplug::Hotplug<'_>>,
+    hotplug: Option<&Hotplug<'_>>,
 ) -> Result<()> {
     std::fs::create_dir_all(&opts.dir)
         .with_context(|| format!("cannot create {}", opts.dir.display()))?;
@@ -255,8 +214,8 @@ fn execute_with(
     }
     let pending = units.iter().filter(|u| !u.finished).count();
     let per_case = 1 + opts.rule.min_trials as u64;
-    let bar = progress_bar(show_progress, pending as u64 * per_case);
-    let mut profiler = crate::profiling::Profiler::new(opts.profile);
+    let bar = super::progress::bar(show_progress, pending as u64 * per_case);
+    let mut profiler = Profiler::new(opts.profile);
     let available = kscale_sys::affinity::available_cpus()?;
 
     let env = Env {
@@ -336,28 +295,6 @@ fn remove_stale_scratch(dir: &std::path::Path) {
     }
 }
 
-fn progress_bar(show: bool, len: u64) -> ProgressBar {
-    if let Some(bar) = crate::cmd::fleet::progress::line_bar(len) {
-        return bar;
-    }
-    let bar = ProgressBar::with_draw_target(
-        Some(len),
-        if show {
-            ProgressDrawTarget::stderr()
-        } else {
-            ProgressDrawTarget::hidden()
-        },
-    );
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} trials  ETA {eta}  {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    bar.enable_steady_tick(Duration::from_millis(200));
-    bar
-}
-
 /// What every trial of a run shares.
 struct Env<'a> {
     scratch: &'a std::path::Path,
@@ -369,7 +306,7 @@ struct Env<'a> {
     load_cpus: Option<&'a [usize]>,
     /// `--cpu-mode hotplug`: the CPUs outside a case's configuration go
     /// offline before its trial.
-    hotplug: Option<&'a crate::cmd::tune::hotplug::Hotplug<'a>>,
+    hotplug: Option<&'a Hotplug<'a>>,
 }
 
 /// Runs one trial: a micro-benchmark in one worker, a macro workload as its
@@ -392,7 +329,7 @@ fn run_trial(
             fixed: load_cpus.map(<[usize]>::to_vec),
         },
     };
-    crate::roles::run_trial(w, req, timeout, place)
+    super::roles::run_trial(w, req, timeout, place)
 }
 
 /// The round trip of a cache line between two CPUs a trial spans, probed
@@ -407,7 +344,7 @@ fn line_probe(
 ) -> Option<f64> {
     let local_load = w.roles.is_some() && !peers;
     // One CPU's partner is where its load runs.
-    let load = crate::roles::load_cpus(available, &req.cpus, None).cpus;
+    let load = super::roles::load_cpus(available, &req.cpus, None).cpus;
     let (a, b) = kscale_sys::linetrip::pair(&req.cpus, &load, local_load)?;
     kscale_sys::linetrip::round_trip_ns(a, b)
 }
@@ -429,7 +366,7 @@ struct Runner<'a, 'p> {
     run_id: i64,
     opts: &'a RunOptions,
     env: &'a Env<'a>,
-    profiler: &'a mut crate::profiling::Profiler,
+    profiler: &'a mut Profiler,
     peers: Option<&'p mut PeerSet>,
     /// What every profiled trial's target length is multiplied by
     /// ([`profile_scale`]).
@@ -807,99 +744,4 @@ fn trial_timeout(
         .filter(|v| v.is_finite() && *v > 0.0)
         .map(Duration::from_secs_f64)
         .unwrap_or_else(|| w.time_limit(&kscale_core::Params(params.clone()), trial_time_s))
-}
-
-/// This binary, for re-executing workers. /proc/self/exe still reaches its
-/// inode after the file has been replaced (e.g. a rebuild during a long
-/// run); the path would not.
-pub(crate) fn self_exe() -> Result<std::path::PathBuf, String> {
-    if std::path::Path::new("/proc/self/exe").exists() {
-        Ok(std::path::PathBuf::from("/proc/self/exe"))
-    } else {
-        std::env::current_exe().map_err(|e| format!("cannot find the kscale binary: {e}"))
-    }
-}
-
-/// Starts `kscale __worker` in its own process group with piped stdio,
-/// registered so a signal to kscale kills its group, and writes `req` to its
-/// stdin as one JSON line. Stdin stays open: a role worker takes further
-/// messages there; a plain worker's caller closes it.
-pub(crate) fn spawn_worker(
-    req: &TrialRequest,
-) -> Result<(std::process::Child, signals::Registered), String> {
-    use std::os::unix::process::CommandExt;
-    let mut child = Command::new(self_exe()?)
-        .arg("__worker")
-        .process_group(0)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start a worker: {e}"))?;
-    let registered = signals::Registered::new(child.id() as i32);
-    let mut body = serde_json::to_vec(req).map_err(|e| e.to_string())?;
-    body.push(b'\n');
-    if let Some(stdin) = child.stdin.as_mut() {
-        let _ = stdin.write_all(&body);
-        let _ = stdin.flush();
-    }
-    Ok((child, registered))
-}
-
-/// Starts a worker for `req` and waits at most `timeout`. The whole group is
-/// killed afterwards so no server or grandchild survives the trial.
-pub(crate) fn run_worker(req: &TrialRequest, timeout: Duration) -> Result<TrialOutput, String> {
-    let (mut child, _registered) = spawn_worker(req)?;
-    let pid = child.id() as i32;
-    drop(child.stdin.take());
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    let output = match rx.recv_timeout(timeout) {
-        Ok(o) => o.map_err(|e| format!("waiting for worker: {e}"))?,
-        Err(_) => {
-            kscale_sys::process::kill_group(pid);
-            let _ = rx.recv_timeout(Duration::from_secs(10));
-            return Err(format!(
-                "timed out after {:.0} s and was killed",
-                timeout.as_secs_f64()
-            ));
-        }
-    };
-    if output.status.success() {
-        let text = String::from_utf8_lossy(&output.stdout);
-        let line = text.lines().last().unwrap_or("");
-        return serde_json::from_str(line)
-            .map_err(|e| format!("worker sent a bad reply ({e}): {line:?}"));
-    }
-    use std::os::unix::process::ExitStatusExt;
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let last = stderr
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim()
-        .to_string();
-    Err(match output.status.signal() {
-        Some(sig) => format!(
-            "worker killed by signal {sig}{}",
-            if last.is_empty() {
-                String::new()
-            } else {
-                format!(": {last}")
-            }
-        ),
-        None => {
-            if last.is_empty() {
-                format!(
-                    "worker exited with status {}",
-                    output.status.code().unwrap_or(-1)
-                )
-            } else {
-                last
-            }
-        }
-    })
 }

@@ -1,0 +1,288 @@
+//! One run's life, the same for every command that measures (run, study,
+//! check, each step of tune): prepared (options checked, label checked,
+//! the idle-CPU request held, peers greeted) before the store is touched;
+//! created, or resumed, in the store; executed; and finished with its
+//! status however the execution ended.
+
+use super::args::RunOptions;
+use super::peers::PeerSet;
+use super::{capacity, runner, GIT_REV, VERSION};
+use crate::error::{user, Interrupted};
+use crate::idle::IdleHold;
+use anyhow::Result;
+use kscale_store::{NewRun, RunStatus, Store};
+
+/// How a command begins its run.
+pub enum Start<'a> {
+    /// A new run of these options, under this label.
+    New {
+        label: String,
+        opts: Box<RunOptions>,
+        capacity: bool,
+    },
+    /// `--resume RUN`.
+    Resume(&'a str),
+}
+
+/// The one entry point of a measuring command: prepares, opens the store
+/// (`open(false)` creates it when needed, `open(true)` wants it to exist),
+/// refuses a machine kscale has left changed, creates or resumes the run
+/// and executes it.
+pub fn measure(
+    start: Start<'_>,
+    token: Option<&str>,
+    progress: bool,
+    open: impl FnOnce(bool) -> Result<Store>,
+) -> Result<(Store, i64)> {
+    crate::signals::install();
+    let id = match start {
+        Start::Resume(spec) => {
+            let store = open(true)?;
+            let id = resume(&store, spec, token)?.execute(progress)?;
+            (store, id)
+        }
+        Start::New {
+            label,
+            opts,
+            capacity,
+        } => {
+            let prepared = prepare(label, *opts, capacity, token)?;
+            let store = open(false)?;
+            super::guard::refuse_if_unrestored(&store)?;
+            let id = prepared.create(&store)?.execute(progress)?;
+            (store, id)
+        }
+    };
+    Ok(id)
+}
+
+/// A new run, ready to be created: everything that can refuse it has.
+pub struct Prepared {
+    label: String,
+    opts: RunOptions,
+    capacity: bool,
+    snapshot: serde_json::Value,
+    idle: IdleHold,
+    peers: Option<PeerSet>,
+}
+
+/// Checks the label, takes the machine's snapshot, holds the idle-CPU
+/// request and greets the peers — before the run exists, so that a wrong
+/// token or an unreachable peer stops here with nothing measured.
+/// `capacity`: the plan holds `--capacity` searches' seeds.
+pub fn prepare(
+    label: String,
+    opts: RunOptions,
+    capacity: bool,
+    token: Option<&str>,
+) -> Result<Prepared> {
+    super::args::check_label(&label)?;
+    let mut snapshot = kscale_sys::snapshot::take(VERSION, GIT_REV);
+    let idle = crate::idle::hold_for_run(opts.cpu_idle, &mut snapshot)?;
+    let mut peers = None;
+    if !opts.peers.is_empty() {
+        let set = PeerSet::connect(&opts.peers, token)?;
+        snapshot["peers"] = set.snapshots();
+        peers = Some(set);
+    }
+    Ok(Prepared {
+        label,
+        opts,
+        capacity,
+        snapshot,
+        idle,
+        peers,
+    })
+}
+
+/// A run in the store, about to be measured.
+pub struct Active<'s> {
+    store: &'s Store,
+    id: i64,
+    opts: RunOptions,
+    capacity: bool,
+    peers: Option<PeerSet>,
+    /// Held until the run ends.
+    _idle: IdleHold,
+}
+
+impl Prepared {
+    /// Creates the run in `store`, with the command line as every run
+    /// stores it, and says what it will measure.
+    pub fn create(self, store: &Store) -> Result<Active<'_>> {
+        let new = NewRun {
+            label: self.label,
+            kscale_version: VERSION.into(),
+            git_rev: GIT_REV.into(),
+            // The store masks passwords and tokens in what it records.
+            args: std::env::args().collect(),
+            options: serde_json::to_value(&self.opts)?,
+            snapshot: self.snapshot,
+        };
+        let id = store.create_run(&new)?;
+        let rule = &self.opts.rule;
+        eprintln!(
+            "kscale: run {id} ({}): {} cases, CI {}@{}, {}–{} trials{}, db {}",
+            new.label,
+            self.opts.plan.len(),
+            rule.width_pct,
+            rule.confidence_pct,
+            rule.min_trials,
+            rule.max_trials,
+            match (self.opts.budget_s, rule.case_budget_s) {
+                (Some(b), _) => format!(" within {b} s in all"),
+                (None, Some(b)) => format!(" or {b} s a case"),
+                (None, None) => String::new(),
+            },
+            store.path().display()
+        );
+        eprintln!("kscale: {}", self.idle.why);
+        Ok(Active {
+            store,
+            id,
+            opts: self.opts,
+            capacity: self.capacity,
+            peers: self.peers,
+            _idle: self.idle,
+        })
+    }
+}
+
+/// Takes up a killed or interrupted run at its first unfinished case, with
+/// its stored options.
+pub fn resume<'s>(store: &'s Store, spec: &str, token: Option<&str>) -> Result<Active<'s>> {
+    let id = store.resolve(spec)?;
+    super::guard::refuse_if_unrestored(store)?;
+    let row = store.run(id)?;
+    if row.run_status() == Some(RunStatus::Complete) {
+        return Err(user(format!(
+            "run {id} ({}) is already complete; nothing to resume",
+            row.label
+        )));
+    }
+    refuse_if_live(&row)?;
+    let opts: RunOptions = serde_json::from_value(row.options.clone()).map_err(|e| {
+        user(format!(
+            "run {id} cannot be resumed: its stored options are unreadable ({e})"
+        ))
+    })?;
+    let peers = if opts.peers.is_empty() {
+        None
+    } else {
+        Some(PeerSet::connect(&opts.peers, token)?)
+    };
+    let idle = crate::idle::hold(opts.cpu_idle)?;
+    eprintln!("kscale: {}", idle.why);
+    store.set_run_status(id, RunStatus::Running)?;
+    eprintln!(
+        "kscale: resuming run {id} ({}) at its first unfinished case",
+        row.label
+    );
+    Ok(Active {
+        store,
+        id,
+        opts,
+        capacity: false,
+        peers,
+        _idle: idle,
+    })
+}
+
+/// A run that still reads `running` has a live process here, or one on
+/// another host that only that host can judge: resuming it now would
+/// measure its cases twice at once. Runs stored before owners were
+/// recorded cannot be judged and are resumed as before.
+fn refuse_if_live(row: &kscale_store::RunRow) -> Result<()> {
+    let (Some(o), Some(RunStatus::Running)) = (&row.owner, row.run_status()) else {
+        return Ok(());
+    };
+    let here = kscale_store::owner::Here::current().map(|h| h.host.as_str());
+    Err(user(if here == Some(o.host.as_str()) {
+        format!(
+            "run {} ({}) is still running as process {}; resume it once `kscale results` shows it killed",
+            row.id, row.label, o.pid
+        )
+    } else {
+        format!(
+            "run {} ({}) is running on host {} (process {}), which only that host can judge; resume it there",
+            row.id, row.label, o.host, o.pid
+        )
+    }))
+}
+
+impl Active<'_> {
+    /// Measures every unfinished case and stores how the run ended; returns
+    /// the run's id.
+    pub fn execute(mut self, progress: bool) -> Result<i64> {
+        let (store, id) = (self.store, self.id);
+        let done = if self.capacity {
+            let seeds = std::mem::take(&mut self.opts.plan);
+            capacity::run(
+                store,
+                id,
+                &mut self.opts,
+                seeds,
+                progress,
+                self.peers.as_mut(),
+            )
+        } else {
+            runner::execute(store, id, &self.opts, progress, self.peers.as_mut())
+        };
+        finish(store, id, done)?;
+        Ok(id)
+    }
+}
+
+/// The error of a run every case of which failed: `run` and `check` stop
+/// on it, a tuning study records the step and goes on.
+#[derive(Debug)]
+pub struct AllFailed {
+    pub run_id: i64,
+    /// The first case's error.
+    pub first: String,
+}
+
+impl std::fmt::Display for AllFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "every case of run {id} failed (first: {}); `kscale show {id}` lists each error",
+            self.first,
+            id = self.run_id
+        )
+    }
+}
+
+impl std::error::Error for AllFailed {}
+
+/// A run whose cases all failed measured nothing: it is `failed`. One in
+/// which some cases failed is `complete`: its other results stand, and every
+/// table lists the failures with their errors. An execution that stopped
+/// on a signal is `interrupted`, on an error `failed`.
+fn finish(store: &Store, id: i64, done: Result<()>) -> Result<()> {
+    if let Err(e) = done {
+        let status = if e.downcast_ref::<Interrupted>().is_some() {
+            RunStatus::Interrupted
+        } else {
+            RunStatus::Failed
+        };
+        let _ = store.set_run_status(id, status);
+        return Err(e);
+    }
+    let row = store.run(id)?;
+    if row.cases_total > 0 && row.cases_failed == row.cases_total {
+        store.set_run_status(id, RunStatus::Failed)?;
+        let first = store
+            .load_run(id)?
+            .cases
+            .into_iter()
+            .find_map(|c| {
+                c.error
+                    .map(|e| format!("{} [cpus {}]: {e}", c.key.workload, c.key.cpus))
+            })
+            .unwrap_or_default();
+        return Err(AllFailed { run_id: id, first }.into());
+    }
+    store.set_run_status(id, RunStatus::Complete)?;
+    Ok(())
+}

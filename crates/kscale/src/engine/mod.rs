@@ -1,0 +1,30 @@
+//! The run engine: everything that measures, below the commands. The
+//! commands (`cmd/`) parse their arguments and print; they call the engine
+//! through [`lifecycle`] (one run's life) and [`args`] (one set of run
+//! arguments), and the engine never imports a command.
+//!
+//! - `args`: run arguments as typed and as stored; `plan`: the cases.
+//! - `lifecycle`: create or resume, execute, finish a run.
+//! - `runner`: a run's cases in interleaved rounds, a trial at a time;
+//!   `capacity`: `--capacity` searches on top of it; `profiling`: the
+//!   extra sampled trial.
+//! - `worker`, `roles`, `load`, `peers`: where a trial's processes run.
+//! - `hotplug`, `guard`: settings changed for a run, journalled and put back.
+//! - `progress`: the progress bar, for a person or for `kscale fleet`.
+
+pub mod args;
+pub mod capacity;
+pub mod guard;
+pub mod hotplug;
+pub mod lifecycle;
+pub mod load;
+pub mod peers;
+pub mod plan;
+pub mod profiling;
+pub mod progress;
+pub mod roles;
+pub mod runner;
+pub mod worker;
+
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub const GIT_REV: &str = env!("KSCALE_GIT_REV");

@@ -1,0 +1,118 @@
+//! A run's progress bar: drawn on the terminal for a person, or, when
+//! `KSCALE_PROGRESS=lines` asks for it, as `kscale-progress: POS/LEN MESSAGE`
+//! lines on standard error for a program to read (`kscale fleet` starts
+//! each remote run so and draws the lines into its own display).
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
+use std::io::Write;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// The run's bar: line mode when the environment asks for it, else drawn
+/// on stderr when `show`, else hidden.
+pub fn bar(show: bool, len: u64) -> ProgressBar {
+    if let Some(bar) = line_bar(len) {
+        return bar;
+    }
+    let bar = ProgressBar::with_draw_target(
+        Some(len),
+        if show {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        },
+    );
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} trials  ETA {eta}  {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+pub const ENV: &str = "KSCALE_PROGRESS";
+pub const PREFIX: &str = "kscale-progress: ";
+
+/// The run's bar in line mode, when the environment asks for it.
+pub fn line_bar(len: u64) -> Option<ProgressBar> {
+    if std::env::var(ENV).ok()? != "lines" {
+        return None;
+    }
+    let target = ProgressDrawTarget::term_like_with_hz(Box::new(Lines::default()), 2);
+    let bar = ProgressBar::with_draw_target(Some(len), target);
+    bar.set_style(
+        ProgressStyle::with_template("{pos}/{len} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    Some(bar)
+}
+
+/// A terminal that has no cursor: every drawn line is written once, whole.
+#[derive(Debug, Default)]
+struct Lines {
+    pending: Mutex<String>,
+    last: Mutex<String>,
+}
+
+impl Lines {
+    fn emit(&self, s: &str) -> std::io::Result<()> {
+        let s = s.trim_end();
+        if s.is_empty() {
+            return Ok(());
+        }
+        if let Ok(mut last) = self.last.lock() {
+            if *last == s {
+                return Ok(());
+            }
+            *last = s.to_string();
+        }
+        let mut err = std::io::stderr().lock();
+        writeln!(err, "{PREFIX}{s}")?;
+        err.flush()
+    }
+}
+
+impl TermLike for Lines {
+    fn width(&self) -> u16 {
+        200
+    }
+    fn move_cursor_up(&self, _: usize) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn move_cursor_down(&self, _: usize) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn move_cursor_right(&self, _: usize) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn move_cursor_left(&self, _: usize) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn write_line(&self, s: &str) -> std::io::Result<()> {
+        let pending = self
+            .pending
+            .lock()
+            .map(|mut p| std::mem::take(&mut *p))
+            .unwrap_or_default();
+        self.emit(&(pending + s))
+    }
+    fn write_str(&self, s: &str) -> std::io::Result<()> {
+        if let Ok(mut p) = self.pending.lock() {
+            p.push_str(s);
+        }
+        Ok(())
+    }
+    fn clear_line(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn flush(&self) -> std::io::Result<()> {
+        let pending = self
+            .pending
+            .lock()
+            .map(|mut p| std::mem::take(&mut *p))
+            .unwrap_or_default();
+        self.emit(&pending)
+    }
+}
