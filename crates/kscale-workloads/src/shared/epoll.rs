@@ -70,14 +70,7 @@ impl Epoll {
         } else {
             n as i64
         };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                return Ok(0);
-            }
-            return Err(e);
-        }
-        Ok(n as usize)
+        ready(n)
     }
 
     /// Waits for events without a timeout (epoll_wait with -1), for a loop
@@ -87,13 +80,19 @@ impl Epoll {
         // SAFETY: evs is a valid writable array of its length.
         let n =
             unsafe { libc::epoll_wait(self.0.as_raw_fd(), evs.as_mut_ptr(), evs.len() as i32, -1) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                return Ok(0);
-            }
-            return Err(e);
-        }
-        Ok(n as usize)
+        ready(n as i64)
     }
+}
+
+/// An epoll wait's return as a count of ready events: an interrupted wait
+/// is none, so callers re-check their stop condition and wait again.
+fn ready(n: i64) -> io::Result<usize> {
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(0);
+        }
+        return Err(e);
+    }
+    Ok(n as usize)
 }

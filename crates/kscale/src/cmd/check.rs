@@ -140,7 +140,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         return Err(user("check measures afresh; --resume is not accepted here"));
     }
     if let Some(l) = &args.run.run.label {
-        super::import::check_label(l)?;
+        crate::engine::args::check_label(l)?;
     }
     let base = {
         let store = super::open_existing(db.clone())?;

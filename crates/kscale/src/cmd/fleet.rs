@@ -168,7 +168,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         })
         .collect();
     for l in &labels {
-        super::import::check_label(l)?;
+        crate::engine::args::check_label(l)?;
     }
     if !args.remote_dir.starts_with('/') {
         return Err(user(format!(

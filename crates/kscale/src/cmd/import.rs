@@ -23,7 +23,7 @@ pub struct Args {
 
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     if let Some(l) = &args.label {
-        check_label(l)?;
+        crate::engine::args::check_label(l)?;
     }
     let store = super::open_store(db)?;
     let mut status = ExitCode::SUCCESS;
@@ -36,15 +36,6 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         }
     }
     Ok(status)
-}
-
-/// The rule every command that stores a run applies to its label
-/// ([`kscale_core::label::refusal`]): one line, exit status 2.
-pub fn check_label(label: &str) -> Result<()> {
-    match kscale_core::label::refusal(label) {
-        Some(why) => Err(user(why)),
-        None => Ok(()),
-    }
 }
 
 /// Imports one export file; the message says what happened.

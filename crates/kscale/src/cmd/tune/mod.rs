@@ -74,7 +74,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "tune".into()),
     };
-    super::import::check_label(&label)?;
+    crate::engine::args::check_label(&label)?;
     let dir = match &args.run.dir {
         Some(d) => d.clone(),
         None => std::env::current_dir()
