@@ -5,72 +5,27 @@
 //! geometry and interval checks of the SVG property tests on every chart of
 //! a real report.
 
+#[path = "../../kscale-report/tests/common/browser.rs"]
+mod browser;
 mod common;
 #[path = "../../kscale-report/tests/common/svgcheck.rs"]
 mod svgcheck;
 
+use browser::{attr, attr_num};
 use common::Env;
 use std::path::Path;
-use std::process::Command;
 
-fn chromium() -> Option<String> {
-    ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find_map(|b| {
-            Command::new("which")
-                .arg(b)
-                .output()
-                .ok()
-                .filter(|o| o.status.success())
-                .map(|_| b.to_string())
-        })
-}
-
-fn attr(html: &str, name: &str) -> Option<String> {
-    let key = format!("{name}=\"");
-    let start = html.find(&key)? + key.len();
-    Some(html[start..].split('"').next()?.to_string())
-}
-
-fn attr_num(html: &str, name: &str) -> Option<usize> {
-    attr(html, name)?.parse().ok()
-}
-
-/// The page as Chromium builds it, after its scripts ran; `None` (with the
-/// reason printed, or a panic under CI) when there is no Chromium.
-fn dom(env: &Env, file: &Path) -> Option<String> {
-    let Some(browser) = chromium() else {
-        common::skip(
-            "no chromium on this machine for the browser checks (apt-get install chromium)",
-        );
-        return None;
-    };
-    let profile = env.path().join("chromium-profile");
-    let out = Command::new("timeout")
-        .arg("120")
-        .arg(&browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg("--dump-dom")
-        .arg(format!("file://{}", file.display()))
-        .output()
-        .expect("run chromium");
-    let dom = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success() && !dom.is_empty(),
-        "chromium failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(dom)
+/// The page as Chromium builds it from the report `file`, the same
+/// browser run the report crate's own tests use.
+fn dom(file: &Path) -> Option<String> {
+    let html = std::fs::read_to_string(file).expect("read the report");
+    // Tests run in parallel in one process: the browser's scratch
+    // directory is named after the report's own (unique) directory.
+    let name = file
+        .parent()
+        .and_then(|d| d.file_name())
+        .map_or_else(|| "kscale".into(), |n| n.to_string_lossy().into_owned());
+    browser::dom(&html, &name)
 }
 
 /// Every chart of the page, as markup.
@@ -85,7 +40,7 @@ fn charts(html: &str) -> Vec<&str> {
     out
 }
 
-fn check_report(env: &Env, file: &Path, min_charts: usize) -> String {
+fn check_report(file: &Path, min_charts: usize) -> String {
     let html = std::fs::read_to_string(file).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"));
     // Self-contained: nothing to fetch.
@@ -102,7 +57,7 @@ fn check_report(env: &Env, file: &Path, min_charts: usize) -> String {
         let bad = svgcheck::check(svg, None);
         assert!(bad.is_empty(), "{bad:#?}\n{svg}");
     }
-    let Some(dom) = dom(env, file) else {
+    let Some(dom) = dom(file) else {
         return html;
     };
     assert_eq!(
@@ -163,7 +118,7 @@ fn report_renders_every_chart() {
         .success();
     // Comparison bars (2 families at least), scalability lines per run,
     // sweeps (ctx, mem).
-    let html = check_report(&env, &file, 6);
+    let html = check_report(&file, 6);
     // The sweep charts name their axes from the definitions: the param and
     // the metric's unit.
     assert!(html.contains(">procs</text>"), "no procs axis");
@@ -208,7 +163,7 @@ fn browser_check_reports_broken_geometry() {
     );
     let bad = env.path().join("bad.html");
     std::fs::write(&bad, broken).unwrap();
-    let Some(dom) = dom(&env, &bad) else { return };
+    let Some(dom) = dom(&bad) else { return };
     let problems = attr_num(&dom, "data-geometry-problems").unwrap_or(0);
     assert!(problems >= 2, "{:?}", attr(&dom, "data-geometry-report"));
 }
@@ -230,10 +185,10 @@ fn markup_in_labels_stays_text() {
     env.cmd(&["report", "1", "2", "-o", file.to_str().unwrap()])
         .assert()
         .success();
-    let html = check_report(&env, &file, 2);
+    let html = check_report(&file, 2);
     assert_eq!(html.matches("<script").count(), 1, "only the report's own");
     assert!(!html.contains("<img"));
-    let Some(dom) = dom(&env, &file) else { return };
+    let Some(dom) = dom(&file) else { return };
     assert!(!dom.contains(" data-pwned=\""), "a label ran as code");
     assert!(!dom.contains("<img"), "a label made an element");
     assert_eq!(dom.matches("<script").count(), 1, "a label made a script");
@@ -271,7 +226,7 @@ fn study_quick_writes_the_report() {
     );
     let file = env.path().join("kscale-study-st.html");
     assert!(text.contains("kscale-study-st.html"), "{text}");
-    let html = check_report(&env, &file, 3);
+    let html = check_report(&file, 3);
     let j = env.export("st");
     let cpus: std::collections::BTreeSet<&str> = j["results"]
         .as_array()
