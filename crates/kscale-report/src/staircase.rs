@@ -2,19 +2,21 @@
 //! NetBench figure: one bar per cumulative step, each labelled with its
 //! gain over the step before, the rationale of every step in the legend.
 //! Gains are signed so that a positive one is an improvement whichever way
-//! the metric points, and Welch's test marks with `~` the steps whose
-//! change is within the noise.
+//! the metric points. Each step's change is tested against the state
+//! before it by the test its trials suit (a t-test on the case's estimator
+//! when both sides look normal, rank-sum otherwise), named with its
+//! p-value; `~` marks a change within the noise. Steps whose trials
+//! alternated with the state before them in random order say
+//! "interleaved", the others "sequential" and why.
 
 use crate::format::sig;
 use crate::html::{Block, Section};
 use crate::svg::{Chart, Column, ColumnChart, Point, Uncertainty};
 use crate::table::{Cell, RowKind, Table, Tone};
 use crate::Catalog;
-use kscale_core::{Direction, Welch};
+use kscale_core::twosample::{TwoSample, ALPHA};
+use kscale_core::{Direction, Estimator};
 use kscale_store::RunData;
-
-/// Welch's significance level for a step's change.
-const ALPHA: f64 = 0.05;
 
 /// One step of a stored study, as the binary hands it over.
 #[derive(Clone, Debug)]
@@ -24,30 +26,97 @@ pub struct StepData {
     pub settings: Vec<String>,
     pub run: Option<RunData>,
     pub error: Option<String>,
+    /// How its trials were taken against the state before it.
+    pub measured: Measured,
 }
 
-/// A gain in percent (positive = better) and whether Welch finds it real.
+/// How a step's trials were taken against the state before it
+/// (docs/tune.md, "Interleaved steps").
+#[derive(Clone, Debug, PartialEq)]
+pub enum Measured {
+    /// Alternated with the other states of its group, in an order drawn
+    /// afresh each round from this seed: drift falls on both sides alike.
+    Interleaved { seed: Option<u64> },
+    /// Measured as a run of its own after the state before it, and why.
+    Sequential(String),
+}
+
+impl Measured {
+    /// As the store holds it: `interleaved, seed 0x…` or `sequential: why`.
+    pub fn encode(&self) -> String {
+        match self {
+            Measured::Interleaved { seed: Some(s) } => format!("interleaved, seed {s:#x}"),
+            Measured::Interleaved { seed: None } => "interleaved".into(),
+            Measured::Sequential(why) => format!("sequential: {why}"),
+        }
+    }
+
+    /// What the store holds; a study stored before steps were interleaved
+    /// has nothing, and was sequential.
+    pub fn decode(stored: Option<&str>) -> Measured {
+        match stored {
+            Some(s) if s.starts_with("interleaved") => Measured::Interleaved {
+                seed: s
+                    .split("seed 0x")
+                    .nth(1)
+                    .and_then(|h| u64::from_str_radix(h.trim(), 16).ok()),
+            },
+            Some(s) => {
+                Measured::Sequential(s.strip_prefix("sequential: ").unwrap_or(s).to_string())
+            }
+            None => Measured::Sequential("stored before kscale interleaved steps".into()),
+        }
+    }
+
+    /// One word for a table cell.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Measured::Interleaved { .. } => "interleaved",
+            Measured::Sequential(_) => "sequential",
+        }
+    }
+}
+
+/// A gain in percent (positive = better), the comparison's test and
+/// p-value, and whether the change is significant at [`ALPHA`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Gain {
     pub pct: f64,
     pub significant: bool,
+    /// `None` when a side has fewer than two trials.
+    pub test: Option<TwoSample>,
 }
 
 impl Gain {
-    fn of(from: &[f64], to: &[f64], higher_better: bool) -> Option<Gain> {
+    /// `to` against `from`, both a case's counted trials under its
+    /// estimator: the gain between their estimates (means when a side has
+    /// one trial) and the test [`TwoSample`] chooses for them.
+    fn of(from: &[f64], to: &[f64], higher_better: bool, estimator: Estimator) -> Option<Gain> {
         let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
         if from.is_empty() || to.is_empty() {
             return None;
         }
-        let (a, b) = (mean(from), mean(to));
+        let center = |v: &[f64]| estimator.estimate(v).map_or_else(|| mean(v), |e| e.center);
+        let (a, b) = (center(from), center(to));
         let ratio = if higher_better { b / a } else { a / b };
         if !ratio.is_finite() {
             return None;
         }
+        let test = TwoSample::compare(from, to, estimator);
         Some(Gain {
             pct: (ratio - 1.0) * 100.0,
-            significant: Welch::test(from, to).is_some_and(|w| w.significant(ALPHA)),
+            significant: test.is_some_and(|t| t.significant()),
+            test,
         })
+    }
+
+    /// The p-value and the test that gave it, for a table cell.
+    pub fn p_label(&self) -> String {
+        match self.test {
+            None => "– (1 trial)".into(),
+            Some(t) if t.p < 0.001 => format!("<0.001 {}", t.test.name()),
+            Some(t) => format!("{:.3} {}", t.p, t.test.name()),
+        }
     }
     pub fn label(&self) -> String {
         format!(
@@ -70,6 +139,7 @@ pub struct Bar {
     pub error: Option<String>,
     /// Finished by its run rule (converged, or its median-of-N measured).
     pub settled: bool,
+    pub measured: Measured,
 }
 
 /// One case of the target measured through every step.
@@ -106,6 +176,7 @@ pub fn build(steps: &[StepData], cat: &dyn Catalog) -> Vec<Staircase> {
             m.name
         );
         let higher = m.direction == Direction::Higher;
+        let est = bc.estimator;
         let mut bars: Vec<Bar> = Vec::new();
         let mut values: Vec<Option<Vec<f64>>> = Vec::new();
         for s in steps {
@@ -134,20 +205,21 @@ pub fn build(steps: &[StepData], cat: &dyn Catalog) -> Vec<Staircase> {
                     .filter(|x| x.ci_low.is_finite() && x.ci_high.is_finite())
                     .map(|x| (x.ci_low, x.ci_high)),
                 vs_prev: match (prev, &v) {
-                    (Some(p), Some(v)) if !values.is_empty() => Gain::of(p, v, higher),
+                    (Some(p), Some(v)) if !values.is_empty() => Gain::of(p, v, higher, est),
                     _ => None,
                 },
                 vs_base: match (first, &v) {
-                    (Some(b), Some(v)) => Gain::of(b, v, higher),
+                    (Some(b), Some(v)) => Gain::of(b, v, higher, est),
                     _ => None,
                 },
                 error: if v.is_some() { None } else { error },
                 settled: case.is_some_and(|c| c.settled()),
+                measured: s.measured.clone(),
             });
             values.push(v);
         }
         let drift = match (values.first(), values.last()) {
-            (Some(Some(a)), Some(Some(b))) if values.len() > 1 => Gain::of(a, b, higher),
+            (Some(Some(a)), Some(Some(b))) if values.len() > 1 => Gain::of(a, b, higher, est),
             _ => None,
         };
         out.push(Staircase {
@@ -167,8 +239,9 @@ pub fn drift_note(s: &Staircase) -> Option<String> {
     let d = s.drift?;
     Some(if d.significant {
         format!(
-            "Drift: the baseline measured again after the steps differs from the first by {:+.1} % (Welch, α = {ALPHA}): read the gains with that much doubt, or re-run on a quieter machine.",
-            d.pct
+            "Drift: the baseline measured again after the steps differs from the first by {:+.1} % (p {}, α = {ALPHA}): read the sequential steps' gains with that much doubt, or re-run on a quieter machine; interleaved steps' trials shared the drift.",
+            d.pct,
+            d.p_label()
         )
     } else {
         format!(
@@ -178,7 +251,9 @@ pub fn drift_note(s: &Staircase) -> Option<String> {
     })
 }
 
-/// The study's table for one case: a row per step.
+/// The study's table for one case: a row per step, its change against the
+/// state before it with that comparison's p-value and test, and whether its
+/// trials were interleaved with that state's.
 pub fn table(s: &Staircase) -> Table {
     let mut t = Table::new(
         s.title.clone(),
@@ -188,6 +263,8 @@ pub fn table(s: &Staircase) -> Table {
             format!("{} ({})", s.metric, s.unit),
             "± CI".into(),
             "vs previous".into(),
+            "p (test)".into(),
+            "trials".into(),
             "vs baseline".into(),
         ],
     );
@@ -197,6 +274,7 @@ pub fn table(s: &Staircase) -> Table {
         Some(g) if g.pct >= 0.0 => Cell::tone(g.label(), Tone::Good),
         Some(g) => Cell::tone(g.label(), Tone::Bad),
     };
+    let last = s.bars.len().saturating_sub(1);
     for (i, b) in s.bars.iter().enumerate() {
         let (value, ci) = match (b.mean, &b.error) {
             (Some(m), _) if !b.settled => (
@@ -214,8 +292,15 @@ pub fn table(s: &Staircase) -> Table {
             (None, Some(_)) => (Cell::tone("failed", Tone::Bad), Cell::new("")),
             (None, None) => (Cell::new("–"), Cell::new("")),
         };
+        // The last row is the drift check: only its distance from the
+        // first baseline means anything, and its p-value is that one's.
+        let tested = match i {
+            0 => None,
+            i if i == last => b.vs_base,
+            _ => b.vs_prev,
+        };
         t.push(
-            if i == 0 || i + 1 == s.bars.len() {
+            if i == 0 || i == last {
                 RowKind::Summary
             } else {
                 RowKind::Data
@@ -225,12 +310,16 @@ pub fn table(s: &Staircase) -> Table {
                 Cell::new(b.name.clone()),
                 value,
                 ci,
-                // The last row is the drift check: only its distance
-                // from the first baseline means anything.
-                if i == 0 || i + 1 == s.bars.len() {
+                if i == 0 || i == last {
                     Cell::new("")
                 } else {
                     gain_cell(b.vs_prev)
+                },
+                tested.map_or(Cell::new(""), |g| Cell::new(g.p_label())),
+                if b.mean.is_some() {
+                    Cell::new(b.measured.word())
+                } else {
+                    Cell::new("")
                 },
                 if i == 0 {
                     Cell::new("")
@@ -254,9 +343,45 @@ pub fn table(s: &Staircase) -> Table {
         }
     }
     t.notes.push(format!(
-        "Gains: positive is better ({} is better); ~ not significant (Welch, α = {ALPHA}).",
+        "Gains: positive is better ({} is better); ~ not significant at α = {ALPHA}. p: the \
+         step against the state before it (the last row: against the baseline), by a t-test on \
+         the case's estimator (Welch t on means, Yuen t on trimmed means) when both sides' \
+         trials look normal, by rank-sum when either is skewed or has an outlier.",
         if s.higher_better { "higher" } else { "lower" }
     ));
+    let seeds: Vec<String> = s
+        .bars
+        .iter()
+        .filter_map(|b| match b.measured {
+            Measured::Interleaved { seed: Some(x) } => Some(format!("{x:#x}")),
+            _ => None,
+        })
+        .fold(Vec::new(), |mut v, x| {
+            if !v.contains(&x) {
+                v.push(x);
+            }
+            v
+        });
+    if s.bars
+        .iter()
+        .any(|b| matches!(b.measured, Measured::Interleaved { .. }))
+    {
+        t.notes.push(format!(
+            "Interleaved: the step's trials alternated with those of the states next to it, \
+             its settings switched before each, in an order drawn afresh every round{}: drift \
+             falls on both sides of the comparison alike.",
+            if seeds.is_empty() {
+                String::new()
+            } else {
+                format!(" (seed {})", seeds.join(", "))
+            }
+        ));
+    }
+    for (i, b) in s.bars.iter().enumerate().skip(1) {
+        if let (Some(_), Measured::Sequential(why)) = (b.mean, &b.measured) {
+            t.notes.push(format!("{i} {} sequential: {why}", b.name));
+        }
+    }
     if let Some(d) = drift_note(s) {
         t.notes.push(d);
     }
@@ -276,8 +401,9 @@ pub fn section(steps: &[StepData], cat: &dyn Catalog) -> Section {
         intro: Some(
             "Each step adds its settings to every step before it and is measured under the \
              usual run rules; the bars are cumulative, each labelled with its gain over the \
-             step before. The baseline is measured again at the end, every setting restored, \
-             to show drift."
+             step before. Steps whose settings switch fast had their trials interleaved with \
+             the states next to them in random order. The baseline is measured again at the \
+             end, every setting restored, to show drift."
                 .into(),
         ),
         blocks,
@@ -347,10 +473,12 @@ mod tests {
             vs_prev: prev.map(|p| Gain {
                 pct: p,
                 significant: p.abs() > 5.0,
+                test: None,
             }),
             vs_base: None,
             error: mean.is_none().then(|| "no privilege".into()),
             settled: name != "sockbuf",
+            measured: Measured::Sequential("a remount".into()),
         }
     }
 
@@ -358,15 +486,15 @@ mod tests {
     fn gains_point_the_right_way() {
         let a = [100.0, 101.0, 99.0];
         let b = [120.0, 121.0, 119.0];
-        let up = Gain::of(&a, &b, true).unwrap();
+        let up = Gain::of(&a, &b, true, Estimator::Mean).unwrap();
         assert!((up.pct - 20.0).abs() < 1e-9 && up.significant);
         // Lower is better: the same change is a loss.
-        let down = Gain::of(&a, &b, false).unwrap();
+        let down = Gain::of(&a, &b, false, Estimator::Mean).unwrap();
         assert!(down.pct < 0.0);
-        let same = Gain::of(&a, &[100.5, 99.5, 100.0], true).unwrap();
+        let same = Gain::of(&a, &[100.5, 99.5, 100.0], true, Estimator::Mean).unwrap();
         assert!(!same.significant);
         assert!(same.label().starts_with('~'));
-        assert!(Gain::of(&[], &a, true).is_none());
+        assert!(Gain::of(&[], &a, true, Estimator::Mean).is_none());
     }
 
     #[test]
@@ -384,6 +512,7 @@ mod tests {
                     vs_base: Some(Gain {
                         pct: 1.0,
                         significant: false,
+                        test: None,
                     }),
                     ..bar("baseline-again", Some(101.0), Some(-22.0))
                 },
@@ -391,6 +520,7 @@ mod tests {
             drift: Some(Gain {
                 pct: 1.0,
                 significant: false,
+                test: None,
             }),
         };
         let svg = chart(&s).to_svg();
@@ -414,5 +544,87 @@ mod tests {
         let md = t.to_markdown();
         assert!(md.contains("130.0 NOT CONVERGED"), "{md}");
         assert!(md.contains("2 bad failed: no privilege"), "{md}");
+    }
+
+    #[test]
+    fn measured_round_trips_through_the_store() {
+        for m in [
+            Measured::Interleaved { seed: Some(0xBEEF) },
+            Measured::Interleaved { seed: None },
+            Measured::Sequential("a remount".into()),
+        ] {
+            assert_eq!(Measured::decode(Some(&m.encode())), m);
+        }
+        assert_eq!(Measured::decode(None).word(), "sequential");
+    }
+
+    /// The p-value column: each step against the state before it, by the
+    /// test its trials suit, and whether its trials were interleaved.
+    #[test]
+    fn the_table_names_each_steps_p_value_test_and_order() {
+        let base = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2];
+        let fin = [110.0, 111.0, 109.0, 110.5, 109.5, 110.2];
+        // A host spell in one trial: rank-sum, not a t-test.
+        let spell = [110.3, 111.2, 109.1, 20.0, 110.4, 109.8, 110.1, 110.6];
+        let mount = [110.1, 109.2, 111.0, 110.6, 109.9, 110.4];
+        let again = [100.4, 100.9, 99.2, 100.1, 99.8, 100.6];
+        // The default estimator: a t-test is Yuen's.
+        let est = Estimator::Trimmed;
+        let mean = |v: &[f64]| est.estimate(v).map_or(f64::NAN, |e| e.center);
+        let seed = Some(0x5EED);
+        let step = |name: &str, v: &[f64], prev: &[f64], measured: Measured| Bar {
+            name: name.into(),
+            rationale: format!("why {name}"),
+            settings: vec![format!("sysctl {name}=1")],
+            mean: Some(mean(v)),
+            ci: Some((mean(v) - 1.0, mean(v) + 1.0)),
+            vs_prev: Gain::of(prev, v, true, est),
+            vs_base: Gain::of(&base, v, true, est),
+            error: None,
+            settled: true,
+            measured,
+        };
+        let s = Staircase {
+            title: "syscall.null [cpus 1]: ops by step".into(),
+            metric: "ops".into(),
+            unit: "1/s".into(),
+            higher_better: true,
+            bars: vec![
+                Bar {
+                    settings: vec![],
+                    vs_prev: None,
+                    vs_base: None,
+                    ..step("baseline", &base, &base, Measured::Interleaved { seed })
+                },
+                step("fin", &fin, &base, Measured::Interleaved { seed }),
+                step("keepalive", &spell, &fin, Measured::Interleaved { seed }),
+                step(
+                    "writeback",
+                    &mount,
+                    &spell,
+                    Measured::Sequential("mount -o data=writeback: a remount".into()),
+                ),
+                Bar {
+                    settings: vec![],
+                    ..step(
+                        "baseline-again",
+                        &again,
+                        &mount,
+                        Measured::Sequential("every setting restored".into()),
+                    )
+                },
+            ],
+            drift: Gain::of(&base, &again, true, est),
+        };
+        let t = table(&s);
+        let md = t.to_markdown();
+        assert!(md.contains("<0.001 Yuen t"), "{md}");
+        assert!(md.contains("rank-sum"), "{md}");
+        assert!(md.contains("seed 0x5eed"), "{md}");
+        assert!(
+            md.contains("3 writeback sequential: mount -o data=writeback"),
+            "{md}"
+        );
+        insta::assert_snapshot!(md);
     }
 }

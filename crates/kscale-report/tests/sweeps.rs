@@ -427,6 +427,7 @@ fn a_study_report_draws_every_interval_in_a_browser() {
         settings: vec![],
         run: Some(run_with(run.cases[..2].to_vec())),
         error: None,
+        measured: staircase::Measured::Interleaved { seed: Some(7) },
     };
     let steps = [
         step("baseline", &a),

@@ -37,6 +37,11 @@ pub struct TuneStep {
     pub run_id: Option<i64>,
     /// Why the step was not measured (a setting that could not be changed).
     pub error: Option<String>,
+    /// How its trials were taken against the state before it:
+    /// `interleaved …` (with the order's seed) or `sequential: why`
+    /// (docs/tune.md); `None` for studies stored before kscale recorded it.
+    #[serde(default)]
+    pub measured: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -145,8 +150,8 @@ impl Store {
 
     pub fn add_tune_step(&self, tune_id: i64, step: &TuneStep) -> Result<()> {
         self.db.execute(
-            "INSERT INTO tune_steps (tune_id, seq, name, rationale, run_id, error)
-             VALUES ($1, $2, $3, $4, $5, $6)",
+            "INSERT INTO tune_steps (tune_id, seq, name, rationale, run_id, error, measured)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
             &[
                 &tune_id,
                 &step.seq,
@@ -154,6 +159,7 @@ impl Store {
                 &step.rationale,
                 &step.run_id,
                 &step.error,
+                &step.measured,
             ],
         )?;
         Ok(())
@@ -177,17 +183,19 @@ impl Store {
 
     pub fn tune_steps(&self, tune_id: i64) -> Result<Vec<TuneStep>> {
         self.db.query_rows(
-            "SELECT seq, name, rationale, run_id, error FROM tune_steps WHERE tune_id = $1 ORDER BY seq",
+            "SELECT seq, name, rationale, run_id, error, measured FROM tune_steps
+             WHERE tune_id = $1 ORDER BY seq",
             &[&tune_id],
             |r| {
-            Ok(TuneStep {
-                seq: r.get(0)?,
-                name: r.get(1)?,
-                rationale: r.get(2)?,
-                run_id: r.get(3)?,
-                error: r.get(4)?,
-            })
-        },
+                Ok(TuneStep {
+                    seq: r.get(0)?,
+                    name: r.get(1)?,
+                    rationale: r.get(2)?,
+                    run_id: r.get(3)?,
+                    error: r.get(4)?,
+                    measured: r.get(5)?,
+                })
+            },
         )
     }
 
@@ -246,6 +254,7 @@ mod tests {
                     rationale: "why".into(),
                     run_id: None,
                     error: None,
+                    measured: (seq == 1).then(|| "interleaved (seed 0x2a)".into()),
                 },
             )
             .unwrap();
@@ -253,6 +262,11 @@ mod tests {
         let steps = s.tune_steps(t).unwrap();
         assert_eq!(steps[0].name, "a");
         assert_eq!(steps[1].name, "b");
+        assert_eq!(steps[0].measured, None);
+        assert_eq!(
+            steps[1].measured.as_deref(),
+            Some("interleaved (seed 0x2a)")
+        );
         s.set_tune_status(t, crate::RunStatus::Complete).unwrap();
         assert_eq!(s.tune(t).unwrap().status, "complete");
         assert_eq!(s.tune_of_run(99).unwrap(), None);

@@ -143,6 +143,10 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN boot_id TEXT;
     ALTER TABLE runs ADD COLUMN pid INTEGER;
     ALTER TABLE runs ADD COLUMN pid_start INTEGER;",
+    // v7 → v8 (interleaved tuning steps, docs/tune.md): how each step was
+    // measured against the state before it, `interleaved …` or
+    // `sequential: why`; empty for studies made before.
+    "ALTER TABLE tune_steps ADD COLUMN measured TEXT;",
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

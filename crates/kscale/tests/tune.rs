@@ -163,14 +163,30 @@ fn sigkill_mid_step_then_restore_brings_every_sysctl_back_and_runs_refuse_until_
     write_in(&ns, KEEPALIVE, "7111");
     let p = plan(env.path(), 23, 3333, false);
     let mut child = start(&env, &ns, &p);
-    // Both steps applied, the second one's run under way.
+    // Both steps applied, the three states' runs under way: their trials
+    // interleaved, each state switched in before its trial. Caught while
+    // the last state's trial (a second long) runs.
     wait_mid_step(&env, 2, 3);
-    assert_eq!(read_in(&ns, FIN), "23");
-    assert_eq!(read_in(&ns, KEEPALIVE), "3333");
+    assert!(
+        common::wait_for(|| read_in(&ns, KEEPALIVE) == "3333", 60),
+        "the keepalive step's state never came"
+    );
     common::signal(&child, nix::sys::signal::Signal::SIGKILL);
     let _ = child.wait();
     // Nothing restored itself: SIGKILL gives no chance.
-    assert_eq!(read_in(&ns, KEEPALIVE), "3333");
+    let left = (read_in(&ns, FIN), read_in(&ns, KEEPALIVE));
+    assert!(
+        [("23", "3333"), ("23", "7111"), ("57", "7111")]
+            .contains(&(left.0.as_str(), left.1.as_str())),
+        "{left:?} is none of the study's states"
+    );
+    assert_eq!(
+        db_count(
+            &env,
+            "SELECT count(*) FROM journal WHERE restored_at IS NULL"
+        ),
+        2
+    );
 
     // run and tune refuse, in one line naming the restore command.
     for args in [
@@ -411,6 +427,127 @@ fn a_whole_study_prints_the_staircase_writes_the_chart_and_restores() {
         idle.iter().all(|i| i == &idle[0]) && ["\"poll\"", "\"as-is\""].contains(&idle[0].as_str()),
         "{idle:?}"
     );
+}
+
+/// Two sysctl steps switch by a write each: the baseline's and both
+/// steps' trials alternate, in the order the study's stored seed draws
+/// round by round, every sysctl is back afterwards, and the staircase gives
+/// each step's p-value, with its test, from those trials (docs/tune.md,
+/// "Interleaved steps").
+#[test]
+fn sysctl_steps_interleave_their_trials_in_the_seeds_random_order() {
+    let Some((env, ns)) = setup("tx") else { return };
+    write_in(&ns, FIN, "56");
+    write_in(&ns, KEEPALIVE, "7333");
+    let p = plan(env.path(), 26, 3666, false);
+    let out = ns
+        .kscale(&env, None)
+        .args(["tune", "--quick", "--trial-time", "0.02", "--no-progress"])
+        .arg(&p)
+        .output()
+        .expect("tune");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(read_in(&ns, FIN), "56");
+    assert_eq!(read_in(&ns, KEEPALIVE), "7333");
+    assert_eq!(
+        db_count(
+            &env,
+            "SELECT count(*) FROM journal WHERE restored_at IS NULL"
+        ),
+        0
+    );
+
+    let db = rusqlite::Connection::open(env.db()).expect("db");
+    let measured: Vec<String> = db
+        .prepare("SELECT measured FROM tune_steps ORDER BY seq")
+        .and_then(|mut st| {
+            st.query_map([], |r| r.get::<_, String>(0))?
+                .collect::<Result<_, _>>()
+        })
+        .expect("tune_steps");
+    assert_eq!(measured.len(), 4, "{measured:?}");
+    assert!(
+        measured[..3].iter().all(|m| m == &measured[0]),
+        "{measured:?}"
+    );
+    assert!(measured[3].starts_with("sequential: "), "{measured:?}");
+    let seed = measured[0]
+        .strip_prefix("interleaved, seed 0x")
+        .and_then(|h| u64::from_str_radix(h, 16).ok())
+        .unwrap_or_else(|| panic!("no seed in {measured:?}"));
+    assert!(err.contains(&format!("seed {seed:#x}")), "{err}");
+
+    // Every trial of the three states, in the order they were stored.
+    let arms = ["plan.0-baseline", "plan.1-fin", "plan.2-keepalive"];
+    let order: Vec<usize> = db
+        .prepare(
+            "SELECT r.label FROM trials t JOIN cases c ON t.case_id = c.id \
+             JOIN runs r ON c.run_id = r.id ORDER BY t.id",
+        )
+        .and_then(|mut st| {
+            st.query_map([], |r| r.get::<_, String>(0))?
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .expect("trials")
+        .iter()
+        .filter_map(|l| arms.iter().position(|a| a == l))
+        .collect();
+    let counts: Vec<usize> = (0..3)
+        .map(|a| order.iter().filter(|&&x| x == a).count())
+        .collect();
+    assert!(counts.iter().all(|&c| c >= 4), "{counts:?}: {order:?}");
+    // Not one state after the other: every state's trials span the others'.
+    for a in 0..3 {
+        let first = order.iter().position(|&x| x == a);
+        let last = order.iter().rposition(|&x| x == a);
+        for b in (0..3).filter(|&b| b != a) {
+            assert!(
+                first < order.iter().rposition(|&x| x == b)
+                    && order.iter().position(|&x| x == b) < last,
+                "{a} and {b} are not interleaved: {order:?}"
+            );
+        }
+    }
+    // Exactly the rounds the seed draws: each a fresh shuffle of the
+    // states still measuring (one case each, so one trial a round).
+    let mut rng = kscale_core::order::SplitMix64::new(seed);
+    let mut want = Vec::new();
+    for r in 0.. {
+        let alive: Vec<usize> = (0..3).filter(|&a| counts[a] > r).collect();
+        if alive.is_empty() {
+            break;
+        }
+        want.extend(kscale_core::order::round(&mut rng, &alive));
+    }
+    assert_eq!(order, want);
+
+    // The staircase: each step's p-value and its test, from those trials.
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("p (test)"), "{text}");
+    for step in ["fin", "keepalive"] {
+        let row = text
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(step))
+            .unwrap_or_else(|| panic!("no row {step} in\n{text}"));
+        assert!(row.contains("interleaved"), "{row}");
+        assert!(
+            ["Welch t", "Yuen t", "rank-sum"]
+                .iter()
+                .any(|t| row.contains(t)),
+            "{row}"
+        );
+        let p: f64 = row
+            .split("   ")
+            .map(str::trim)
+            .find_map(|c| {
+                let mut w = c.split_whitespace();
+                let p = w.next()?.trim_start_matches('<').parse::<f64>().ok()?;
+                w.next().is_some().then_some(p)
+            })
+            .unwrap_or_else(|| panic!("no p-value in {row}"));
+        assert!((0.0..=1.0).contains(&p), "{row}");
+    }
 }
 
 #[test]

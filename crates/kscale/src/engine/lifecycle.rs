@@ -211,6 +211,11 @@ fn refuse_if_live(row: &kscale_store::RunRow) -> Result<()> {
 }
 
 impl Active<'_> {
+    /// The run's id in the store.
+    pub fn id(&self) -> i64 {
+        self.id
+    }
+
     /// Measures every unfinished case and stores how the run ended; returns
     /// the run's id.
     pub fn execute(mut self, progress: bool) -> Result<i64> {
@@ -261,12 +266,7 @@ impl std::error::Error for AllFailed {}
 /// on a signal is `interrupted`, on an error `failed`.
 fn finish(store: &Store, id: i64, done: Result<()>) -> Result<()> {
     if let Err(e) = done {
-        let status = if e.downcast_ref::<Interrupted>().is_some() {
-            RunStatus::Interrupted
-        } else {
-            RunStatus::Failed
-        };
-        let _ = store.set_run_status(id, status);
+        ended_by(store, id, &e);
         return Err(e);
     }
     let row = store.run(id)?;
@@ -285,4 +285,62 @@ fn finish(store: &Store, id: i64, done: Result<()>) -> Result<()> {
     }
     store.set_run_status(id, RunStatus::Complete)?;
     Ok(())
+}
+
+/// Stores how an execution that stopped on `e` left the run: interrupted
+/// by a signal, else failed.
+fn ended_by(store: &Store, id: i64, e: &anyhow::Error) {
+    let status = if e.downcast_ref::<Interrupted>().is_some() {
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Failed
+    };
+    let _ = store.set_run_status(id, status);
+}
+
+/// A run of an interleaved set, with the switch that puts the machine in
+/// its configuration before each of its turns.
+pub struct Interleaved<'s, 'f> {
+    pub run: Active<'s>,
+    pub switch: Box<dyn FnMut() -> Result<()> + 'f>,
+}
+
+/// Measures several created runs together, their trials interleaved in a
+/// random order drawn from `seed` (docs/tune.md, "Interleaved steps"). An
+/// error of the whole (a signal, a switch that failed) ends every run with
+/// it; otherwise each run ends as [`Active::execute`] ends it, and its
+/// result (its id, or [`AllFailed`]) is returned in the arms' order.
+pub fn execute_interleaved(
+    mut runs: Vec<Interleaved<'_, '_>>,
+    progress: bool,
+    seed: u64,
+) -> Result<Vec<Result<i64>>> {
+    let Some(store) = runs.first().map(|r| r.run.store) else {
+        return Ok(Vec::new());
+    };
+    if runs.iter().any(|r| r.run.capacity) {
+        anyhow::bail!("a --capacity search cannot be interleaved with other runs");
+    }
+    let done = {
+        let mut arms: Vec<runner::interleave::Arm<'_>> = runs
+            .iter_mut()
+            .map(|r| runner::interleave::Arm {
+                run_id: r.run.id,
+                opts: &r.run.opts,
+                peers: r.run.peers.as_mut(),
+                switch: &mut *r.switch,
+            })
+            .collect();
+        runner::interleave::execute(store, &mut arms, progress, seed)
+    };
+    if let Err(e) = done {
+        for r in &runs {
+            ended_by(store, r.run.id, &e);
+        }
+        return Err(e);
+    }
+    Ok(runs
+        .iter()
+        .map(|r| finish(store, r.run.id, Ok(())).map(|()| r.run.id))
+        .collect())
 }

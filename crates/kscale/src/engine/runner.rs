@@ -20,6 +20,8 @@ use kscale_workloads::{TrialOutput, TrialRequest, WorkloadDef};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+pub mod interleave;
+
 struct Unit {
     entry: PlanEntry,
     workload: &'static WorkloadDef,
@@ -104,9 +106,20 @@ pub fn execute(
     show_progress: bool,
     peers: Option<&mut PeerSet>,
 ) -> Result<()> {
+    with_hotplug(store, opts, |hotplug| {
+        execute_with(store, run_id, opts, show_progress, peers, hotplug)
+    })
+}
+
+/// Runs `f` with the run's CPU hotplug when `--cpu-mode hotplug` asks for
+/// it, and brings every CPU back online however `f` ended (docs/tune.md).
+fn with_hotplug(
+    store: &Store,
+    opts: &RunOptions,
+    f: impl FnOnce(Option<&Hotplug<'_>>) -> Result<()>,
+) -> Result<()> {
     let hotplug = (opts.cpu_mode == CpuMode::Hotplug).then(|| Hotplug::new(store));
-    let result = execute_with(store, run_id, opts, show_progress, peers, hotplug.as_ref());
-    // Every CPU back online however the run ended (docs/tune.md).
+    let result = f(hotplug.as_ref());
     let failed = hotplug.map(|h| h.restore()).unwrap_or_default();
     for e in &failed {
         eprintln!("kscale: could not restore: {e}");
@@ -125,26 +138,72 @@ fn execute_with(
     peers: Option<&mut PeerSet>,
     hotplug: Option<&Hotplug<'_>>,
 ) -> Result<()> {
-    std::fs::create_dir_all(&opts.dir)
-        .with_context(|| format!("cannot create {}", opts.dir.display()))?;
-    remove_stale_scratch(&opts.dir);
-    let scratch = tempfile::Builder::new()
-        .prefix(&format!("{SCRATCH_PREFIX}{}-", std::process::id()))
-        .tempdir_in(&opts.dir)
-        .with_context(|| {
-            format!(
-                "cannot create a scratch directory in {}",
-                opts.dir.display()
-            )
-        })?;
+    let scratch = scratch_dir(&opts.dir)?;
+    let mut units = units(store, run_id, opts)?;
+    say_caveats(&units, &opts.dir);
+    let pending = units.iter().filter(|u| !u.finished).count();
+    let per_case = 1 + opts.rule.min_trials as u64;
+    let bar = super::progress::bar(show_progress, pending as u64 * per_case);
+    let mut profiler = Profiler::new(opts.profile);
+    let available = kscale_sys::affinity::available_cpus()?;
 
+    let env = Env {
+        scratch: scratch.path(),
+        bar: &bar,
+        available: &available,
+        load_cpus: opts.load_cpus.as_deref(),
+        hotplug,
+    };
+    let mut runner = Runner {
+        store,
+        run_id,
+        opts,
+        env: &env,
+        profiler: &mut profiler,
+        peers,
+        profile_scale: opts.budget_s.map_or(1.0, |b| profile_scale(&units, b)),
+    };
+    if let Some(budget_s) = opts.budget_s {
+        run_budgeted(&mut runner, &mut units, budget_s)?;
+    } else {
+        // Interleave within each workload: its cases on all configurations
+        // form one group measured round-robin.
+        let mut start = 0;
+        while start < units.len() {
+            let end = units[start..]
+                .iter()
+                .position(|u| u.entry.workload != units[start].entry.workload)
+                .map_or(units.len(), |p| start + p);
+            run_group(&mut runner, &mut units[start..end])?;
+            start = end;
+        }
+    }
+    bar.finish_and_clear();
+    drop(scratch);
+    Ok(())
+}
+
+/// The run's scratch directory in `dir`, after removing those of runs
+/// killed before they could.
+fn scratch_dir(dir: &std::path::Path) -> Result<tempfile::TempDir> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    remove_stale_scratch(dir);
+    tempfile::Builder::new()
+        .prefix(&format!("{SCRATCH_PREFIX}{}-", std::process::id()))
+        .tempdir_in(dir)
+        .with_context(|| format!("cannot create a scratch directory in {}", dir.display()))
+}
+
+/// The run's cases, each taken up where the store left it (a resumed
+/// run's finished cases stay finished), those the machine cannot run
+/// recorded as skipped.
+fn units(store: &Store, run_id: i64, opts: &RunOptions) -> Result<Vec<Unit>> {
     let existing: HashMap<CaseKey, CaseData> = store
         .load_run(run_id)?
         .cases
         .into_iter()
         .map(|c| (c.key.clone(), c))
         .collect();
-
     let mut units = Vec::new();
     for (seq, entry) in opts.plan.iter().enumerate() {
         let workload = kscale_workloads::find(&entry.workload)
@@ -201,57 +260,21 @@ fn execute_with(
         }
         units.push(unit);
     }
+    Ok(units)
+}
 
-    // Said once per workload before its first trial, not after a wait.
+/// Each workload's caveat for its params, said once before its first
+/// trial, not after a wait.
+fn say_caveats<'u>(units: impl IntoIterator<Item = &'u Unit>, dir: &std::path::Path) {
     let mut said = std::collections::HashSet::new();
-    for u in units.iter().filter(|u| !u.finished) {
+    for u in units.into_iter().filter(|u| !u.finished) {
         let params = kscale_core::Params(u.entry.params.clone());
-        if let Some(c) = (u.workload.caveat)(&params, &opts.dir) {
+        if let Some(c) = (u.workload.caveat)(&params, dir) {
             if said.insert((u.entry.workload.clone(), c.clone())) {
                 eprintln!("  {}: {c}", u.entry.workload);
             }
         }
     }
-    let pending = units.iter().filter(|u| !u.finished).count();
-    let per_case = 1 + opts.rule.min_trials as u64;
-    let bar = super::progress::bar(show_progress, pending as u64 * per_case);
-    let mut profiler = Profiler::new(opts.profile);
-    let available = kscale_sys::affinity::available_cpus()?;
-
-    let env = Env {
-        scratch: scratch.path(),
-        bar: &bar,
-        available: &available,
-        load_cpus: opts.load_cpus.as_deref(),
-        hotplug,
-    };
-    let mut runner = Runner {
-        store,
-        run_id,
-        opts,
-        env: &env,
-        profiler: &mut profiler,
-        peers,
-        profile_scale: opts.budget_s.map_or(1.0, |b| profile_scale(&units, b)),
-    };
-    if let Some(budget_s) = opts.budget_s {
-        run_budgeted(&mut runner, &mut units, budget_s)?;
-    } else {
-        // Interleave within each workload: its cases on all configurations
-        // form one group measured round-robin.
-        let mut start = 0;
-        while start < units.len() {
-            let end = units[start..]
-                .iter()
-                .position(|u| u.entry.workload != units[start].entry.workload)
-                .map_or(units.len(), |p| start + p);
-            run_group(&mut runner, &mut units[start..end])?;
-            start = end;
-        }
-    }
-    bar.finish_and_clear();
-    drop(scratch);
-    Ok(())
 }
 
 /// Records a case the machine cannot run (its workload's `unavailable`

@@ -1,23 +1,29 @@
 //! `kscale tune PLAN.toml`: a cumulative tuning study (docs/tune.md). The
 //! baseline, then each step with every earlier step's settings, then the
 //! baseline again to catch drift, each measured as one run under the usual
-//! run rules. Every setting is journalled before it is changed and restored
-//! however the study ends; `--restore` replays what a SIGKILL left behind.
+//! run rules. Consecutive steps whose settings switch fast have their
+//! states' trials interleaved in random order; the others are measured one
+//! after the other. Every setting is journalled before it is changed and
+//! restored however the study ends; `--restore` replays what a SIGKILL left
+//! behind.
 
 pub mod plan;
+mod switch;
 
 use crate::engine::args::{options, RunArgs, RunOptions, Targets};
 use crate::engine::guard::{refuse_if_unrestored, Journal};
-use crate::engine::lifecycle::{self, AllFailed};
+use crate::engine::hotplug::CpuMode;
+use crate::engine::lifecycle::{self, AllFailed, Interleaved};
 use crate::error::user;
 use crate::output::out;
 use anyhow::Result;
-use kscale_report::staircase::{self, StepData};
+use kscale_report::staircase::{self, Measured, StepData};
 use kscale_store::{RunStatus, Store, TuneStep};
 use kscale_sys::settings::{self, LoopFs, Restore};
 use plan::{Plan, Setting};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use switch::Switcher;
 
 #[derive(clap::Args)]
 #[command(after_help = "Examples:
@@ -176,6 +182,7 @@ pub fn load_steps(store: &Store, tune_id: i64) -> Result<Vec<StepData>> {
                 None => None,
             },
             error: s.error,
+            measured: Measured::decode(s.measured.as_deref()),
         });
     }
     Ok(out)
@@ -200,11 +207,32 @@ pub fn write_report(store: &Store, tune_id: i64, path: &Path) -> Result<()> {
 }
 
 /// What the measured steps share and change as they accumulate.
+#[derive(Clone)]
 struct State {
     params: Vec<(String, Vec<String>)>,
     cpus: String,
     mount_options: String,
     fs: Option<LoopFs>,
+}
+
+/// What every step of one study shares.
+struct Study<'a> {
+    args: &'a Args,
+    plan: &'a Plan,
+    label: &'a str,
+    dir: &'a Path,
+    tune_id: i64,
+    journal: &'a Journal<'a>,
+    /// The interleaved groups' order is drawn from it.
+    seed: u64,
+}
+
+/// A state of a group that could be applied, ready to be measured.
+struct Member {
+    seq: usize,
+    name: String,
+    rationale: String,
+    state: State,
 }
 
 fn measure_all(
@@ -225,12 +253,7 @@ fn measure_all(
             .unwrap_or_default(),
         fs: None,
     };
-    let mut state = State {
-        params: initial.params.clone(),
-        cpus: initial.cpus.clone(),
-        mount_options: initial.mount_options.clone(),
-        fs: None,
-    };
+    let mut state = initial.clone();
     if let Some(f) = &plan.fs {
         if !dir.is_dir() {
             return Err(user(format!("--dir {} is not a directory", dir.display())));
@@ -241,77 +264,307 @@ fn measure_all(
             .map_err(|e| user(format!("cannot make the plan's filesystem: {e}")))?;
         state.fs = Some(fs);
     }
-    let store = journal.store;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let study = Study {
+        args,
+        plan,
+        label,
+        dir,
+        tune_id,
+        journal,
+        seed: kscale_core::order::fresh_seed(nanos, std::process::id()),
+    };
+    // Groups of states between slow switches: a group's first state is
+    // reached by a slow step (or is the baseline), the others by fast ones.
     let n = plan.steps.len();
-    for seq in 0..n + 2 {
+    let hotplug = args.run.cpu_mode == CpuMode::Hotplug;
+    let mut first = 0;
+    while first <= n {
+        let last = (first + 1..=n)
+            .take_while(|&i| plan.steps[i - 1].slow_switch(hotplug).is_none())
+            .last()
+            .unwrap_or(first);
+        study.group(first, last, &mut state)?;
+        first = last + 1;
+    }
+
+    if let Some(sig) = crate::signals::interrupted() {
+        return Err(crate::error::Interrupted(sig, 0).into());
+    }
+    // Drift check: every setting back as it was, measured again.
+    journal.restore_keeping_fs();
+    state = State {
+        fs: state.fs,
+        ..initial
+    };
+    let again = Member {
+        seq: n + 1,
+        name: "baseline-again".into(),
+        rationale: "The baseline re-measured after the steps, every setting restored: guards against drift.".into(),
+        state,
+    };
+    study.sequential(
+        &again,
+        Measured::Sequential(
+            "measured after every step, every setting restored: the drift check".into(),
+        ),
+    )
+}
+
+impl Study<'_> {
+    /// Applies the states `first..=last` on top of what is applied (step
+    /// `first` a slow switch, unless it is the baseline, the others fast)
+    /// and measures them: interleaved when two or more could be applied.
+    /// The machine is left in the last state that could be applied.
+    fn group(&self, first: usize, last: usize, state: &mut State) -> Result<()> {
         if let Some(sig) = crate::signals::interrupted() {
             return Err(crate::error::Interrupted(sig, 0).into());
         }
-        let (name, rationale) = if seq == 0 {
-            (
-                "baseline".to_string(),
-                "The target as the plan gives it, nothing changed.".to_string(),
-            )
-        } else if seq == n + 1 {
-            // Drift check: every setting back as it was, measured again.
-            journal.restore_keeping_fs();
-            state.params = initial.params.clone();
-            state.cpus = initial.cpus.clone();
-            state.mount_options = initial.mount_options.clone();
-            (
-                "baseline-again".to_string(),
-                "The baseline re-measured after the steps, every setting restored: guards against drift.".to_string(),
-            )
-        } else {
-            let s = &plan.steps[seq - 1];
-            (s.name.clone(), s.rationale.clone())
-        };
-        let mut step = TuneStep {
-            seq: seq as i64,
-            name: name.clone(),
-            rationale,
-            run_id: None,
-            error: None,
-        };
-        if (1..=n).contains(&seq) {
-            let mark = journal.mark()?;
-            let saved = (
-                state.params.clone(),
-                state.cpus.clone(),
-                state.mount_options.clone(),
-            );
-            if let Err(e) = apply_step(&plan.steps[seq - 1], &mut state, journal) {
-                eprintln!("kscale: step {seq} ({name}) failed: {e}");
-                // Later steps build on the ones that worked.
-                for err in journal.restore_since(mark) {
-                    eprintln!("kscale: could not restore: {err}");
+        let hotplug = self.args.run.cpu_mode == CpuMode::Hotplug;
+        let mut members = Vec::new();
+        let mut switcher = Switcher::default();
+        for seq in first..=last {
+            let mut writes = Vec::new();
+            let member = if seq == 0 {
+                Member {
+                    seq,
+                    name: "baseline".into(),
+                    rationale: "The target as the plan gives it, nothing changed.".into(),
+                    state: state.clone(),
                 }
-                (state.params, state.cpus, state.mount_options) = saved;
-                step.error = Some(e);
-                store.add_tune_step(tune_id, &step)?;
-                continue;
+            } else {
+                let step = &self.plan.steps[seq - 1];
+                if !self.apply(seq, state, &mut writes)? {
+                    continue;
+                }
+                Member {
+                    seq,
+                    name: step.name.clone(),
+                    rationale: step.rationale.clone(),
+                    state: state.clone(),
+                }
+            };
+            // The slow step's own writes stay as they are through the group.
+            if seq == first {
+                writes.clear();
             }
+            switcher.push(writes);
+            members.push(member);
         }
-        eprintln!("kscale: step {seq}: {name}");
-        let label = format!("{label}.{seq}-{name}");
-        match measure_step(store, args, plan, &state, &label, dir) {
-            Ok(id) => {
-                step.run_id = Some(id);
-                store.add_tune_step(tune_id, &step)?;
+        let apart = |m: &Member| {
+            if m.seq == first && first > 0 {
+                self.plan.steps[first - 1]
+                    .slow_switch(hotplug)
+                    .unwrap_or_default()
+            } else {
+                "no state next to it could be interleaved with it (the steps beside it switch \
+                 slowly or failed)"
+                    .into()
             }
+        };
+        match members.as_slice() {
+            [] => Ok(()),
+            [m] => self.sequential(m, Measured::Sequential(apart(m))),
+            _ => self.interleaved(&members, &switcher, &apart),
+        }
+    }
+
+    /// Applies step `seq` on top of `state`; a step that cannot be applied
+    /// is recorded with its reason, whatever part of it was applied is
+    /// restored, and the study goes on without it (false).
+    fn apply(
+        &self,
+        seq: usize,
+        state: &mut State,
+        writes: &mut Vec<switch::Write>,
+    ) -> Result<bool> {
+        let step = &self.plan.steps[seq - 1];
+        let mark = self.journal.mark()?;
+        let saved = state.clone();
+        let Err(e) = apply_step(step, state, self.journal, writes) else {
+            return Ok(true);
+        };
+        eprintln!("kscale: step {seq} ({}) failed: {e}", step.name);
+        // Later steps build on the ones that worked.
+        for err in self.journal.restore_since(mark) {
+            eprintln!("kscale: could not restore: {err}");
+        }
+        *state = saved;
+        writes.clear();
+        self.record(seq, &step.name, &step.rationale, None, Some(e), None)?;
+        Ok(false)
+    }
+
+    fn record(
+        &self,
+        seq: usize,
+        name: &str,
+        rationale: &str,
+        run_id: Option<i64>,
+        error: Option<String>,
+        measured: Option<&Measured>,
+    ) -> Result<()> {
+        self.journal.store.add_tune_step(
+            self.tune_id,
+            &TuneStep {
+                seq: seq as i64,
+                name: name.into(),
+                rationale: rationale.into(),
+                run_id,
+                error,
+                measured: measured.map(Measured::encode),
+            },
+        )?;
+        Ok(())
+    }
+
+    fn run_label(&self, m: &Member) -> String {
+        format!("{}.{}-{}", self.label, m.seq, m.name)
+    }
+
+    /// One state measured as a run of its own.
+    fn sequential(&self, m: &Member, measured: Measured) -> Result<()> {
+        if let Measured::Sequential(why) = &measured {
+            eprintln!("kscale: step {}: {} (sequential: {why})", m.seq, m.name);
+        }
+        let (store, args) = (self.journal.store, self.args);
+        match measure_step(
+            store,
+            args,
+            self.plan,
+            &m.state,
+            &self.run_label(m),
+            self.dir,
+        ) {
+            Ok(id) => self.record(
+                m.seq,
+                &m.name,
+                &m.rationale,
+                Some(id),
+                None,
+                Some(&measured),
+            ),
             Err(e) => {
-                step.error = Some(format!("{e:#}"));
-                store.add_tune_step(tune_id, &step)?;
-                return Err(e);
+                let err = Some(format!("{e:#}"));
+                self.record(m.seq, &m.name, &m.rationale, None, err, Some(&measured))?;
+                Err(e)
             }
         }
     }
-    Ok(())
+
+    /// The group's states measured together, one run each, their trials
+    /// in a fresh random order every round and the machine switched to a
+    /// state before each of its trials; then back in the last state.
+    fn interleaved(
+        &self,
+        members: &[Member],
+        switcher: &Switcher,
+        apart: &dyn Fn(&Member) -> String,
+    ) -> Result<()> {
+        let store = self.journal.store;
+        let mut runs = Vec::new();
+        for (k, m) in members.iter().enumerate() {
+            let opts = run_options(self.args, self.plan, &m.state, self.dir)?;
+            let run = lifecycle::prepare(self.run_label(m), opts, false, None)?.create(store)?;
+            let name = m.name.clone();
+            let switch = move || {
+                switcher
+                    .switch(k, settings::write_value)
+                    .map_err(|e| anyhow::anyhow!("switching to step {name}: {e}"))
+            };
+            runs.push(Interleaved {
+                run,
+                switch: Box::new(switch),
+            });
+        }
+        let ids: Vec<i64> = runs.iter().map(|r| r.run.id()).collect();
+        eprintln!(
+            "kscale: steps {} interleaved: their trials in a fresh random order every round, \
+             the settings switched before each (seed {:#x})",
+            members
+                .iter()
+                .map(|m| format!("{} ({})", m.seq, m.name))
+                .collect::<Vec<_>>()
+                .join(", "),
+            self.seed
+        );
+        let done = lifecycle::execute_interleaved(runs, self.args.run.progress(), self.seed);
+        // The next steps build on the group's last state.
+        let back = switcher.switch(members.len() - 1, settings::write_value);
+        let interleaved = Measured::Interleaved {
+            seed: Some(self.seed),
+        };
+        let measured = |k: usize| {
+            if k > 0 || members[k].seq == 0 {
+                interleaved.clone()
+            } else {
+                Measured::Sequential(apart(&members[k]))
+            }
+        };
+        let results = match done {
+            Ok(r) => r,
+            Err(e) => {
+                for (k, (m, id)) in members.iter().zip(&ids).enumerate() {
+                    let err = Some(format!("{e:#}"));
+                    self.record(
+                        m.seq,
+                        &m.name,
+                        &m.rationale,
+                        Some(*id),
+                        err,
+                        Some(&measured(k)),
+                    )?;
+                }
+                return Err(e);
+            }
+        };
+        let mut first_error = None;
+        for (k, (m, r)) in members.iter().zip(results).enumerate() {
+            let (id, err) = match r {
+                Ok(id) => (id, None),
+                Err(e) => match e.downcast_ref::<AllFailed>() {
+                    Some(all) => (all.run_id, None),
+                    None => {
+                        let msg = format!("{e:#}");
+                        first_error.get_or_insert(e);
+                        (ids[k], Some(msg))
+                    }
+                },
+            };
+            self.record(
+                m.seq,
+                &m.name,
+                &m.rationale,
+                Some(id),
+                err,
+                Some(&measured(k)),
+            )?;
+        }
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        back.map_err(|e| anyhow::anyhow!("back to step {}: {e}", members[members.len() - 1].name))
+    }
 }
 
 /// Applies one step's settings in order; the first that cannot be changed
 /// fails the step with its reason.
-fn apply_step(step: &plan::Step, state: &mut State, journal: &Journal<'_>) -> Result<(), String> {
+/// Each file written goes to `writes` with its value before, for the
+/// switches of an interleaved group.
+fn apply_step(
+    step: &plan::Step,
+    state: &mut State,
+    journal: &Journal<'_>,
+    writes: &mut Vec<switch::Write>,
+) -> Result<(), String> {
+    let mut set = |kind: &str, path: PathBuf, value: &str| -> Result<(), String> {
+        let old = settings::read_value(&path)?;
+        journal.set_file(kind, &path, value)?;
+        writes.push((path, old, value.to_string()));
+        Ok(())
+    };
     for s in &step.settings {
         match s {
             Setting::File { kind, key, value } => {
@@ -326,7 +579,7 @@ fn apply_step(step: &plan::Step, state: &mut State, journal: &Journal<'_>) -> Re
                     }
                     other => return Err(format!("unknown file setting {other}")),
                 };
-                journal.set_file(kind, &path, value)?;
+                set(kind, path, value)?;
             }
             Setting::Irq { spec, cpus } => {
                 let irqs = settings::irqs_matching(spec)?;
@@ -334,7 +587,7 @@ fn apply_step(step: &plan::Step, state: &mut State, journal: &Journal<'_>) -> Re
                     return Err(format!("no IRQ in /proc/interrupts matches `{spec}`"));
                 }
                 for irq in irqs {
-                    journal.set_file("irq_affinity", &settings::irq_path(irq), cpus)?;
+                    set("irq_affinity", settings::irq_path(irq), cpus)?;
                 }
             }
             Setting::Affinity(c) => state.cpus = c.clone(),

@@ -129,7 +129,40 @@ pub enum Setting {
     },
 }
 
+impl Step {
+    /// Why this step cannot be switched on and off between one trial and
+    /// the next, naming its first slow setting; `None` when every setting
+    /// switches in well under a trial (docs/tune.md, "Interleaved steps").
+    pub fn slow_switch(&self, hotplug: bool) -> Option<String> {
+        self.settings.iter().find_map(|s| {
+            s.slow_switch(hotplug)
+                .map(|why| format!("{}: {why}", s.describe()))
+        })
+    }
+}
+
 impl Setting {
+    /// Why switching this setting back and forth between trials is too
+    /// slow or too disruptive, or `None` when it is a file write (a sysctl,
+    /// THP, a scheduler knob, an IRQ's CPU list) or no change of the
+    /// machine at all (a param, the workload's CPUs, a skipped offload).
+    pub fn slow_switch(&self, hotplug: bool) -> Option<&'static str> {
+        match self {
+            Setting::Mount(_) => Some(
+                "a mount option takes a remount (ext4's data= an unmount and a mount), \
+                 which also leaves the page cache and the journal cold",
+            ),
+            Setting::File { kind: "nic", .. } => Some(
+                "an MTU change may reset the interface: many drivers reallocate their rings \
+                 and renegotiate the link",
+            ),
+            Setting::Affinity(_) if hotplug => {
+                Some("under --cpu-mode hotplug another CPU set takes CPUs offline and online")
+            }
+            _ => None,
+        }
+    }
+
     /// One line for the output and the chart's legend.
     pub fn describe(&self) -> String {
         match self {

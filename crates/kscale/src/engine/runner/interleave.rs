@@ -1,0 +1,117 @@
+//! Several runs measured together, one machine switched between their
+//! configurations (docs/tune.md, "Interleaved steps"): each round gives
+//! every run still measuring one turn — a trial of each of its unfinished
+//! cases — in an order drawn afresh for the round, and before its turn a
+//! run's `switch` puts the machine in its configuration. A drift of the
+//! host then falls on every run alike instead of on whichever ran last.
+//!
+//! Each run keeps its own cases, stopping rules, profiles and stored
+//! trials: the turns are the runner's own ([`Runner::turn`]), only their
+//! order is this module's.
+
+use super::{say_caveats, scratch_dir, units, with_hotplug, Env, Runner, Unit};
+use crate::engine::args::RunOptions;
+use crate::engine::hotplug::Hotplug;
+use crate::engine::peers::PeerSet;
+use crate::engine::profiling::Profiler;
+use anyhow::Result;
+use kscale_core::order::{self, SplitMix64};
+use kscale_core::Decision;
+use kscale_store::Store;
+use std::time::Instant;
+
+/// One run of an interleaved set.
+pub struct Arm<'a> {
+    pub run_id: i64,
+    pub opts: &'a RunOptions,
+    pub peers: Option<&'a mut PeerSet>,
+    /// Puts the machine in this run's configuration; called before each
+    /// of its turns (it may skip what is already so).
+    pub switch: &'a mut dyn FnMut() -> Result<()>,
+}
+
+/// Measures every unfinished case of every arm, the arms' turns in a
+/// random order per round drawn from `seed`. The arms share the first
+/// one's directory, CPU mode and load CPUs (they differ in what their
+/// switches change and in their cases' params and CPUs). Under `--budget`
+/// the set may take each run's budget once per arm; what is unfinished
+/// when it is spent stops unconverged.
+pub fn execute(store: &Store, arms: &mut [Arm<'_>], show_progress: bool, seed: u64) -> Result<()> {
+    let Some(first) = arms.first() else {
+        return Ok(());
+    };
+    let opts = first.opts;
+    with_hotplug(store, opts, |hotplug| {
+        execute_with(store, arms, show_progress, seed, hotplug)
+    })
+}
+
+fn execute_with(
+    store: &Store,
+    arms: &mut [Arm<'_>],
+    show_progress: bool,
+    seed: u64,
+    hotplug: Option<&Hotplug<'_>>,
+) -> Result<()> {
+    let opts = arms[0].opts;
+    let scratch = scratch_dir(&opts.dir)?;
+    let mut sets: Vec<Vec<Unit>> = arms
+        .iter()
+        .map(|a| units(store, a.run_id, a.opts))
+        .collect::<Result<_>>()?;
+    say_caveats(sets.iter().flatten(), &opts.dir);
+    let len: u64 = arms
+        .iter()
+        .zip(&sets)
+        .map(|(a, us)| {
+            us.iter().filter(|u| !u.finished).count() as u64 * (1 + a.opts.rule.min_trials as u64)
+        })
+        .sum();
+    let bar = crate::engine::progress::bar(show_progress, len);
+    let available = kscale_sys::affinity::available_cpus()?;
+    let env = Env {
+        scratch: scratch.path(),
+        bar: &bar,
+        available: &available,
+        load_cpus: opts.load_cpus.as_deref(),
+        hotplug,
+    };
+    let mut profilers: Vec<Profiler> = arms.iter().map(|a| Profiler::new(a.opts.profile)).collect();
+    let budget_s = opts.budget_s.map(|b| b * arms.len() as f64);
+    let started = Instant::now();
+    let mut rng = SplitMix64::new(seed);
+    loop {
+        let alive: Vec<usize> = (0..arms.len())
+            .filter(|&a| sets[a].iter().any(|u| !u.finished))
+            .collect();
+        if alive.is_empty() {
+            break;
+        }
+        let spent = budget_s.is_some_and(|b| started.elapsed().as_secs_f64() >= b);
+        for a in order::round(&mut rng, &alive) {
+            let arm = &mut arms[a];
+            // A finishing case may take its profiled trial: switched too.
+            (arm.switch)()?;
+            let mut r = Runner {
+                store,
+                run_id: arm.run_id,
+                opts: arm.opts,
+                env: &env,
+                profiler: &mut profilers[a],
+                peers: arm.peers.as_deref_mut(),
+                profile_scale: 1.0,
+            };
+            for u in sets[a].iter_mut().filter(|u| !u.finished) {
+                if spent {
+                    let why = "the run's budget was spent".to_string();
+                    r.finish(u, Decision::NotConverged, Some(why))?;
+                } else {
+                    r.turn(u)?;
+                }
+            }
+        }
+    }
+    bar.finish_and_clear();
+    drop(scratch);
+    Ok(())
+}
