@@ -5,7 +5,9 @@
 //!
 //! - `args`: run arguments as typed and as stored; `plan`: the cases.
 //! - `lifecycle`: create or resume, execute, finish a run.
-//! - `runner`: a run's cases in interleaved rounds, a trial at a time;
+//! - `runner`: a run's cases in interleaved rounds, a trial at a time
+//!   (`runner::interleave`: several runs' trials in random order, the
+//!   machine switched between their settings, for `tune`);
 //!   `capacity`: `--capacity` searches on top of it; `profiling`: the
 //!   extra sampled trial.
 //! - `worker`, `roles`, `load`, `peers`: where a trial's processes run.

@@ -729,4 +729,39 @@ settings = [{ kind = "affinity", value = "all" }]
         assert_eq!(line_col("ab\ncd", 4), (2, 2));
         assert_eq!(line_col("ab", 99), (1, 3));
     }
+
+    #[test]
+    fn only_mounts_mtus_and_hotplugged_cpus_switch_slowly() {
+        let step = |settings: Vec<Setting>| Step {
+            name: "s".into(),
+            rationale: "r".into(),
+            settings,
+        };
+        let file = |kind: &'static str| Setting::File {
+            kind,
+            key: "k".into(),
+            value: "1".into(),
+        };
+        let fast = step(vec![
+            file("sysctl"),
+            file("thp"),
+            file("sched"),
+            Setting::Irq {
+                spec: "eth0".into(),
+                cpus: "0".into(),
+            },
+            Setting::Param("conns".into(), "4".into()),
+            Setting::Affinity("1".into()),
+        ]);
+        assert_eq!(fast.slow_switch(false), None);
+        let why = fast.slow_switch(true).unwrap_or_default();
+        assert!(why.starts_with("cpus 1: under --cpu-mode hotplug"), "{why}");
+        let mixed = step(vec![file("sysctl"), Setting::Mount("noatime".into())]);
+        let why = mixed.slow_switch(false).unwrap_or_default();
+        assert!(
+            why.starts_with("mount -o noatime: a mount option takes a remount"),
+            "{why}"
+        );
+        assert!(step(vec![file("nic")]).slow_switch(false).is_some());
+    }
 }
