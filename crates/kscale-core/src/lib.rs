@@ -17,7 +17,7 @@ pub mod usl;
 
 pub use cpus::{CpuConfig, CpuSpecError};
 pub use model::{
-    load_bound, CaseKey, Direction, MetricDef, MetricKind, RoleCpu, RunRule, TrialValues,
+    load_bound, CaseKey, Direction, MetricDef, MetricKind, RoleCpu, RunRule, TrialValues, CAPACITY,
 };
 pub use params::{ParamDef, ParamError, ParamKind, Params};
 pub use stats::{Decision, Estimate, Estimator, Follows, StopRule, Summary, Welch};

@@ -188,7 +188,43 @@ pub struct CaseKey {
     pub cpus: String,
 }
 
+/// The value a capacity search's answer case holds in its searched param
+/// (`conns=capacity`): the case whose figure is the capacity, beside the
+/// search's steps, each a case at one value (docs/families/web.md,
+/// "Capacity").
+pub const CAPACITY: &str = "capacity";
+
 impl CaseKey {
+    /// The param a capacity search's answer case searched; `None` for any
+    /// other case.
+    pub fn searched(&self) -> Option<&str> {
+        self.params
+            .iter()
+            .find(|(_, v)| v.as_str() == CAPACITY)
+            .map(|(k, _)| k.as_str())
+    }
+
+    /// Whether this case is a step of the search `answer` answers, on any
+    /// CPU configuration: same workload and params but the searched one.
+    /// Tables show the answer and leave its steps to its note.
+    pub fn is_step_of(&self, answer: &CaseKey) -> bool {
+        let Some(p) = answer.searched() else {
+            return false;
+        };
+        self.workload == answer.workload
+            && self.params.get(p).is_some_and(|v| v != CAPACITY)
+            && self.params.len() == answer.params.len()
+            && self
+                .params
+                .iter()
+                .all(|(k, v)| k == p || answer.params.get(k) == Some(v))
+    }
+
+    /// Whether any of `keys` is a capacity answer this case is a step of.
+    pub fn is_step_in<'a>(&self, mut keys: impl Iterator<Item = &'a CaseKey>) -> bool {
+        keys.any(|a| self.is_step_of(a))
+    }
+
     pub fn family(&self) -> &str {
         self.workload.split('.').next().unwrap_or(&self.workload)
     }
@@ -241,6 +277,34 @@ mod tests {
             window_s: 2.0,
             cpus: 1,
         }
+    }
+
+    fn key(conns: &str, rate: &str, cpus: &str) -> CaseKey {
+        CaseKey {
+            workload: "web.nginx".into(),
+            params: [("conns", conns), ("rate", rate)]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            cpus: cpus.into(),
+        }
+    }
+
+    #[test]
+    fn a_capacity_answer_and_its_steps() {
+        let answer = key(CAPACITY, "400", "1");
+        assert_eq!(answer.searched(), Some("conns"));
+        assert_eq!(key("800", "400", "1").searched(), None);
+        // Steps on every configuration, not another rate, not the answer.
+        assert!(key("800", "400", "1").is_step_of(&answer));
+        assert!(key("3200", "400", "all").is_step_of(&answer));
+        assert!(!key("800", "0", "1").is_step_of(&answer));
+        assert!(!answer.is_step_of(&answer));
+        assert!(!key("800", "400", "1").is_step_of(&key("800", "400", "1")));
+        let mut other = key("800", "400", "1");
+        other.workload = "web.own".into();
+        assert!(!other.is_step_of(&answer));
+        assert!(key("800", "400", "1").is_step_in([&other.clone(), &answer].into_iter()));
     }
 
     #[test]

@@ -205,7 +205,7 @@ pub fn compare_metric(
     let mut per_run: Vec<BTreeMap<Key, &CaseData>> = Vec::new();
     for r in runs {
         let mut m = BTreeMap::new();
-        for c in &r.cases {
+        for c in r.cases.iter().filter(|c| crate::results::shown(r, c)) {
             let k = key_of(c);
             if !order.contains(&k) {
                 order.push(k.clone());

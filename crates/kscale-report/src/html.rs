@@ -681,6 +681,7 @@ fn profile_section(runs: &[&RunData], names: &[String], cat: &dyn Catalog) -> Op
         let details: Vec<Block> = r
             .cases
             .iter()
+            .filter(|c| crate::results::shown(r, c))
             .filter_map(|c| {
                 let summary = profile::case_summary(cat, c)?;
                 let table = profile::case_table(cat, c)?;

@@ -6,7 +6,7 @@
 //! difference of two profiles. The method is in docs/report.md.
 
 use crate::format::sig;
-use crate::results::{case_label, cpus_header};
+use crate::results::{case_label, cpus_header, shown};
 use crate::svg::{BarChart, Chart, Point, Uncertainty};
 use crate::table::{Cell, RowKind, Table, Tone};
 use crate::Catalog;
@@ -117,7 +117,7 @@ pub fn summary_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
         .map(|s| s.to_string())
         .collect(),
     );
-    for c in &run.cases {
+    for c in run.cases.iter().filter(|c| shown(run, c)) {
         let Some(p) = clock(c) else { continue };
         let spin = p.spinlock_kernel_share();
         t.push(
@@ -300,7 +300,12 @@ pub fn case_summary(cat: &dyn Catalog, c: &CaseData) -> Option<String> {
 pub fn profile_tables(run: &RunData, cat: &dyn Catalog) -> Vec<Table> {
     let mut out: Vec<Table> = cpu_growth(run, cat).into_iter().collect();
     out.extend(summary_table(run, cat));
-    out.extend(run.cases.iter().filter_map(|c| case_table(cat, c)));
+    out.extend(
+        run.cases
+            .iter()
+            .filter(|c| shown(run, c))
+            .filter_map(|c| case_table(cat, c)),
+    );
     out
 }
 
@@ -530,7 +535,7 @@ fn pairs<'a>(
 ) -> Vec<Pair<'a>> {
     run.cases
         .iter()
-        .filter(|c| c.key.cpus == cfg)
+        .filter(|c| c.key.cpus == cfg && shown(run, c))
         .filter_map(|ca| {
             let (a, b) = (clock(ca)?, clock(other(ca)?)?);
             let info = cat.info(&ca.key.workload);
@@ -609,7 +614,11 @@ pub fn spinlock_chart(runs: &[(&str, &RunData)], cat: &dyn Catalog) -> Option<Ch
                 cpus_header(&cfg, count)
             };
             let mut vals = Vec::new();
-            for c in run.cases.iter().filter(|c| c.key.cpus == cfg) {
+            for c in run
+                .cases
+                .iter()
+                .filter(|c| c.key.cpus == cfg && shown(run, c))
+            {
                 let Some(p) = clock(c) else { continue };
                 let mut key = c.key.clone();
                 key.cpus.clear();

@@ -105,10 +105,22 @@ fn complete_geomean(vals: &[f64], rows: usize) -> String {
 /// Params other than the `geomean_over` one → per-configuration means.
 type GeomeanGroups = Vec<(BTreeMap<String, String>, Vec<Vec<f64>>)>;
 
+/// Whether tables give `c` a row: every case but the steps of a capacity
+/// search whose answer the run holds — the answer's row is the figure,
+/// and its note lists every step.
+pub fn shown(run: &RunData, c: &CaseData) -> bool {
+    !c.key.is_step_in(
+        run.cases
+            .iter()
+            .map(|a| &a.key)
+            .filter(|k| k.searched().is_some()),
+    )
+}
+
 pub fn run_tables(run: &RunData, cat: &dyn Catalog) -> Vec<Table> {
     let rule = RuleInfo::of(run);
     let mut by_family: BTreeMap<String, Vec<&CaseData>> = BTreeMap::new();
-    for c in &run.cases {
+    for c in run.cases.iter().filter(|c| shown(run, c)) {
         by_family
             .entry(c.key.family().to_string())
             .or_default()
@@ -433,7 +445,7 @@ pub fn accounting_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
         .map(|s| s.to_string())
         .collect(),
     );
-    for c in &run.cases {
+    for c in run.cases.iter().filter(|c| shown(run, c)) {
         let Some(a) = c.accounting() else { continue };
         let info = cat.info(&c.key.workload);
         let per_s = |x: u64| {

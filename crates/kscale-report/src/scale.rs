@@ -128,8 +128,11 @@ pub fn scale_metric(
             ));
         }
     }
-    let done =
-        |c: &&CaseData| c.status == CaseStatus::Done && c.metric_or_primary(metric).is_some();
+    let done = |c: &&CaseData| {
+        c.status == CaseStatus::Done
+            && c.metric_or_primary(metric).is_some()
+            && crate::results::shown(run, c)
+    };
     let mut counts: Vec<usize> = run
         .cases
         .iter()

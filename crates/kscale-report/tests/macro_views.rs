@@ -158,3 +158,63 @@ fn compare_and_scale_on_a_chosen_metric() {
         Err(ScaleError::NoSuchMetric(..))
     ));
 }
+
+/// A web case: `conforming` per trial (first the warm-up), median of 3.
+fn web_case(id: i64, conns: &str, cpus: &str, conforming: &[f64]) -> CaseData {
+    let trials = conforming
+        .iter()
+        .map(|v| BTreeMap::from([("conforming".to_string(), *v)]))
+        .collect();
+    let mut c = case(
+        id,
+        "web.nginx",
+        &[("conns", conns), ("rate", "400")],
+        cpus,
+        vec![metric("conforming", "conns", Direction::Higher, true)],
+        trials,
+    );
+    c.rule = RunRule::MedianOf(3);
+    c.converged = None;
+    c
+}
+
+/// A capacity search's answer (`conns=capacity`) is the row of its
+/// workload on each configuration, and `scale` divides capacities; its
+/// steps, each a case at one offered count, are left to its note.
+#[test]
+fn a_capacity_answer_is_the_row_and_its_steps_are_not() {
+    let cap = kscale_core::CAPACITY;
+    let mut a1 = web_case(1, cap, "1", &[0.0, 2400.0, 2400.0, 2390.0]);
+    a1.notes
+        .push("capacity: 2400 conns, not at 3200 — a bracket 33 % wide".into());
+    let run = run_with(vec![
+        web_case(2, "800", "1", &[0.0, 800.0]),
+        web_case(3, "3200", "1", &[0.0, 2900.0]),
+        web_case(4, "2400", "1", &[0.0, 2400.0, 2400.0, 2390.0]),
+        a1,
+        web_case(5, "800", "all", &[0.0, 800.0]),
+        web_case(6, "1600", "all", &[0.0, 1600.0]),
+        web_case(7, cap, "all", &[0.0, 1600.0, 1600.0, 1600.0]),
+    ]);
+    let text: String = run_tables(&run, &Cat)
+        .iter()
+        .map(|t| t.to_terminal(false))
+        .collect();
+    assert!(text.contains("conns=capacity"), "{text}");
+    for step in ["conns=800", "conns=3200", "conns=2400", "conns=1600"] {
+        assert!(!text.contains(step), "{step} has a row:\n{text}");
+    }
+    assert!(text.contains("capacity: 2400 conns, not at 3200"), "{text}");
+    let s = scale_metric(&run, None, &Cat, None).unwrap();
+    let rows: Vec<_> = s.families.iter().flat_map(|f| &f.rows).collect();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0].params["conns"], cap);
+    assert_eq!(rows[0].means, vec![Some(2400.0), Some(1600.0)]);
+    let scal = rows[0].scalability[1].unwrap();
+    assert!((scal - 1600.0 / 2400.0).abs() < 1e-9, "{scal}");
+    let text: String = scale_tables(&s)
+        .iter()
+        .map(|t| t.to_terminal(false))
+        .collect();
+    assert!(text.contains("0.67×"), "{text}");
+}

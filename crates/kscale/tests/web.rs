@@ -402,6 +402,93 @@ fn capacity_search_reports_a_conforming_connection_count() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("no capacity to search"));
 }
 
+/// Under a budget (as in `study`) the search is bounded: one window a
+/// step, starting at the sweep's largest value (800 under `--quick`), and
+/// a budget too small for 2 % stops it at a bracket (or an open `≥`),
+/// which it says. Every step is a stored case at its value; the figure is
+/// a case of its own, `conns=capacity`, measured at the capacity — not an
+/// offered value echoed back — and it is what `show` prints.
+#[test]
+fn a_budgeted_capacity_search_stops_at_a_bracket_and_stores_its_figure() {
+    if nginx().is_none() {
+        return;
+    }
+    let env = Env::new();
+    let out = env.run_ok(&[
+        "run",
+        "web.nginx",
+        "--capacity",
+        "--quick",
+        "--cpus",
+        "1",
+        "--budget",
+        "15s",
+        "--no-progress",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.contains("capacity: "))
+        .unwrap_or_else(|| panic!("no capacity line: {err}"));
+    assert!(
+        line.contains("its share of the run's budget (15 s) was spent"),
+        "{line}"
+    );
+    assert!(
+        (line.contains(" not at ") && line.contains("% wide, not 2 %")) || line.contains("≥ "),
+        "{line}"
+    );
+    let steps: Vec<(u64, bool)> = line
+        .split("steps: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{line}"))
+        .split(", ")
+        .map(|s| {
+            let (v, ok) = s.split_once(' ').unwrap_or_else(|| panic!("{s}"));
+            (v.parse().unwrap(), ok == "yes")
+        })
+        .collect();
+    assert_eq!(steps.first().map(|s| s.0), Some(800), "{line}");
+    let results = env.primary("latest");
+    let at = |conns: &str| {
+        results
+            .iter()
+            .find(|r| r["params"]["conns"] == conns)
+            .unwrap_or_else(|| panic!("no case at conns={conns}: {results:?}"))
+    };
+    for (v, ok) in &steps {
+        let r = at(&v.to_string());
+        let mean = r["mean"].as_f64().unwrap();
+        assert_eq!(*ok, mean >= *v as f64, "{r}");
+    }
+    let answer = at("capacity");
+    assert_eq!(answer["status"], "done", "{answer}");
+    assert_eq!(answer["metric"], "conforming");
+    let lo = steps.iter().filter(|s| s.1).map(|s| s.0).max();
+    match lo {
+        // Its windows are those measured at the capacity: one step's, with
+        // the run rule's others when they fitted.
+        Some(lo) => {
+            let step = at(&lo.to_string());
+            assert_eq!(answer["mean"], step["mean"], "{answer}\n{step}");
+            assert_eq!(answer["n"], step["n"]);
+            let n = answer["n"].as_u64().unwrap();
+            assert!(
+                n == 3 || (n == 1 && line.contains("from one window")),
+                "{line}"
+            );
+        }
+        None => assert_eq!(answer["n"], 0, "{answer}"),
+    }
+    let show = env.show("latest");
+    assert!(show.contains("conns=capacity"), "{show}");
+    assert!(
+        !show.contains("conns=800 "),
+        "steps are left to the note:\n{show}"
+    );
+    assert!(show.contains("steps: 800 "), "{show}");
+}
+
 /// `web` holds 10,000 connections on the 2-core machine (docs/families/web.md). Too
 /// heavy for every `cargo test` (and it needs RLIMIT_NOFILE ≥ 10,256);
 /// run with `cargo test -p kscale --test web -- --ignored`. Its figures

@@ -78,7 +78,10 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let start = Start::New {
         opts: Box::new(options(&select, &run)?),
         label: super::run::label(&args.run),
-        capacity: false,
+        // A sweep of offered connections restates its input when every one
+        // conforms: web's figure is its capacity, searched within a share
+        // of the budget (docs/method.md, "The run's budget").
+        capacity: true,
     };
     let (store, run_id) =
         lifecycle::measure(start, None, args.run.progress(), |_| super::open_store(db))?;

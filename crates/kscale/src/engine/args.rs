@@ -109,7 +109,9 @@ pub struct Targets {
     pub target: Option<String>,
     /// Search each workload's capacity (SPECweb99's number: the most connections that all
     /// conform) by bracketing and bisecting its capacity param, a full trial set per step,
-    /// instead of sweeping it; the param's first value is where the search starts.
+    /// instead of sweeping it; the param's largest value is where the search starts. Under
+    /// --budget a step is one window and the search stops where the budget does, with the
+    /// bracket it reached.
     #[arg(long)]
     pub capacity: bool,
     /// Override a param's values for every selected workload that has it. Repeatable.
@@ -175,6 +177,16 @@ pub struct RunOptions {
     /// CPUs chosen for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_cpus: Option<Vec<usize>>,
+    /// The plan's workloads that have a capacity param are searched
+    /// (`run --capacity`, `study`; engine::capacity), the others measured
+    /// as planned.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub capacity: bool,
+    /// A capacity search's steering probe (engine::capacity): one counted
+    /// window a case, no warm-up. Set only on the options of one step,
+    /// never stored.
+    #[serde(skip)]
+    pub probe: bool,
 }
 
 /// Builds validated options from the command line.
@@ -336,6 +348,8 @@ pub fn options(sel: &Targets, args: &RunArgs) -> Result<RunOptions> {
         cpu_idle: args.cpu_idle,
         cpu_order: args.cpu_order,
         load_cpus,
+        capacity: sel.capacity,
+        probe: false,
     })
 }
 

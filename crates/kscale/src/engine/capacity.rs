@@ -1,26 +1,43 @@
-//! `run --capacity`: SPECweb99's reported number, searched rather than
-//! swept (docs/families/web.md). For a workload whose definition names a
-//! capacity param (`conns`), find the largest value at which the primary
-//! metric still equals it — every connection conforms — by bracketing
-//! (doubling or halving from the starting value) and then bisecting. Each
-//! step is a whole case under the workload's run rule (SPECweb99's three
-//! trials and their median), stored like any other; the answer is printed
-//! and stored as a note on the case measured at it.
+//! Capacity searches: SPECweb99's reported number, searched rather than
+//! swept (docs/families/web.md, "Capacity"). For a workload whose
+//! definition names a capacity param (`conns`), find the largest value at
+//! which the primary metric still equals it — every connection conforms —
+//! by bracketing (doubling or halving from the sweep's largest value) and
+//! then bisecting to 2 %.
+//!
+//! `run --capacity` searches the plan; `study` searches the workloads that
+//! have a capacity param and sweeps the rest. Without a budget each step is
+//! a whole case under the workload's run rule (three windows, their
+//! median). Under a budget the searches come first, within a bounded share
+//! of it ([`SHARE`]), and the rest of the run is planned with what they
+//! left: each step is then one window, and the largest conforming value
+//! gets the run rule's remaining windows, so the figure is still the median
+//! of three. Every step is a case stored like any other; the answer is a
+//! case of its own (`conns=capacity`, [`kscale_core::CAPACITY`]) holding the
+//! trials measured at the capacity, with the search in its note.
 
 use super::args::RunOptions;
 use super::peers::PeerSet;
 use super::plan::PlanEntry;
 use super::runner;
 use anyhow::{Context, Result};
-use kscale_core::ParamKind;
-use kscale_store::{CaseStatus, Store};
+use kscale_core::{CaseKey, ParamKind, RunRule, CAPACITY};
+use kscale_store::{CaseData, CaseStatus, MetricRow, NewTrial, Store};
 use kscale_workloads::WorkloadDef;
-use std::collections::BTreeMap;
+use std::time::Instant;
 
 /// Bisection stops when the bracket is this fine: within 2 % of the
-/// capacity (and one unit). A finer answer costs a trial set per halving
-/// and is below what run-to-run noise can tell apart.
+/// capacity (and one unit). A finer answer costs a step per halving and
+/// is below what run-to-run noise can tell apart.
 const RESOLUTION: f64 = 0.02;
+
+/// The most of a run's budget its capacity searches take when the run
+/// measures other cases too, split evenly over the searches: 60 s of
+/// `study --quick`'s five minutes, 30 s per CPU configuration — what the
+/// six swept web cases cost before (three offered loads × warm-up and
+/// three 2 s windows on each configuration). A run of searches alone
+/// (`run --capacity --budget`) gives them all of it.
+pub const SHARE: f64 = 0.2;
 
 /// The searched param of a workload, or why it has none.
 pub fn param_of(w: &WorkloadDef) -> Option<&'static str> {
@@ -30,14 +47,16 @@ pub fn param_of(w: &WorkloadDef) -> Option<&'static str> {
     })
 }
 
-/// The plan reduced to one starting case per search: the first value of
-/// the capacity param for each workload, other params and CPU set.
+/// The plan reduced to one starting case per search: for each workload,
+/// other params and CPU set, the largest value of the capacity param —
+/// the sweep's value nearest a capacity it was chosen to show.
 pub fn seeds(plan: &[PlanEntry]) -> Vec<PlanEntry> {
     let mut out: Vec<PlanEntry> = Vec::new();
     for e in plan {
         let Some(p) = kscale_workloads::find(&e.workload).and_then(param_of) else {
             continue;
         };
+        let value = |o: &PlanEntry| o.params.get(p).and_then(|v| v.parse::<u64>().ok());
         let same = |o: &PlanEntry| {
             o.workload == e.workload
                 && o.cpus_name == e.cpus_name
@@ -45,8 +64,10 @@ pub fn seeds(plan: &[PlanEntry]) -> Vec<PlanEntry> {
                     .iter()
                     .all(|(k, v)| k == p || e.params.get(k) == Some(v))
         };
-        if !out.iter().any(same) {
-            out.push(e.clone());
+        match out.iter_mut().find(|o| same(o)) {
+            Some(o) if value(e) > value(o) => *o = e.clone(),
+            Some(_) => {}
+            None => out.push(e.clone()),
         }
     }
     out
@@ -55,168 +76,498 @@ pub fn seeds(plan: &[PlanEntry]) -> Vec<PlanEntry> {
 /// What one search found.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Found {
-    /// The largest value that conformed (0: not even the smallest).
+    /// The largest value that conformed (0: none did).
     pub capacity: u64,
-    /// The smallest value that did not (None: the param's maximum held).
+    /// The smallest value that did not (None: none failed).
     pub fails_at: Option<u64>,
     /// Every value measured, in order, and whether it conformed.
     pub steps: Vec<(u64, bool)>,
+    /// The search ended by its own rule (2 %, the param's bounds), not
+    /// because its share of the budget was spent.
+    pub resolved: bool,
 }
 
-/// The search itself, over a `conforms(value)` oracle: bracket from
-/// `start` by doubling (or halving), then bisect to [`RESOLUTION`].
+impl Found {
+    /// The bracket's width as a share of its lower end (None: open above,
+    /// or nothing conformed).
+    pub fn width(&self) -> Option<f64> {
+        let hi = self.fails_at?;
+        (self.capacity > 0).then(|| (hi - self.capacity) as f64 / self.capacity as f64)
+    }
+}
+
+/// The search's state: bracket from `start` by doubling (or halving), then
+/// bisect to [`RESOLUTION`]. [`Search::next`] says what to measure,
+/// [`Search::record`] takes the answer, so the caller decides whether a
+/// step still fits its time.
+pub struct Search {
+    start: u64,
+    min: u64,
+    max: u64,
+    lo: u64,
+    hi: Option<u64>,
+    steps: Vec<(u64, bool)>,
+}
+
+impl Search {
+    pub fn new(start: u64, min: u64, max: u64) -> Search {
+        let min = min.max(1);
+        Search {
+            start: start.clamp(min, max.max(min)),
+            min,
+            max: max.max(min),
+            lo: 0,
+            hi: None,
+            steps: Vec::new(),
+        }
+    }
+
+    /// The value to measure next; `None` once the search has its answer.
+    pub fn next(&self) -> Option<u64> {
+        if self.steps.is_empty() {
+            return Some(self.start);
+        }
+        match (self.lo, self.hi) {
+            // Everything so far conformed: double, up to the maximum.
+            (lo, None) => (lo < self.max).then(|| lo.saturating_mul(2).min(self.max)),
+            // Nothing so far conformed: halve, down to the minimum.
+            (0, Some(hi)) => (hi / 2 >= self.min).then_some(hi / 2),
+            (lo, Some(hi)) => {
+                let fine = ((lo as f64 * RESOLUTION) as u64).max(1);
+                (hi - lo > fine).then(|| lo + (hi - lo) / 2)
+            }
+        }
+    }
+
+    pub fn record(&mut self, v: u64, conforms: bool) {
+        self.steps.push((v, conforms));
+        if conforms {
+            self.lo = self.lo.max(v);
+        } else {
+            self.hi = Some(self.hi.map_or(v, |h| h.min(v)));
+        }
+    }
+
+    pub fn found(self) -> Found {
+        Found {
+            resolved: self.next().is_none(),
+            capacity: self.lo,
+            fails_at: self.hi,
+            steps: self.steps,
+        }
+    }
+}
+
+/// A search with no bound on its time: every step measured until the
+/// answer is within [`RESOLUTION`] ([`bounded`] with no share).
+#[cfg(test)]
 pub fn search(
     start: u64,
     min: u64,
     max: u64,
     mut conforms: impl FnMut(u64) -> Result<bool>,
 ) -> Result<Found> {
-    let mut steps = Vec::new();
-    let mut probe = |v: u64, steps: &mut Vec<(u64, bool)>| -> Result<bool> {
+    let mut s = Search::new(start, min, max);
+    while let Some(v) = s.next() {
         let ok = conforms(v)?;
-        steps.push((v, ok));
-        Ok(ok)
-    };
-    let start = start.clamp(min.max(1), max);
-    let (mut lo, mut hi);
-    if probe(start, &mut steps)? {
-        lo = start;
-        hi = None;
-        while lo < max {
-            let next = lo.saturating_mul(2).min(max);
-            if probe(next, &mut steps)? {
-                lo = next;
-            } else {
-                hi = Some(next);
-                break;
-            }
-        }
-    } else {
-        hi = Some(start);
-        lo = 0;
-        let mut cur = start;
-        while cur / 2 >= min.max(1) {
-            cur /= 2;
-            if probe(cur, &mut steps)? {
-                lo = cur;
-                break;
-            }
-            hi = Some(cur);
-        }
+        s.record(v, ok);
     }
-    while let Some(h) = hi {
-        let fine = ((lo as f64 * RESOLUTION) as u64).max(1);
-        if h - lo <= fine || lo == 0 {
+    Ok(s.found())
+}
+
+/// A search within `share_s` seconds and what it spent.
+#[derive(Debug)]
+pub struct Bounded {
+    pub found: Found,
+    pub spent_s: f64,
+    /// The dearest step's wall seconds (`first_s` before any).
+    pub step_s: f64,
+}
+
+/// [`search`] within `share_s` seconds (None: unbounded). `probe(v)`
+/// measures a step and says whether it conformed and how many seconds it
+/// took. A step starts only when it fits: the first at `first_s` (a
+/// guess from the workload's window), each later one at the dearest step
+/// so far, and together with `reserve` more steps' worth kept for
+/// confirming the answer. So the search stays within its share unless one
+/// step costs more than every step before it.
+pub fn bounded(
+    search: Search,
+    share_s: Option<f64>,
+    first_s: f64,
+    reserve: f64,
+    mut probe: impl FnMut(u64) -> Result<(bool, f64)>,
+) -> Result<Bounded> {
+    let mut s = search;
+    let (mut spent_s, mut step_s) = (0.0, first_s);
+    while let Some(v) = s.next() {
+        let need = if s.steps.is_empty() {
+            step_s
+        } else {
+            step_s * (1.0 + reserve)
+        };
+        if share_s.is_some_and(|share| spent_s + need > share) {
             break;
         }
-        let mid = lo + (h - lo) / 2;
-        if probe(mid, &mut steps)? {
-            lo = mid;
+        let (ok, secs) = probe(v)?;
+        step_s = if s.steps.is_empty() {
+            secs
         } else {
-            hi = Some(mid);
-        }
+            step_s.max(secs)
+        };
+        spent_s += secs;
+        s.record(v, ok);
     }
-    Ok(Found {
-        capacity: lo,
-        fails_at: hi,
-        steps,
+    Ok(Bounded {
+        found: s.found(),
+        spent_s,
+        step_s,
     })
 }
 
-/// Runs every search of `seeds` in the run, appending each step's case to
-/// the plan and letting the runner measure it; prints and stores each
-/// answer.
+/// What every search of a run shares.
+struct Ctx<'a, 'p> {
+    store: &'a Store,
+    run_id: i64,
+    opts: &'a RunOptions,
+    progress: bool,
+    peers: Option<&'p mut PeerSet>,
+}
+
+impl Ctx<'_, '_> {
+    /// Measures `entry`: one window (`probe`) or the run rule's trials from
+    /// what it has; returns its case as stored and the wall seconds taken.
+    fn measure(&mut self, entry: &PlanEntry, probe: bool) -> Result<(CaseData, f64)> {
+        let mut o = self.opts.clone();
+        o.plan = vec![entry.clone()];
+        o.budget_s = None;
+        o.probe = probe;
+        o.profile &= !probe;
+        let t0 = Instant::now();
+        runner::execute(
+            self.store,
+            self.run_id,
+            &o,
+            self.progress,
+            self.peers.as_deref_mut(),
+        )?;
+        let secs = t0.elapsed().as_secs_f64();
+        let case = self
+            .store
+            .load_run(self.run_id)?
+            .cases
+            .into_iter()
+            .find(|c| {
+                c.key.workload == entry.workload
+                    && c.key.params == entry.params
+                    && c.key.cpus == entry.cpus_name
+            })
+            .context("the search's case is not in the store")?;
+        Ok((case, secs))
+    }
+}
+
+/// Whether a step's case conforms: done, and its primary metric (the
+/// median of its windows) equals the value. A failed case (the server
+/// gave up) does not conform.
+fn conforms(w: &WorkloadDef, c: &CaseData, v: u64) -> bool {
+    c.status == CaseStatus::Done && c.summary(w.primary().name, 95.0).mean >= v as f64 - 1e-9
+}
+
+/// Runs the plan: every search first, each within its share of the
+/// budget, then the other cases with the budget they left.
 pub fn run(
     store: &Store,
     run_id: i64,
-    opts: &mut RunOptions,
-    seeds: Vec<PlanEntry>,
+    opts: &RunOptions,
     progress: bool,
-    mut peers: Option<&mut PeerSet>,
+    peers: Option<&mut PeerSet>,
 ) -> Result<()> {
-    for seed in seeds {
-        let w = kscale_workloads::find(&seed.workload)
-            .with_context(|| format!("unknown workload {}", seed.workload))?;
-        let param = param_of(w).with_context(|| format!("{} has no capacity search", w.id()))?;
-        let (min, max) = match w.param(param).map(|d| d.kind) {
-            Some(ParamKind::Int { min, max }) => (min, max),
-            _ => (1, u64::MAX),
-        };
-        let start: u64 = seed
-            .params
-            .get(param)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(min.max(1));
-        let primary = w.primary().name;
-        let mut cases: BTreeMap<u64, i64> = BTreeMap::new();
-        let found = search(start, min, max, |v| {
-            let mut e = seed.clone();
-            e.params.insert(param.to_string(), v.to_string());
-            if !opts.plan.contains(&e) {
-                opts.plan.push(e.clone());
-            }
-            runner::execute(store, run_id, opts, progress, peers.as_deref_mut())?;
-            let data = store.load_run(run_id)?;
-            let case = data
-                .cases
-                .iter()
-                .find(|c| {
-                    c.key.workload == e.workload
-                        && c.key.params == e.params
-                        && c.key.cpus == e.cpus_name
-                })
-                .context("the search's case is not in the store")?;
-            cases.insert(v, case.id);
-            // A failed case (the server gave up) does not conform.
-            Ok(case.status == CaseStatus::Done
-                && case.summary(primary, 95.0).mean >= v as f64 - 1e-9)
-        })?;
-        let others: Vec<String> = seed
-            .params
-            .iter()
-            .filter(|(k, _)| k.as_str() != param)
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        let steps: Vec<String> = found
-            .steps
-            .iter()
-            .map(|(v, ok)| format!("{v} {}", if *ok { "yes" } else { "no" }))
-            .collect();
-        let bound = match found.fails_at {
-            Some(f) => format!("not at {f}"),
-            None => format!("up to the maximum, {max}"),
-        };
-        let line = format!(
-            "capacity: {} {param} with {primary} = {param}, {bound} — {} {} on cpus {}; \
-             steps: {}",
-            found.capacity,
-            w.id(),
-            others.join(" "),
-            seed.cpus_name,
-            steps.join(", ")
-        );
-        eprintln!("kscale: {line}");
-        // Stored with the case measured at the capacity (or the first step
-        // when nothing conformed).
-        let at = cases
-            .get(&found.capacity)
-            .or_else(|| cases.values().next())
-            .copied();
-        let data = store.load_run(run_id)?;
-        if let Some(c) = at.and_then(|id| data.cases.iter().find(|c| c.id == id)) {
-            let mut notes = c.notes.clone();
-            notes.push(line);
-            store.finish_case(
+    let started = Instant::now();
+    let (searched, rest): (Vec<PlanEntry>, Vec<PlanEntry>) =
+        opts.plan.iter().cloned().partition(|e| {
+            kscale_workloads::find(&e.workload)
+                .and_then(param_of)
+                .is_some()
+        });
+    let seeds = seeds(&searched);
+    let share = opts.budget_s.map(|b| {
+        let all = if rest.is_empty() { b } else { b * SHARE };
+        all / seeds.len().max(1) as f64
+    });
+    let mut ctx = Ctx {
+        store,
+        run_id,
+        opts,
+        progress,
+        peers,
+    };
+    for seed in &seeds {
+        let seq = opts.plan.iter().position(|e| e == seed).unwrap_or(0);
+        search_one(&mut ctx, seed, seq as i64, share)?;
+    }
+    if rest.is_empty() {
+        return Ok(());
+    }
+    let mut o = opts.clone();
+    o.plan = rest;
+    // The rest is planned with what the searches left.
+    o.budget_s = opts
+        .budget_s
+        .map(|b| (b - started.elapsed().as_secs_f64()).max(0.0));
+    runner::execute(store, run_id, &o, progress, ctx.peers)
+}
+
+/// One search: its steps, the answer's confirmation under a budget, the
+/// answer case, and the line that says it.
+fn search_one(ctx: &mut Ctx<'_, '_>, seed: &PlanEntry, seq: i64, share: Option<f64>) -> Result<()> {
+    let w = kscale_workloads::find(&seed.workload)
+        .with_context(|| format!("unknown workload {}", seed.workload))?;
+    let param = param_of(w).with_context(|| format!("{} has no capacity search", w.id()))?;
+    let Some(answer) = answer_case(ctx, w, seed, seq, param)? else {
+        return Ok(());
+    };
+    let (min, max) = match w.param(param).map(|d| d.kind) {
+        Some(ParamKind::Int { min, max }) => (min, max),
+        _ => (1, u64::MAX),
+    };
+    let start: u64 = seed
+        .params
+        .get(param)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(min.max(1));
+    let at = |v: u64| {
+        let mut e = seed.clone();
+        e.params.insert(param.to_string(), v.to_string());
+        e
+    };
+    // Under a budget a step is one window; the answer then gets the rule's
+    // remaining windows (and the profiled trial when the run profiles).
+    let windows = match w.rule {
+        RunRule::MedianOf(n) => n,
+        RunRule::Converge => ctx.opts.rule.min_trials,
+    };
+    let reserve = windows.saturating_sub(1) as f64 + if ctx.opts.profile { 1.0 } else { 0.0 };
+    let probe = share.is_some();
+    let mut cases: Vec<(u64, CaseData)> = Vec::new();
+    let b = bounded(
+        Search::new(start, min, max),
+        share,
+        first_step_s(w, seed, ctx.opts),
+        reserve,
+        |v| {
+            let (case, secs) = ctx.measure(&at(v), probe)?;
+            let ok = conforms(w, &case, v);
+            cases.push((v, case));
+            Ok((ok, secs))
+        },
+    )?;
+    let found = b.found;
+    let mut best = cases
+        .into_iter()
+        .find(|(v, _)| *v == found.capacity)
+        .map(|(_, c)| c);
+    // The answer's confirmation: the run rule's windows at the capacity,
+    // when its share still holds them.
+    let mut confirmed = None;
+    if let (Some(c), Some(share)) = (&best, share) {
+        let counted = c.trials.iter().filter(|t| !t.warmup).count();
+        if counted >= windows {
+            // Confirmed before the run was interrupted.
+            confirmed = Some(c.summary(w.primary().name, 95.0).mean);
+        } else if b.spent_s + reserve * b.step_s <= share {
+            ctx.store.finish_case(
                 c.id,
-                c.status,
-                c.converged,
-                c.error.as_deref(),
+                CaseStatus::Pending,
+                None,
+                None,
                 c.iterations,
-                &notes,
+                &c.notes,
             )?;
+            let (c, _) = ctx.measure(&at(found.capacity), false)?;
+            confirmed = Some(c.summary(w.primary().name, 95.0).mean);
+            best = Some(c);
         }
     }
+    let line = describe(w, seed, param, &found, share, confirmed, max);
+    eprintln!("kscale: {line}");
+    store_answer(ctx.store, answer, best.as_ref(), line)
+}
+
+/// The search's answer case, `param=capacity` beside the seed's other
+/// params; `None` when there is nothing to search: a resumed run that
+/// finished it, or a machine that cannot run the workload (then it is
+/// stored as skipped, as the runner stores such a case).
+fn answer_case(
+    ctx: &Ctx<'_, '_>,
+    w: &WorkloadDef,
+    seed: &PlanEntry,
+    seq: i64,
+    param: &str,
+) -> Result<Option<i64>> {
+    let mut key = CaseKey {
+        workload: seed.workload.clone(),
+        params: seed.params.clone(),
+        cpus: seed.cpus_name.clone(),
+    };
+    key.params.insert(param.to_string(), CAPACITY.to_string());
+    let metrics: Vec<MetricRow> = w
+        .metrics
+        .iter()
+        .enumerate()
+        .map(|(i, m)| MetricRow::from_def(m, i == 0))
+        .collect();
+    let store = ctx.store;
+    let answer = store.ensure_case(ctx.run_id, seq, &key, &seed.cpus, &metrics, w.rule)?;
+    // A resumed run keeps a search it finished; one it did not replays
+    // its stored steps (the runner measures no finished case again).
+    if store
+        .load_run(ctx.run_id)?
+        .cases
+        .iter()
+        .any(|c| c.id == answer && c.status != CaseStatus::Pending)
+    {
+        return Ok(None);
+    }
+    if let Some(reason) = (w.unavailable)(w) {
+        eprintln!(
+            "  {} [cpus {}] skipped: {reason}",
+            w.id(),
+            kscale_core::cpus::base_name(&seed.cpus_name)
+        );
+        store.finish_case(answer, CaseStatus::Skipped, None, Some(&reason), None, &[])?;
+        return Ok(None);
+    }
+    Ok(Some(answer))
+}
+
+/// Stores the answer: the counted trials and profiles of the case at the
+/// capacity (`best`; none when nothing conformed), so that every table,
+/// comparison and chart reads it like any case, and the search's line.
+fn store_answer(store: &Store, answer: i64, best: Option<&CaseData>, line: String) -> Result<()> {
+    let Some(best) = best else {
+        store.finish_case(answer, CaseStatus::Done, None, None, None, &[line])?;
+        return Ok(());
+    };
+    for (idx, t) in best.trials.iter().filter(|t| !t.warmup).enumerate() {
+        store.add_trial(
+            answer,
+            &NewTrial {
+                idx: idx as i64,
+                warmup: false,
+                wall_s: t.wall_s,
+                iterations: t.iterations,
+                values: &t.values,
+                accounting: t.accounting.as_ref(),
+                histograms: &t.histograms,
+                roles: &t.roles,
+            },
+        )?;
+    }
+    for p in &best.profiles {
+        store.add_profile(answer, p)?;
+    }
+    let mut notes = best.notes.clone();
+    notes.push(line);
+    store.finish_case(
+        answer,
+        CaseStatus::Done,
+        None,
+        None,
+        best.iterations,
+        &notes,
+    )?;
     Ok(())
+}
+
+/// Seconds the first step is expected to take before any is measured: the
+/// workload's window (its seconds params) with its ramp-up and setup.
+fn first_step_s(w: &WorkloadDef, seed: &PlanEntry, opts: &RunOptions) -> f64 {
+    let params = kscale_core::Params(seed.params.clone());
+    let timed: f64 = w
+        .params
+        .iter()
+        .filter(|p| matches!(p.kind, ParamKind::Seconds { .. }))
+        .filter_map(|p| params.seconds(p.name).ok())
+        .sum();
+    if timed > 0.0 {
+        timed * 1.3 + 0.2
+    } else {
+        opts.trial_time_s + 0.05
+    }
+}
+
+/// The answer's line, printed and stored as the answer case's note:
+/// `capacity: 3200 conns, not at 3264 (within 2 %) — …; steps: …`.
+fn describe(
+    w: &WorkloadDef,
+    seed: &PlanEntry,
+    param: &str,
+    found: &Found,
+    share: Option<f64>,
+    confirmed: Option<f64>,
+    max: u64,
+) -> String {
+    let cap = found.capacity;
+    let budget = || {
+        format!(
+            "its share of the run's budget ({:.0} s) was spent",
+            share.unwrap_or(0.0)
+        )
+    };
+    let head = match (cap, found.fails_at, found.resolved) {
+        (_, _, _) if found.steps.is_empty() => {
+            format!("capacity: not measured — {} before one step", budget())
+        }
+        (0, Some(f), true) => format!("capacity: 0 {param}, not even {f} conforms"),
+        (0, Some(f), false) => format!("capacity: below {f} {param} — {}", budget()),
+        (c, Some(f), true) => format!("capacity: {c} {param}, not at {f} (within 2 %)"),
+        (c, Some(f), false) => format!(
+            "capacity: {c} {param}, not at {f} — a bracket {:.0} % wide, not 2 %: {}",
+            found.width().unwrap_or(0.0) * 100.0,
+            budget()
+        ),
+        (c, None, true) => format!("capacity: ≥ {c} {param}, the param's maximum ({max})"),
+        (c, None, false) => format!(
+            "capacity: ≥ {c} {param}, every step conformed — {}",
+            budget()
+        ),
+    };
+    let primary = w.primary().name;
+    let how = match (share, confirmed) {
+        (None, _) => format!("{primary} = {param}, median of each step's windows"),
+        (Some(_), Some(m)) if m >= cap as f64 - 1e-9 => format!(
+            "{primary} = {param} in one window a step, and in the median of the run rule's \
+             windows at {cap}"
+        ),
+        (Some(_), Some(m)) => format!(
+            "{primary} = {param} in one window a step; the median of the run rule's windows at \
+             {cap} is {m:.0}"
+        ),
+        (Some(_), None) if cap > 0 => format!(
+            "{primary} = {param} in one window a step, {cap} from one window: no time was left \
+             for the run rule's windows"
+        ),
+        (Some(_), None) => format!("{primary} = {param} in one window a step"),
+    };
+    let others: Vec<String> = seed
+        .params
+        .iter()
+        .filter(|(k, _)| k.as_str() != param)
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let steps: Vec<String> = found
+        .steps
+        .iter()
+        .map(|(v, ok)| format!("{v} {}", if *ok { "yes" } else { "no" }))
+        .collect();
+    format!(
+        "{head}; {how} — {} {} on cpus {}; steps: {}",
+        w.id(),
+        others.join(" "),
+        kscale_core::cpus::base_name(&seed.cpus_name),
+        steps.join(", ")
+    )
 }
 
 #[cfg(test)]
@@ -238,6 +589,7 @@ mod tests {
             );
             let fails = f.fails_at.unwrap();
             assert!(fails > cap && fails - f.capacity <= fine, "{f:?}");
+            assert!(f.resolved);
             // Every step agrees with the oracle, and none is repeated.
             assert!(f.steps.iter().all(|(v, ok)| (*v <= cap) == *ok));
             let mut vs: Vec<u64> = f.steps.iter().map(|s| s.0).collect();
@@ -253,10 +605,102 @@ mod tests {
         assert_eq!((none.capacity, none.fails_at), (0, Some(1)));
         let all = search(64, 1, 1000, |_| Ok(true)).unwrap();
         assert_eq!((all.capacity, all.fails_at), (1000, None));
+        assert!(none.resolved && all.resolved);
     }
 
     #[test]
     fn an_error_stops_the_search() {
         assert!(search(8, 1, 100, |_| anyhow::bail!("server died")).is_err());
+    }
+
+    /// A fake machine: capacity `cap`, each step `secs` seconds.
+    fn within(cap: u64, start: u64, share: f64, secs: f64, reserve: f64) -> Bounded {
+        bounded(
+            Search::new(start, 1, 100_000),
+            Some(share),
+            secs,
+            reserve,
+            |v| Ok((v <= cap, secs)),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_budget_stops_the_search_at_a_bracket() {
+        // 3 s steps, two kept for the confirmation: 30 s holds 8 steps
+        // and the confirmation's 6 s.
+        let b = within(3300, 800, 30.0, 3.0, 2.0);
+        let f = &b.found;
+        assert!(!f.resolved, "{f:?}");
+        // 800, 1600, 3200 conform, 6400 does not, then four bisections.
+        assert_eq!(f.steps.len(), 8, "{f:?}");
+        assert_eq!((f.capacity, f.fails_at), (3200, Some(3400)), "{f:?}");
+        assert!(f.width().unwrap() > RESOLUTION, "{f:?}");
+        // The confirmation's two windows still fit.
+        assert!(b.spent_s + 2.0 * b.step_s <= 30.0, "{b:?}");
+    }
+
+    #[test]
+    fn a_search_never_takes_more_than_its_share() {
+        for share in [0.0, 2.0, 3.0, 7.5, 10.0, 20.0, 45.0, 1000.0] {
+            for reserve in [0.0, 2.0, 3.0] {
+                let b = within(3300, 800, share, 3.0, reserve);
+                assert!(b.spent_s <= share, "{share} {reserve}: {b:?}");
+                if b.found.steps.len() > 1 {
+                    assert!(b.spent_s + reserve * b.step_s <= share, "{b:?}");
+                }
+            }
+        }
+        // Nothing fits: nothing measured, and it says so.
+        let b = within(3300, 800, 2.0, 3.0, 2.0);
+        assert!(b.found.steps.is_empty() && !b.found.resolved);
+        // A large share resolves it as the unbounded search does.
+        let b = within(3300, 800, 1000.0, 3.0, 2.0);
+        assert!(b.found.resolved);
+        assert_eq!(b.found, find(3300, 800, 100_000));
+    }
+
+    #[test]
+    fn doubling_cut_short_is_open_above() {
+        // Every step conforms and the share runs out while doubling.
+        let b = within(u64::MAX, 800, 10.0, 3.0, 0.0);
+        assert_eq!(b.found.fails_at, None);
+        // 800, 1600, 3200: a fourth 3 s step would end past 10 s.
+        assert_eq!(b.found.capacity, 3200);
+        assert!(!b.found.resolved);
+        assert_eq!(b.found.width(), None);
+    }
+
+    #[test]
+    fn dearer_steps_shrink_what_follows() {
+        // The first step costs ten times the guess: later ones are planned
+        // at its cost.
+        let mut n = 0;
+        let b = bounded(Search::new(800, 1, 100_000), Some(20.0), 1.0, 0.0, |v| {
+            n += 1;
+            Ok((v <= 3300, if n == 1 { 10.0 } else { 1.0 }))
+        })
+        .unwrap();
+        // 10 s, then a step planned at 10 s (it cost 1 s); a third, still
+        // planned at 10 s, would not fit in 20.
+        assert_eq!(b.step_s, 10.0);
+        assert_eq!(b.found.steps.len(), 2, "{b:?}");
+        assert_eq!(b.spent_s, 11.0);
+    }
+
+    #[test]
+    fn seeds_start_at_the_largest_value() {
+        let e = |conns: &str, cpus: &str| PlanEntry {
+            workload: "web.nginx".into(),
+            params: [("conns", conns), ("duration", "2")]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            cpus_name: cpus.into(),
+            cpus: vec![0],
+        };
+        let plan = [e("50", "1"), e("800", "1"), e("200", "1"), e("50", "all")];
+        let s = seeds(&plan);
+        assert_eq!(s, vec![e("800", "1"), e("50", "all")]);
     }
 }

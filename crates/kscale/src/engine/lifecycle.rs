@@ -60,7 +60,6 @@ pub fn measure(
 pub struct Prepared {
     label: String,
     opts: RunOptions,
-    capacity: bool,
     snapshot: serde_json::Value,
     idle: IdleHold,
     peers: Option<PeerSet>,
@@ -69,13 +68,16 @@ pub struct Prepared {
 /// Checks the label, takes the machine's snapshot, holds the idle-CPU
 /// request and greets the peers — before the run exists, so that a wrong
 /// token or an unreachable peer stops here with nothing measured.
-/// `capacity`: the plan holds `--capacity` searches' seeds.
+/// `capacity`: the plan's workloads that have a capacity param are
+/// searched (`run --capacity`, `study`), the others measured as planned.
 pub fn prepare(
     label: String,
-    opts: RunOptions,
+    mut opts: RunOptions,
     capacity: bool,
     token: Option<&str>,
 ) -> Result<Prepared> {
+    // Stored with the run, so that `--resume` searches again.
+    opts.capacity = capacity;
     super::args::check_label(&label)?;
     let mut snapshot = kscale_sys::snapshot::take(VERSION, GIT_REV);
     let idle = crate::idle::hold_for_run(opts.cpu_idle, &mut snapshot)?;
@@ -88,7 +90,6 @@ pub fn prepare(
     Ok(Prepared {
         label,
         opts,
-        capacity,
         snapshot,
         idle,
         peers,
@@ -100,7 +101,6 @@ pub struct Active<'s> {
     store: &'s Store,
     id: i64,
     opts: RunOptions,
-    capacity: bool,
     peers: Option<PeerSet>,
     /// Held until the run ends.
     _idle: IdleHold,
@@ -141,7 +141,6 @@ impl Prepared {
             store,
             id,
             opts: self.opts,
-            capacity: self.capacity,
             peers: self.peers,
             _idle: self.idle,
         })
@@ -182,7 +181,6 @@ pub fn resume<'s>(store: &'s Store, spec: &str, token: Option<&str>) -> Result<A
         store,
         id,
         opts,
-        capacity: false,
         peers,
         _idle: idle,
     })
@@ -220,16 +218,8 @@ impl Active<'_> {
     /// the run's id.
     pub fn execute(mut self, progress: bool) -> Result<i64> {
         let (store, id) = (self.store, self.id);
-        let done = if self.capacity {
-            let seeds = std::mem::take(&mut self.opts.plan);
-            capacity::run(
-                store,
-                id,
-                &mut self.opts,
-                seeds,
-                progress,
-                self.peers.as_mut(),
-            )
+        let done = if self.opts.capacity {
+            capacity::run(store, id, &self.opts, progress, self.peers.as_mut())
         } else {
             runner::execute(store, id, &self.opts, progress, self.peers.as_mut())
         };

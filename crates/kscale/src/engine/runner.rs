@@ -372,12 +372,13 @@ fn line_probe(
     kscale_sys::linetrip::round_trip_ns(a, b)
 }
 
-/// The stopping decision under the workload's run rule.
-fn decide(w: &WorkloadDef, rule: &kscale_core::StopRule, u: &Unit) -> Decision {
+/// The stopping decision under the workload's run rule; a capacity
+/// search's probe stops a median-of-N case after one window.
+fn decide(w: &WorkloadDef, opts: &RunOptions, u: &Unit) -> Decision {
     let counted = &u.counted;
     match w.rule {
-        RunRule::Converge => rule.decide(counted, u.spent_s),
-        RunRule::MedianOf(n) if counted.len() >= n => Decision::NotConverged,
+        RunRule::Converge => opts.rule.decide(counted, u.spent_s),
+        RunRule::MedianOf(n) if counted.len() >= n || opts.probe => Decision::NotConverged,
         RunRule::MedianOf(_) => Decision::Continue,
     }
 }
@@ -559,7 +560,7 @@ impl Runner<'_, '_> {
         if let Some(sig) = signals::interrupted() {
             return Err(Interrupted(sig, self.run_id).into());
         }
-        let warmup = u.warmup_iterations.is_none() && u.next_idx == 0;
+        let warmup = !opts.probe && u.warmup_iterations.is_none() && u.next_idx == 0;
         let counted_n = u.counted.len();
         bar.set_message(format!(
             "{} [cpus {}] {}",
@@ -641,7 +642,7 @@ impl Runner<'_, '_> {
         if u.counted.len() <= opts.rule.min_trials {
             bar.inc(1);
         }
-        match decide(u.workload, &opts.rule, u) {
+        match decide(u.workload, opts, u) {
             Decision::Continue => {
                 if u.counted.len() >= opts.rule.min_trials {
                     bar.inc_length(1);
