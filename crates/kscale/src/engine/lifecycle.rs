@@ -308,7 +308,7 @@ pub fn execute_interleaved(
     let Some(store) = runs.first().map(|r| r.run.store) else {
         return Ok(Vec::new());
     };
-    if runs.iter().any(|r| r.run.capacity) {
+    if runs.iter().any(|r| r.run.opts.capacity) {
         anyhow::bail!("a --capacity search cannot be interleaved with other runs");
     }
     let done = {
