@@ -336,6 +336,56 @@ fn sigterm_restores_without_restore() {
     signal_restores(nix::sys::signal::Signal::SIGTERM, "tt");
 }
 
+/// Ctrl-C while a group's states take turns: the machine may be in any of
+/// them, the switches wrote without journalling, and still every sysctl
+/// comes back, from the entries the steps' first application journalled;
+/// each state's run and step say how it ended.
+#[test]
+fn ctrl_c_while_interleaving_restores_every_sysctl() {
+    let Some((env, ns)) = setup("tn") else { return };
+    write_in(&ns, FIN, "55");
+    write_in(&ns, KEEPALIVE, "7444");
+    let p = plan(env.path(), 27, 3777, false);
+    let mut child = start(&env, &ns, &p);
+    wait_mid_step(&env, 2, 3);
+    // Past the first switches: trials of more than one state stored.
+    assert!(
+        common::wait_for(
+            || db_count(&env, "SELECT count(DISTINCT case_id) FROM trials") >= 2,
+            60
+        ),
+        "no state's trial after the first"
+    );
+    common::signal(&child, nix::sys::signal::Signal::SIGINT);
+    let out = wait_exit(&mut child);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("every setting was restored"), "{err}");
+    assert_eq!(read_in(&ns, FIN), "55");
+    assert_eq!(read_in(&ns, KEEPALIVE), "7444");
+    assert_eq!(
+        db_count(
+            &env,
+            "SELECT count(*) FROM journal WHERE restored_at IS NULL"
+        ),
+        0
+    );
+    assert_eq!(
+        db_count(
+            &env,
+            "SELECT count(*) FROM runs WHERE status = 'interrupted'"
+        ),
+        3
+    );
+    assert_eq!(
+        db_count(
+            &env,
+            "SELECT count(*) FROM tune_steps WHERE error IS NOT NULL AND measured IS NOT NULL"
+        ),
+        3
+    );
+}
+
 #[test]
 fn a_whole_study_prints_the_staircase_writes_the_chart_and_restores() {
     let Some((env, ns)) = setup("tw") else { return };
