@@ -71,6 +71,25 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
                 .collect::<Vec<_>>()
                 .join(", ")
         )?;
+        let hotplug = args.run.cpu_mode == CpuMode::Hotplug;
+        for (first, last) in plan.groups(hotplug) {
+            let name = |i: usize| match i {
+                0 => "baseline",
+                i => plan.steps[i - 1].name.as_str(),
+            };
+            if first > 0 {
+                let why = plan.steps[first - 1].slow_switch(hotplug);
+                out!(
+                    "  {} sequential: {}\n",
+                    name(first),
+                    why.unwrap_or_default()
+                )?;
+            }
+            if last > first {
+                let names: Vec<&str> = (first..=last).map(name).collect();
+                out!("  interleaved: {}\n", names.join(", "))?;
+            }
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let label = match &args.run.label {
@@ -276,19 +295,11 @@ fn measure_all(
         journal,
         seed: kscale_core::order::fresh_seed(nanos, std::process::id()),
     };
-    // Groups of states between slow switches: a group's first state is
-    // reached by a slow step (or is the baseline), the others by fast ones.
-    let n = plan.steps.len();
     let hotplug = args.run.cpu_mode == CpuMode::Hotplug;
-    let mut first = 0;
-    while first <= n {
-        let last = (first + 1..=n)
-            .take_while(|&i| plan.steps[i - 1].slow_switch(hotplug).is_none())
-            .last()
-            .unwrap_or(first);
+    for (first, last) in plan.groups(hotplug) {
         study.group(first, last, &mut state)?;
-        first = last + 1;
     }
+    let n = plan.steps.len();
 
     if let Some(sig) = crate::signals::interrupted() {
         return Err(crate::error::Interrupted(sig, 0).into());

@@ -129,6 +129,27 @@ pub enum Setting {
     },
 }
 
+impl Plan {
+    /// The groups of states measured together (docs/tune.md, "Interleaved
+    /// steps"), as (first, last) state numbers, 0 the baseline: a group
+    /// starts at the baseline or at a step that switches slowly, and takes
+    /// every fast step after it.
+    pub fn groups(&self, hotplug: bool) -> Vec<(usize, usize)> {
+        let n = self.steps.len();
+        let mut out = Vec::new();
+        let mut first = 0;
+        while first <= n {
+            let last = (first + 1..=n)
+                .take_while(|&i| self.steps[i - 1].slow_switch(hotplug).is_none())
+                .last()
+                .unwrap_or(first);
+            out.push((first, last));
+            first = last + 1;
+        }
+        out
+    }
+}
+
 impl Step {
     /// Why this step cannot be switched on and off between one trial and
     /// the next, naming its first slow setting; `None` when every setting
@@ -763,5 +784,11 @@ settings = [{ kind = "affinity", value = "all" }]
             "{why}"
         );
         assert!(step(vec![file("nic")]).slow_switch(false).is_some());
+        let mut plan = parse("p.toml", GOOD).expect("plan");
+        assert_eq!(plan.groups(false), vec![(0, 2)]);
+        // The pinning step under hotplug starts a group of its own.
+        assert_eq!(plan.groups(true), vec![(0, 1), (2, 2)]);
+        plan.steps.insert(0, mixed);
+        assert_eq!(plan.groups(false), vec![(0, 0), (1, 3)]);
     }
 }
