@@ -364,15 +364,27 @@ impl Study<'_> {
             switcher.push(writes);
             members.push(member);
         }
-        let apart = |m: &Member| {
-            if m.seq == first && first > 0 {
-                self.plan.steps[first - 1]
-                    .slow_switch(hotplug)
-                    .unwrap_or_default()
+        // Why the group's first state was measured apart from the state
+        // before it (or, the baseline alone, from the step after it).
+        let slow = |i: usize| {
+            let step = &self.plan.steps[i - 1];
+            let why = step.slow_switch(hotplug).unwrap_or_default();
+            (step.name.as_str(), why)
+        };
+        let apart = |m: &Member| -> String {
+            if m.seq > first {
+                let (name, why) = slow(first);
+                format!(
+                    "step {first} ({name}), which switches slowly ({why}), could not be \
+                     applied: the state before it was measured with the steps before that"
+                )
+            } else if first > 0 {
+                slow(first).1
+            } else if last == 0 && self.plan.steps.len() > last {
+                let (name, why) = slow(last + 1);
+                format!("the next step, {name}, switches slowly: {why}")
             } else {
-                "no state next to it could be interleaved with it (the steps beside it switch \
-                 slowly or failed)"
-                    .into()
+                "no step after it could be applied".into()
             }
         };
         match members.as_slice() {
