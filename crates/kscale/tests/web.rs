@@ -435,7 +435,8 @@ fn a_budgeted_capacity_search_stops_at_a_bracket_and_stores_its_figure() {
         "{line}"
     );
     assert!(
-        (line.contains(" not at ") && line.contains("% wide, not 2 %")) || line.contains("≥ "),
+        (line.contains(" not at ") && line.contains("% wide, not 2 %"))
+            || line.contains("every step conformed"),
         "{line}"
     );
     let steps: Vec<(u64, bool)> = line

@@ -498,7 +498,9 @@ fn first_step_s(w: &WorkloadDef, seed: &PlanEntry, opts: &RunOptions) -> f64 {
 }
 
 /// The answer's line, printed and stored as the answer case's note:
-/// `capacity: 3200 conns, not at 3264 (within 2 %) — …; steps: …`.
+/// `capacity: 3150 conns, not at 3200 (within 2 %); … — web.nginx …;
+/// steps: …`. Its figure is the answer case's: the median of the run
+/// rule's windows at the capacity when they were measured.
 fn describe(
     w: &WorkloadDef,
     seed: &PlanEntry,
@@ -509,44 +511,49 @@ fn describe(
     max: u64,
 ) -> String {
     let cap = found.capacity;
-    let budget = || {
-        format!(
-            "its share of the run's budget ({:.0} s) was spent",
-            share.unwrap_or(0.0)
-        )
-    };
-    let head = match (cap, found.fails_at, found.resolved) {
-        (_, _, _) if found.steps.is_empty() => {
-            format!("capacity: not measured — {} before one step", budget())
+    let budget = format!(
+        "its share of the run's budget ({:.0} s) was spent",
+        share.unwrap_or(0.0)
+    );
+    let head = if found.steps.is_empty() {
+        format!("capacity: not measured — {budget} before one step")
+    } else if cap == 0 {
+        match (found.fails_at, found.resolved) {
+            (Some(f), false) => format!("capacity: below {f} {param} — {budget}"),
+            (f, _) => format!("capacity: 0 {param}, not even {} conforms", f.unwrap_or(1)),
         }
-        (0, Some(f), true) => format!("capacity: 0 {param}, not even {f} conforms"),
-        (0, Some(f), false) => format!("capacity: below {f} {param} — {}", budget()),
-        (c, Some(f), true) => format!("capacity: {c} {param}, not at {f} (within 2 %)"),
-        (c, Some(f), false) => format!(
-            "capacity: {c} {param}, not at {f} — a bracket {:.0} % wide, not 2 %: {}",
-            found.width().unwrap_or(0.0) * 100.0,
-            budget()
-        ),
-        (c, None, true) => format!("capacity: ≥ {c} {param}, the param's maximum ({max})"),
-        (c, None, false) => format!(
-            "capacity: ≥ {c} {param}, every step conformed — {}",
-            budget()
-        ),
+    } else {
+        let figure = confirmed.map_or(cap as f64, |m| m.min(cap as f64));
+        let lead = if figure + 1e-9 < cap as f64 {
+            format!(
+                "capacity: {figure:.0} {param} (the median of the run rule's windows at {cap}, \
+                 where one window conformed)"
+            )
+        } else if found.fails_at.is_none() {
+            format!("capacity: ≥ {cap} {param}")
+        } else {
+            format!("capacity: {cap} {param}")
+        };
+        let tail = match (found.fails_at, found.resolved) {
+            (Some(f), true) => format!(", not at {f} (within 2 %)"),
+            (Some(f), false) => format!(
+                ", not at {f} — a bracket {:.0} % wide, not 2 %: {budget}",
+                found.width().unwrap_or(0.0) * 100.0
+            ),
+            (None, true) => format!(", the param's maximum ({max})"),
+            (None, false) => format!(", every step conformed — {budget}"),
+        };
+        lead + &tail
     };
     let primary = w.primary().name;
     let how = match (share, confirmed) {
-        (None, _) => format!("{primary} = {param}, median of each step's windows"),
-        (Some(_), Some(m)) if m >= cap as f64 - 1e-9 => format!(
-            "{primary} = {param} in one window a step, and in the median of the run rule's \
-             windows at {cap}"
-        ),
-        (Some(_), Some(m)) => format!(
-            "{primary} = {param} in one window a step; the median of the run rule's windows at \
-             {cap} is {m:.0}"
-        ),
+        (None, _) => format!("{primary} = {param} in the median of each step's windows"),
+        (Some(_), Some(_)) => {
+            format!("{primary} = {param} in one window a step, the run rule's windows at {cap}")
+        }
         (Some(_), None) if cap > 0 => format!(
-            "{primary} = {param} in one window a step, {cap} from one window: no time was left \
-             for the run rule's windows"
+            "{primary} = {param} in one window a step; {cap} from one window: no time was \
+             left for the run rule's windows"
         ),
         (Some(_), None) => format!("{primary} = {param} in one window a step"),
     };
@@ -686,6 +693,52 @@ mod tests {
         assert_eq!(b.step_s, 10.0);
         assert_eq!(b.found.steps.len(), 2, "{b:?}");
         assert_eq!(b.spent_s, 11.0);
+    }
+
+    #[test]
+    fn the_line_says_what_was_found_and_how_far() {
+        let w = kscale_workloads::find("web.nginx").unwrap();
+        let seed = PlanEntry {
+            workload: "web.nginx".into(),
+            params: [("conns", "800"), ("duration", "2")]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            cpus_name: "1".into(),
+            cpus: vec![0],
+        };
+        let line =
+            |f: &Found, share, confirmed| describe(w, &seed, "conns", f, share, confirmed, 100_000);
+        let cut = within(3300, 800, 30.0, 3.0, 2.0).found;
+        let l = line(&cut, Some(30.0), Some(3200.0));
+        assert!(
+            l.starts_with(
+                "capacity: 3200 conns, not at 3400 — a bracket 6 % wide, not 2 %: its share \
+                 of the run's budget (30 s) was spent; "
+            ),
+            "{l}"
+        );
+        assert!(
+            l.ends_with(
+                "steps: 800 yes, 1600 yes, 3200 yes, 6400 no, 4800 no, 4000 no, 3600 no, 3400 no"
+            ),
+            "{l}"
+        );
+        // A median below the count is the figure, and says so.
+        let l = line(&cut, Some(30.0), Some(3100.0));
+        assert!(l.starts_with("capacity: 3100 conns (the median of the run rule's windows at 3200, where one window conformed), not at 3400"), "{l}");
+        let open = within(u64::MAX, 800, 10.0, 3.0, 0.0).found;
+        let l = line(&open, Some(10.0), None);
+        assert!(
+            l.starts_with("capacity: ≥ 3200 conns, every step conformed — its share"),
+            "{l}"
+        );
+        assert!(l.contains("3200 from one window"), "{l}");
+        let done = find(3300, 800, 100_000);
+        let l = line(&done, None, None);
+        assert!(l.starts_with(&format!("capacity: {} conns, not at {} (within 2 %); conforming = conns in the median of each step's windows", done.capacity, done.fails_at.unwrap())), "{l}");
+        let none = within(3300, 800, 1.0, 3.0, 2.0).found;
+        assert!(line(&none, Some(1.0), None).starts_with("capacity: not measured — its share of the run's budget (1 s) was spent before one step"));
     }
 
     #[test]
