@@ -1,7 +1,9 @@
 //! `kscale study`: the seeds' whole method in one command — measure the
 //! micro and macro suites (the seeds' method is both) on one CPU and on all
 //! CPUs with interleaved trials, store it, print the direct results and the
-//! scalability, and write the HTML report.
+//! scalability, and write the HTML report. A workload with a capacity param
+//! (web's `conns`) is measured by its capacity, searched within a share of
+//! the budget, rather than by a sweep that every offered load passes.
 
 use crate::engine::args::{options, RunArgs, Targets};
 use crate::engine::lifecycle::{self, Start};

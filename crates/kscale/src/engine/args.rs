@@ -182,11 +182,22 @@ pub struct RunOptions {
     /// as planned.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub capacity: bool,
-    /// A capacity search's steering probe (engine::capacity): one counted
-    /// window a case, no warm-up. Set only on the options of one step,
-    /// never stored.
+    /// How a capacity search under a budget measures one step
+    /// (engine::capacity). Set only on the options of one step, never
+    /// stored.
     #[serde(skip)]
-    pub probe: bool,
+    pub step: Step,
+}
+
+/// How a case is measured: by its run rule, or as a budgeted capacity
+/// search's step — one counted window, after a warm-up only for the
+/// search's first step (the first server on a freshly written file set).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Step {
+    #[default]
+    Whole,
+    Window,
+    WarmWindow,
 }
 
 /// Builds validated options from the command line.
@@ -349,7 +360,7 @@ pub fn options(sel: &Targets, args: &RunArgs) -> Result<RunOptions> {
         cpu_order: args.cpu_order,
         load_cpus,
         capacity: sel.capacity,
-        probe: false,
+        step: Step::Whole,
     })
 }
 

@@ -16,7 +16,7 @@
 //! case of its own (`conns=capacity`, [`kscale_core::CAPACITY`]) holding the
 //! trials measured at the capacity, with the search in its note.
 
-use super::args::RunOptions;
+use super::args::{RunOptions, Step};
 use super::peers::PeerSet;
 use super::plan::PlanEntry;
 use super::runner;
@@ -175,6 +175,17 @@ pub fn search(
     Ok(s.found())
 }
 
+/// One measured step.
+#[derive(Clone, Copy, Debug)]
+pub struct Measured {
+    pub conforms: bool,
+    /// Wall seconds it took, all told.
+    pub secs: f64,
+    /// Of those, what a later step would take: the first step's warm-up
+    /// aside.
+    pub next_s: f64,
+}
+
 /// A search within `share_s` seconds and what it spent.
 #[derive(Debug)]
 pub struct Bounded {
@@ -185,18 +196,17 @@ pub struct Bounded {
 }
 
 /// [`search`] within `share_s` seconds (None: unbounded). `probe(v)`
-/// measures a step and says whether it conformed and how many seconds it
-/// took. A step starts only when it fits: the first at `first_s` (a
-/// guess from the workload's window), each later one at the dearest step
-/// so far, and together with `reserve` more steps' worth kept for
-/// confirming the answer. So the search stays within its share unless one
-/// step costs more than every step before it.
+/// measures a step. A step starts only when it fits: the first at
+/// `first_s` (a guess from the workload's window), each later one at the
+/// dearest step so far, and together with `reserve` more steps' worth
+/// kept for confirming the answer. So the search stays within its share
+/// unless one step costs more than every step before it.
 pub fn bounded(
     search: Search,
     share_s: Option<f64>,
     first_s: f64,
     reserve: f64,
-    mut probe: impl FnMut(u64) -> Result<(bool, f64)>,
+    mut probe: impl FnMut(u64) -> Result<Measured>,
 ) -> Result<Bounded> {
     let mut s = search;
     let (mut spent_s, mut step_s) = (0.0, first_s);
@@ -209,14 +219,14 @@ pub fn bounded(
         if share_s.is_some_and(|share| spent_s + need > share) {
             break;
         }
-        let (ok, secs) = probe(v)?;
+        let m = probe(v)?;
         step_s = if s.steps.is_empty() {
-            secs
+            m.next_s
         } else {
-            step_s.max(secs)
+            step_s.max(m.next_s)
         };
-        spent_s += secs;
-        s.record(v, ok);
+        spent_s += m.secs;
+        s.record(v, m.conforms);
     }
     Ok(Bounded {
         found: s.found(),
@@ -235,14 +245,15 @@ struct Ctx<'a, 'p> {
 }
 
 impl Ctx<'_, '_> {
-    /// Measures `entry`: one window (`probe`) or the run rule's trials from
-    /// what it has; returns its case as stored and the wall seconds taken.
-    fn measure(&mut self, entry: &PlanEntry, probe: bool) -> Result<(CaseData, f64)> {
+    /// Measures `entry` as `step` says (the run rule's trials from what it
+    /// has, or one window); returns its case as stored and the wall
+    /// seconds taken.
+    fn measure(&mut self, entry: &PlanEntry, step: Step) -> Result<(CaseData, f64)> {
         let mut o = self.opts.clone();
         o.plan = vec![entry.clone()];
         o.budget_s = None;
-        o.probe = probe;
-        o.profile &= !probe;
+        o.step = step;
+        o.profile &= step == Step::Whole;
         let t0 = Instant::now();
         runner::execute(
             self.store,
@@ -348,20 +359,38 @@ fn search_one(ctx: &mut Ctx<'_, '_>, seed: &PlanEntry, seq: i64, share: Option<f
         RunRule::Converge => ctx.opts.rule.min_trials,
     };
     let reserve = windows.saturating_sub(1) as f64 + if ctx.opts.profile { 1.0 } else { 0.0 };
-    let probe = share.is_some();
+    // Under a budget the first step has the warm-up every case has, the
+    // first server on a freshly written file set; the others do without.
+    let mut step = match share {
+        Some(_) => Step::WarmWindow,
+        None => Step::Whole,
+    };
+    let window_s = window_s(w, seed, ctx.opts);
+    let first_s = if step == Step::WarmWindow {
+        2.0 * window_s
+    } else {
+        window_s
+    };
     let mut cases: Vec<(u64, CaseData)> = Vec::new();
-    let b = bounded(
-        Search::new(start, min, max),
-        share,
-        first_step_s(w, seed, ctx.opts),
-        reserve,
-        |v| {
-            let (case, secs) = ctx.measure(&at(v), probe)?;
-            let ok = conforms(w, &case, v);
-            cases.push((v, case));
-            Ok((ok, secs))
-        },
-    )?;
+    let b = bounded(Search::new(start, min, max), share, first_s, reserve, |v| {
+        let (case, secs) = ctx.measure(&at(v), step)?;
+        if step == Step::WarmWindow {
+            step = Step::Window;
+        }
+        let warm: f64 = case
+            .trials
+            .iter()
+            .filter(|t| t.warmup)
+            .map(|t| t.wall_s)
+            .sum();
+        let m = Measured {
+            conforms: conforms(w, &case, v),
+            secs,
+            next_s: (secs - warm).max(0.0),
+        };
+        cases.push((v, case));
+        Ok(m)
+    })?;
     let found = b.found;
     let mut best = cases
         .into_iter()
@@ -384,7 +413,7 @@ fn search_one(ctx: &mut Ctx<'_, '_>, seed: &PlanEntry, seq: i64, share: Option<f
                 c.iterations,
                 &c.notes,
             )?;
-            let (c, _) = ctx.measure(&at(found.capacity), false)?;
+            let (c, _) = ctx.measure(&at(found.capacity), Step::Whole)?;
             confirmed = Some(c.summary(w.primary().name, 95.0).mean);
             best = Some(c);
         }
@@ -480,9 +509,9 @@ fn store_answer(store: &Store, answer: i64, best: Option<&CaseData>, line: Strin
     Ok(())
 }
 
-/// Seconds the first step is expected to take before any is measured: the
-/// workload's window (its seconds params) with its ramp-up and setup.
-fn first_step_s(w: &WorkloadDef, seed: &PlanEntry, opts: &RunOptions) -> f64 {
+/// Seconds a window of the workload is expected to take before any is
+/// measured: its seconds params with the ramp-up and setup.
+fn window_s(w: &WorkloadDef, seed: &PlanEntry, opts: &RunOptions) -> f64 {
     let params = kscale_core::Params(seed.params.clone());
     let timed: f64 = w
         .params
@@ -627,7 +656,13 @@ mod tests {
             Some(share),
             secs,
             reserve,
-            |v| Ok((v <= cap, secs)),
+            |v| {
+                Ok(Measured {
+                    conforms: v <= cap,
+                    secs,
+                    next_s: secs,
+                })
+            },
         )
         .unwrap()
     }
@@ -685,7 +720,12 @@ mod tests {
         let mut n = 0;
         let b = bounded(Search::new(800, 1, 100_000), Some(20.0), 1.0, 0.0, |v| {
             n += 1;
-            Ok((v <= 3300, if n == 1 { 10.0 } else { 1.0 }))
+            let secs = if n == 1 { 10.0 } else { 1.0 };
+            Ok(Measured {
+                conforms: v <= 3300,
+                secs,
+                next_s: secs,
+            })
         })
         .unwrap();
         // 10 s, then a step planned at 10 s (it cost 1 s); a third, still
@@ -693,6 +733,27 @@ mod tests {
         assert_eq!(b.step_s, 10.0);
         assert_eq!(b.found.steps.len(), 2, "{b:?}");
         assert_eq!(b.spent_s, 11.0);
+    }
+
+    #[test]
+    fn a_warm_up_is_spent_but_not_planned_for() {
+        // The first step: a 3 s warm-up and a 3 s window; the others 3 s.
+        let mut n = 0;
+        let b = bounded(Search::new(800, 1, 100_000), Some(30.0), 6.0, 2.0, |v| {
+            n += 1;
+            Ok(Measured {
+                conforms: v <= 3300,
+                secs: if n == 1 { 6.0 } else { 3.0 },
+                next_s: 3.0,
+            })
+        })
+        .unwrap();
+        // 6 s, then a step whenever its 3 s and the 6 s kept still fit:
+        // six more, to 24 s (a step planned at the first's 6 s would have
+        // left room for three).
+        assert_eq!(b.found.steps.len(), 7, "{b:?}");
+        assert_eq!((b.spent_s, b.step_s), (24.0, 3.0));
+        assert!(b.spent_s + 2.0 * b.step_s <= 30.0);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! each trial in a fresh worker process, each trial committed to the store
 //! as it ends. The parent never runs measured code.
 
-use super::args::RunOptions;
+use super::args::{RunOptions, Step};
 use super::hotplug::{CpuMode, Hotplug};
 use super::peers::PeerSet;
 use super::plan::PlanEntry;
@@ -373,12 +373,14 @@ fn line_probe(
 }
 
 /// The stopping decision under the workload's run rule; a capacity
-/// search's probe stops a median-of-N case after one window.
+/// search's step stops a median-of-N case after one window.
 fn decide(w: &WorkloadDef, opts: &RunOptions, u: &Unit) -> Decision {
     let counted = &u.counted;
     match w.rule {
         RunRule::Converge => opts.rule.decide(counted, u.spent_s),
-        RunRule::MedianOf(n) if counted.len() >= n || opts.probe => Decision::NotConverged,
+        RunRule::MedianOf(n) if counted.len() >= n || opts.step != Step::Whole => {
+            Decision::NotConverged
+        }
         RunRule::MedianOf(_) => Decision::Continue,
     }
 }
@@ -560,7 +562,7 @@ impl Runner<'_, '_> {
         if let Some(sig) = signals::interrupted() {
             return Err(Interrupted(sig, self.run_id).into());
         }
-        let warmup = !opts.probe && u.warmup_iterations.is_none() && u.next_idx == 0;
+        let warmup = opts.step != Step::Window && u.warmup_iterations.is_none() && u.next_idx == 0;
         let counted_n = u.counted.len();
         bar.set_message(format!(
             "{} [cpus {}] {}",
