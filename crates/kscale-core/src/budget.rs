@@ -27,6 +27,10 @@ pub struct CaseState<'a> {
     pub secs_per_trial: f64,
     /// Whether its interval already meets the rule.
     pub converged: bool,
+    /// The part of the run's answer it belongs to (the runner's: a family
+    /// on one CPU configuration), while that part has no converged case
+    /// yet; `None` once it has one, or when parts do not matter.
+    pub part: Option<u32>,
 }
 
 /// The trials a case still needs, at the spread it has shown.
@@ -218,6 +222,11 @@ pub fn need(rule: &StopRule, c: &CaseState<'_>) -> Need {
 /// - A converged case gets nothing.
 /// - A case stops when even the luckiest reading of its spread needs more
 ///   trials than the rule's maximum, or more seconds than all that is left.
+/// - First, each part of the answer with no converged case yet (a family on
+///   a CPU configuration, [`CaseState::part`]) has its cheapest case funded
+///   in full, cheapest part first, while it fits: a study that answers for
+///   every family on every configuration is worth more than one that
+///   converges a few more cheap cases of a family it already answers for.
 /// - The others are funded in full, cheapest first, while the funded total
 ///   fits in `remaining_s`: that converges the most cases the time can buy.
 /// - What is left after them goes to the cases not funded in full, in
@@ -259,9 +268,36 @@ pub fn allocate(rule: &StopRule, cases: &[CaseState<'_>], remaining_s: f64) -> V
         let cost = |n: Option<Need>| n.map_or(0.0, |n| n.more_s);
         cost(na).total_cmp(&cost(nb)).then(a.cmp(&b))
     });
+    let costs: Vec<f64> = plans
+        .iter()
+        .map(|p| p.need().map_or(0.0, |n| n.more_s))
+        .collect();
     let mut left = remaining_s;
+    // One case per uncovered part, its cheapest (`order` is by cost).
+    let mut firsts: Vec<usize> = Vec::new();
+    for &i in &order {
+        if let Some(p) = cases[i].part {
+            if !firsts.iter().any(|&f| cases[f].part == Some(p)) {
+                firsts.push(i);
+            }
+        }
+    }
+    let mut funded = vec![false; plans.len()];
+    for &i in &firsts {
+        if costs[i] > left {
+            break;
+        }
+        if let Plan::Run { grant_s, .. } = &mut plans[i] {
+            *grant_s = costs[i];
+            left -= costs[i];
+            funded[i] = true;
+        }
+    }
     let mut unfunded = Vec::new();
     for i in order {
+        if funded[i] {
+            continue;
+        }
         if let Plan::Run { grant_s, need } = &mut plans[i] {
             if need.more_s <= left && unfunded.is_empty() {
                 *grant_s = need.more_s;
@@ -383,6 +419,7 @@ mod tests {
             values,
             secs_per_trial: spt,
             converged: RULE.is_converged(values),
+            part: None,
         }
     }
 
@@ -521,6 +558,38 @@ mod tests {
         assert_eq!(plans[1].grant_s(), need_a);
         assert!((plans[2].grant_s() - need_b / 3.0).abs() < 1e-9);
         assert!(matches!(plans[2], Plan::Run { .. }));
+    }
+
+    #[test]
+    fn every_uncovered_part_is_funded_before_more_of_one() {
+        let a = [0.9, 1.1, 0.9, 1.1]; // needs some 30 trials
+        let b = [0.8, 1.2, 0.8, 1.2]; // needs some 60
+        fn part(c: CaseState<'_>, p: Option<u32>) -> CaseState<'_> {
+            CaseState { part: p, ..c }
+        }
+        // Two cheap cases of part 0, a dearer one of part 1.
+        let cases = [
+            part(case(&a, 1.0), Some(0)),
+            part(case(&a, 1.0), Some(0)),
+            part(case(&b, 1.0), Some(1)),
+        ];
+        let need_a = need(&RULE, &cases[0]).more_s;
+        let need_b = need(&RULE, &cases[2]).more_s;
+        let left = need_a + need_b + need_a / 2.0;
+        let plans = allocate(&RULE, &cases, left);
+        // One case of each part in full, the rest to the second of part 0.
+        assert_eq!(plans[0].grant_s(), need_a);
+        assert_eq!(plans[2].grant_s(), need_b);
+        assert!((plans[1].grant_s() - need_a / 2.0).abs() < 1e-9);
+        // Without parts, cheapest first leaves part 1 short.
+        let plain: Vec<CaseState> = cases.iter().map(|&c| part(c, None)).collect();
+        let plans = allocate(&RULE, &plain, left);
+        assert_eq!(plans[1].grant_s(), need_a);
+        assert!(plans[2].grant_s() < need_b);
+        // A part that already has a converged case (`None`) gets no head start.
+        let covered = [cases[0], cases[1], part(cases[2], None)];
+        let plans = allocate(&RULE, &covered, left);
+        assert!(plans[2].grant_s() < need_b);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! (web's `conns`) is measured by its capacity, searched within a share of
 //! the budget, rather than by a sweep that every offered load passes.
 
-use crate::engine::args::{options, RunArgs, Targets};
+use crate::engine::args::{options, BudgetClock, RunArgs, Targets};
 use crate::engine::lifecycle::{self, Start};
 use crate::output::{out, outln};
 use anyhow::Result;
@@ -17,6 +17,10 @@ use std::process::ExitCode;
 /// `study --quick`'s budget: a first look that finishes in five minutes on
 /// a 2-vCPU VM, profiles included (docs/method.md, "The run's budget").
 const QUICK_BUDGET: &str = "5m";
+
+/// Seconds the budget keeps for what the study does after its run: load
+/// the run, print its tables, write the report.
+const REPORT_S: f64 = 3.0;
 
 /// `study --quick`'s macro sweep, narrower than the workloads' own quick
 /// sweeps: ten cases that each get enough windows to converge on a 2-vCPU
@@ -52,6 +56,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
+    // The budget is the whole study's: its setup and its report count.
+    let started = std::time::Instant::now();
     let select = Targets {
         suite: Some(args.suite.clone()),
         cpus: vec!["1,all".into()],
@@ -77,8 +83,13 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     if run.quick && run.budget.is_none() {
         run.budget = Some(QUICK_BUDGET.to_string());
     }
+    let mut opts = options(&select, &run)?;
+    opts.budget_clock = Some(BudgetClock {
+        started,
+        tail_s: REPORT_S,
+    });
     let start = Start::New {
-        opts: Box::new(options(&select, &run)?),
+        opts: Box::new(opts),
         label: super::run::label(&args.run),
         // A sweep of offered connections restates its input when every one
         // conforms: web's figure is its capacity, searched within a share

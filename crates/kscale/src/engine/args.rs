@@ -160,6 +160,12 @@ pub struct RunOptions {
     /// included, planned over all its cases (docs/method.md).
     #[serde(default)]
     pub budget_s: Option<f64>,
+    /// Where the budget's clock started and what it keeps for the command's
+    /// work after the run, when the command's own setup and output count
+    /// against it (`study`: its report); else the runner's start, nothing
+    /// kept. Not stored: a resumed run starts a new clock.
+    #[serde(skip)]
+    pub budget_clock: Option<BudgetClock>,
     /// `--peer`: where macro workloads' load runs instead of this host's free
     /// CPUs (the token is never stored).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -198,6 +204,15 @@ pub enum Step {
     Whole,
     Window,
     WarmWindow,
+}
+
+/// The budget's clock as a command started it (see
+/// [`RunOptions::budget_clock`]).
+#[derive(Clone, Copy, Debug)]
+pub struct BudgetClock {
+    pub started: std::time::Instant,
+    /// Seconds kept for what the command does after the run.
+    pub tail_s: f64,
 }
 
 /// Builds validated options from the command line.
@@ -354,6 +369,7 @@ pub fn options(sel: &Targets, args: &RunArgs) -> Result<RunOptions> {
         plan,
         profile: sel.profile,
         budget_s,
+        budget_clock: None,
         peers: sel.peers.clone(),
         cpu_mode: args.cpu_mode,
         cpu_idle: args.cpu_idle,

@@ -34,6 +34,10 @@ struct Unit {
     spent_s: f64,
     notes: Vec<String>,
     finished: bool,
+    /// Its profiled trial is stored (or was not wanted when it ran).
+    profiled: bool,
+    /// It finished converged.
+    converged: bool,
     /// Under `--budget`: the step of the run at which it last ran (0:
     /// never), and the wall time and count of its counted turns, the
     /// runner's own work around each trial included.
@@ -71,6 +75,21 @@ impl Unit {
         }
     }
 
+    /// Its workload's seconds params (a window, a timed loop) as set.
+    fn timed_params(&self) -> Vec<f64> {
+        let params = kscale_core::Params(self.entry.params.clone());
+        self.workload
+            .params
+            .iter()
+            .filter(|p| matches!(p.kind, kscale_core::ParamKind::Seconds { .. }))
+            .filter_map(|p| params.seconds(p.name).ok())
+            .collect()
+    }
+
+    fn timed(&self) -> bool {
+        !self.timed_params().is_empty()
+    }
+
     /// Wall seconds one more counted trial costs: measured once there is
     /// one, else the warm-up's, else a guess from the trial time and the
     /// workload's seconds params.
@@ -81,14 +100,7 @@ impl Unit {
         if self.next_idx > 0 {
             return self.spent_s / self.next_idx as f64;
         }
-        let params = kscale_core::Params(self.entry.params.clone());
-        let timed: f64 = self
-            .workload
-            .params
-            .iter()
-            .filter(|p| matches!(p.kind, kscale_core::ParamKind::Seconds { .. }))
-            .filter_map(|p| params.seconds(p.name).ok())
-            .sum();
+        let timed: f64 = self.timed_params().iter().sum();
         if timed > 0.0 {
             timed * 1.3 + 0.2
         } else {
@@ -161,7 +173,8 @@ fn execute_with(
         env: &env,
         profiler: &mut profiler,
         peers,
-        profile_scale: opts.budget_s.map_or(1.0, |b| profile_scale(&units, b)),
+        profile_scale: opts.budget_s.map_or(1.0, |b| profile_scale(&units, opts, b)),
+        profile_extra: (0.0, 0),
     };
     if let Some(budget_s) = opts.budget_s {
         run_budgeted(&mut runner, &mut units, budget_s)?;
@@ -237,12 +250,16 @@ fn units(store: &Store, run_id: i64, opts: &RunOptions) -> Result<Vec<Unit>> {
             spent_s: 0.0,
             notes: Vec::new(),
             finished: false,
+            profiled: false,
+            converged: false,
             turn: 0,
             cost_s: 0.0,
             cost_n: 0,
         };
         if let Some(old) = existing.get(&key) {
             unit.finished = old.status != CaseStatus::Pending;
+            unit.profiled = !old.profiles.is_empty();
+            unit.converged = old.converged == Some(true);
             unit.next_idx = old.trials.iter().map(|t| t.idx + 1).max().unwrap_or(0);
             unit.warmup_iterations = old
                 .trials
@@ -397,6 +414,11 @@ struct Runner<'a, 'p> {
     /// What every profiled trial's target length is multiplied by
     /// ([`profile_scale`]).
     profile_scale: f64,
+    /// Wall seconds the profiled trials took beyond their length (perf's
+    /// setup, the symbols, the store), summed, and how many: what the
+    /// budget keeps for the profiles still to come follows what this
+    /// machine charged, not a guess.
+    profile_extra: (f64, usize),
 }
 
 /// A workload's cases round-robin (A B A B …) until each has finished.
@@ -416,27 +438,42 @@ fn run_group(r: &mut Runner<'_, '_>, units: &mut [Unit]) -> Result<()> {
 /// whole run; cases that cannot converge in what is left stop at once.
 fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Result<()> {
     use kscale_core::budget::{self, CaseState, Plan};
-    let started = Instant::now();
+    // The command's clock when it counts its own setup and output (study),
+    // else the runner's.
+    let (started, tail_s) = r
+        .opts
+        .budget_clock
+        .map_or((Instant::now(), 0.0), |c| (c.started, c.tail_s));
     let rule = r.opts.rule;
+    let parts = parts(units);
     let mut step = 0u64;
     loop {
         let reserve = if r.profiler.wanted() {
-            profile_reserve(units, r.profile_scale)
+            units
+                .iter()
+                .filter(|u| !u.finished && !u.profiled)
+                .map(|u| r.profile_cost(u))
+                .sum()
         } else {
             0.0
         };
-        let left = budget_s - started.elapsed().as_secs_f64() - reserve;
+        let left = budget_s - started.elapsed().as_secs_f64() - reserve - tail_s;
         let median = units
             .iter()
             .enumerate()
             .filter(|(_, u)| !u.finished && matches!(u.workload.rule, RunRule::MedianOf(_)))
             .min_by_key(|(_, u)| (u.counted.len(), u.turn))
             .map(|(i, _)| i);
-        let pick = if let Some(i) = median.filter(|_| left > 0.0) {
+        // A median-of-N trial is not started unless what is left buys it.
+        let pick = if let Some(i) = median.filter(|&i| left >= units[i].secs_per_trial(r.opts)) {
             Some(i)
         } else {
             let conv: Vec<usize> = (0..units.len())
                 .filter(|&i| !units[i].finished && units[i].workload.rule == RunRule::Converge)
+                .collect();
+            let covered: Vec<u32> = (0..units.len())
+                .filter(|&i| units[i].converged)
+                .map(|i| parts[i])
                 .collect();
             let states: Vec<CaseState> = conv
                 .iter()
@@ -444,6 +481,7 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Re
                     values: &units[i].counted,
                     secs_per_trial: units[i].secs_per_trial(r.opts),
                     converged: false,
+                    part: Some(parts[i]).filter(|p| !covered.contains(p)),
                 })
                 .collect();
             let plans = budget::allocate(&rule, &states, left);
@@ -484,6 +522,25 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Re
     Ok(())
 }
 
+/// Each case's part of the run's answer, numbered: its family on its CPU
+/// configuration (`syscall` on `1`, `chat` on `all`). The budget funds a
+/// case of every part before more of any (kscale_core::budget::allocate).
+fn parts(units: &[Unit]) -> Vec<u32> {
+    let mut names: Vec<(&str, &str)> = Vec::new();
+    units
+        .iter()
+        .map(|u| {
+            let family = u.entry.workload.split('.').next().unwrap_or_default();
+            let key = (family, kscale_core::cpus::base_name(&u.entry.cpus_name));
+            let i = names.iter().position(|n| *n == key).unwrap_or_else(|| {
+                names.push(key);
+                names.len() - 1
+            });
+            i as u32
+        })
+        .collect()
+}
+
 /// Samples a profiled trial should hold on each CPU configuration, so that
 /// a top-10 stands on more than a few dozen (docs/method.md, "Kernel
 /// profiles").
@@ -491,7 +548,7 @@ const PROFILE_SAMPLES: f64 = 1000.0;
 /// The CPU clock's sampling rate (SampleSpec::DEFAULTS).
 const PROFILE_HZ: f64 = 997.0;
 /// The most of a run's budget its profiled trials may take.
-const PROFILE_SHARE: f64 = 0.35;
+const PROFILE_SHARE: f64 = 0.25;
 /// A profiled trial's cost beyond its length: the worker's start, perf's
 /// setup, the store.
 const PROFILE_START_S: f64 = 0.2;
@@ -502,28 +559,26 @@ fn profile_target_s(cpus: usize) -> f64 {
     PROFILE_SAMPLES / (PROFILE_HZ * cpus.max(1) as f64)
 }
 
-/// Seconds to set aside for the profiled trials of the cases not finished
-/// yet: each its target and a worker's start, all of them scaled down to
-/// [`PROFILE_SHARE`] of the budget when they would take more.
-fn profile_reserve(units: &[Unit], scale: f64) -> f64 {
-    units
-        .iter()
-        .filter(|u| !u.finished)
-        .map(|u| profile_target_s(u.entry.cpus.len()) * scale + PROFILE_START_S)
-        .sum()
-}
 
-/// The factor by which every profiled trial is shortened so that all of
-/// them fit in [`PROFILE_SHARE`] of the budget (1 without a budget).
-fn profile_scale(units: &[Unit], budget_s: f64) -> f64 {
-    let all: f64 = units
-        .iter()
-        .map(|u| profile_target_s(u.entry.cpus.len()) + PROFILE_START_S)
-        .sum();
-    if all <= 0.0 {
+/// The factor by which every profiled trial that can be shortened is, so
+/// that all of them fit in [`PROFILE_SHARE`] of the budget (1 without a
+/// budget). A workload that ends after fixed work (chat) cannot be
+/// shortened: its trials' guessed cost is taken off the share first.
+fn profile_scale(units: &[Unit], opts: &RunOptions, budget_s: f64) -> f64 {
+    let (mut scalable, mut fixed) = (0.0, 0.0);
+    for u in units {
+        fixed += PROFILE_START_S;
+        if u.workload.roles.is_some() && !u.timed() {
+            fixed += u.secs_per_trial(opts);
+        } else {
+            scalable += profile_target_s(u.entry.cpus.len());
+        }
+    }
+    if scalable <= 0.0 {
         1.0
     } else {
-        (PROFILE_SHARE * budget_s / all).min(1.0)
+        // Never below a tenth: a profile of a few samples answers nothing.
+        ((PROFILE_SHARE * budget_s - fixed) / scalable).clamp(0.1, 1.0)
     }
 }
 
@@ -555,12 +610,44 @@ fn profile_request(u: &Unit, req: &TrialRequest, trial_time_s: f64, secs: f64) -
 }
 
 impl Runner<'_, '_> {
+    /// How long `u`'s profiled trial runs, by [`profile_request`]'s rule:
+    /// a timed workload's window, lengthened to the profile's target; an
+    /// iteration count scaled to the target; a workload that ends after
+    /// fixed work (chat) as long as its counted trials.
+    fn profile_length(&self, u: &Unit) -> f64 {
+        let secs = profile_target_s(u.entry.cpus.len()) * self.profile_scale;
+        let timed = u.timed_params();
+        if !timed.is_empty() {
+            timed.iter().map(|s| s.max(secs)).sum()
+        } else if u.workload.roles.is_none() {
+            secs
+        } else {
+            u.secs_per_trial(self.opts)
+        }
+    }
+
+    /// What the budget keeps for `u`'s profiled trial: its length and the
+    /// extra seconds profiled trials have cost here so far
+    /// ([`PROFILE_START_S`] before the first).
+    fn profile_cost(&self, u: &Unit) -> f64 {
+        let (sum, n) = self.profile_extra;
+        let extra = if n == 0 {
+            PROFILE_START_S
+        } else {
+            sum / n as f64
+        };
+        self.profile_length(u) + extra
+    }
+
     /// One trial of `u`: its warm-up or its next counted trial, stored;
     /// the case finishes when its rule says so.
     fn turn(&mut self, u: &mut Unit) -> Result<()> {
         let (opts, env, bar) = (self.opts, self.env, self.env.bar);
         if let Some(sig) = signals::interrupted() {
             return Err(Interrupted(sig, self.run_id).into());
+        }
+        if self.profiler.wanted() && !u.profiled && u.warmup_iterations.is_some() {
+            return self.profile(u);
         }
         let warmup = opts.step != Step::Window && u.warmup_iterations.is_none() && u.next_idx == 0;
         let counted_n = u.counted.len();
@@ -686,15 +773,16 @@ impl Runner<'_, '_> {
 
     /// Stores the case's end, with what it would have needed when it did
     /// not converge (`why` says why it stopped, when the budget stopped
-    /// it), and runs its profiled trial.
+    /// it).
     fn finish(&mut self, u: &mut Unit, d: Decision, why: Option<String>) -> Result<()> {
-        let (opts, bar) = (self.opts, self.env.bar);
+        let opts = self.opts;
         u.finished = true;
         // A median-of-N case is not run to convergence.
         let converged = match u.workload.rule {
             RunRule::Converge => Some(d == Decision::Converged),
             RunRule::MedianOf(_) => None,
         };
+        u.converged = converged == Some(true);
         let mut notes = u.notes.clone();
         if converged == Some(false) {
             let need = kscale_core::budget::need(
@@ -703,6 +791,7 @@ impl Runner<'_, '_> {
                     values: &u.counted,
                     secs_per_trial: u.secs_per_trial(opts),
                     converged: false,
+                    part: None,
                 },
             );
             // Tables print a note after its workload's name.
@@ -723,15 +812,24 @@ impl Runner<'_, '_> {
             u.warmup_iterations,
             &notes,
         )?;
-        if !self.profiler.wanted() || u.next_idx == 0 {
-            return Ok(());
-        }
+        Ok(())
+    }
+
+    /// The case's profiled trial: an extra, uncounted, sampled trial taken
+    /// right after its warm-up, so that its time is spent, and known, while
+    /// the budget still plans the counted trials — not in a burst once the
+    /// budget is spent.
+    fn profile(&mut self, u: &mut Unit) -> Result<()> {
+        let (opts, bar) = (self.opts, self.env.bar);
+        u.profiled = true;
         bar.set_message(format!(
             "{} [cpus {}] profiled trial",
             u.entry.workload,
             kscale_core::cpus::base_name(&u.entry.cpus_name)
         ));
         let secs = profile_target_s(u.entry.cpus.len()) * self.profile_scale;
+        let length = self.profile_length(u);
+        let started = Instant::now();
         let req = profile_request(
             u,
             &u.request(opts, self.env.scratch),
@@ -749,6 +847,8 @@ impl Runner<'_, '_> {
             bar,
             |r| run_trial(w, r, timeout, available, load, peers),
         )?;
+        self.profile_extra.0 += (started.elapsed().as_secs_f64() - length).max(0.0);
+        self.profile_extra.1 += 1;
         if let Some(sig) = signals::interrupted() {
             return Err(Interrupted(sig, self.run_id).into());
         }

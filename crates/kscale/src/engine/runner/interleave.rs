@@ -90,7 +90,7 @@ fn execute_with(
         let spent = budget_s.is_some_and(|b| started.elapsed().as_secs_f64() >= b);
         for a in order::round(&mut rng, &alive) {
             let arm = &mut arms[a];
-            // A finishing case may take its profiled trial: switched too.
+            // A case's profiled trial is one of its turns: switched too.
             (arm.switch)()?;
             let mut r = Runner {
                 store,
@@ -100,6 +100,7 @@ fn execute_with(
                 profiler: &mut profilers[a],
                 peers: arm.peers.as_deref_mut(),
                 profile_scale: 1.0,
+                profile_extra: (0.0, 0),
             };
             for u in sets[a].iter_mut().filter(|u| !u.finished) {
                 if spent {
