@@ -175,6 +175,7 @@ fn execute_with(
         peers,
         profile_scale: opts.budget_s.map_or(1.0, |b| profile_scale(&units, opts, b)),
         profile_extra: (0.0, 0),
+        finish_cost: (0.0, 0),
     };
     if let Some(budget_s) = opts.budget_s {
         run_budgeted(&mut runner, &mut units, budget_s)?;
@@ -419,6 +420,10 @@ struct Runner<'a, 'p> {
     /// budget keeps for the profiles still to come follows what this
     /// machine charged, not a guess.
     profile_extra: (f64, usize),
+    /// Wall seconds that storing a case's end has taken, summed, and how
+    /// many: the budget keeps as much for every case still open, which the
+    /// run ends by storing.
+    finish_cost: (f64, usize),
 }
 
 /// A workload's cases round-robin (A B A B …) until each has finished.
@@ -457,7 +462,9 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Re
         } else {
             0.0
         };
-        let left = budget_s - started.elapsed().as_secs_f64() - reserve - tail_s;
+        let open = units.iter().filter(|u| !u.finished).count();
+        let ending = r.finish_mean() * open as f64 + tail_s;
+        let left = budget_s - started.elapsed().as_secs_f64() - reserve - ending;
         let median = units
             .iter()
             .enumerate()
@@ -521,6 +528,9 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Re
     }
     Ok(())
 }
+
+/// What storing a case's end is taken to cost before one has been timed.
+const FINISH_S: f64 = 0.02;
 
 /// Each case's part of the run's answer, numbered: its family on its CPU
 /// configuration (`syscall` on `1`, `chat` on `all`). The budget funds a
@@ -776,6 +786,7 @@ impl Runner<'_, '_> {
     /// it).
     fn finish(&mut self, u: &mut Unit, d: Decision, why: Option<String>) -> Result<()> {
         let opts = self.opts;
+        let started = Instant::now();
         u.finished = true;
         // A median-of-N case is not run to convergence.
         let converged = match u.workload.rule {
@@ -812,7 +823,18 @@ impl Runner<'_, '_> {
             u.warmup_iterations,
             &notes,
         )?;
+        self.finish_cost.0 += started.elapsed().as_secs_f64();
+        self.finish_cost.1 += 1;
         Ok(())
+    }
+
+    /// Mean seconds storing a case's end has taken in this run
+    /// ([`FINISH_S`] before the first).
+    fn finish_mean(&self) -> f64 {
+        match self.finish_cost {
+            (_, 0) => FINISH_S,
+            (sum, n) => sum / n as f64,
+        }
     }
 
     /// The case's profiled trial: an extra, uncounted, sampled trial taken

@@ -101,6 +101,7 @@ fn execute_with(
                 peers: arm.peers.as_deref_mut(),
                 profile_scale: 1.0,
                 profile_extra: (0.0, 0),
+                finish_cost: (0.0, 0),
             };
             for u in sets[a].iter_mut().filter(|u| !u.finished) {
                 if spent {
