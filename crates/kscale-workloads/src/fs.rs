@@ -228,7 +228,8 @@ fn size_param(ctx: &TrialCtx) -> Result<usize> {
 const BATCH: u64 = 100;
 
 /// Runs `timed_part` on a fresh tree of [`BATCH`] files per batch and
-/// returns (median files per second over the batches, batches). The trial is
+/// returns (median files per second over the batches, batches, files and
+/// directories left kept in `keep_in`). The trial is
 /// calibrated in batches on the *wall* time of whole batches — building the
 /// tree, the untimed half of the work (creating the files to delete, or
 /// deleting the created ones) and the timed half — so that a trial lasts
@@ -239,13 +240,14 @@ fn rate(
     ctx: &TrialCtx,
     keep_in: Option<&Path>,
     mut timed_part: impl FnMut(&Tree) -> Result<Duration>,
-) -> Result<(f64, u64)> {
+) -> Result<(f64, u64, u64)> {
     ensure!(
         ctx.dir.is_dir(),
         "run directory {} does not exist",
         ctx.dir.display()
     );
     let mut per_file: Vec<f64> = Vec::new();
+    let mut left = 0;
     let (_, batches) = ctx.time_per_op(|n| {
         per_file.clear();
         let start = Instant::now();
@@ -254,6 +256,7 @@ fn rate(
             let t = timed_part(&tree)?;
             if keep_in.is_some() {
                 tree.keep();
+                left += BATCH + 1;
             } else {
                 tree.remove()?;
             }
@@ -266,7 +269,7 @@ fn rate(
         median > 0.0,
         "timer did not advance over {batches} batches of {BATCH} files"
     );
-    Ok((1.0 / median, batches))
+    Ok((1.0 / median, batches, left))
 }
 
 /// On ext4 without a journal every file deleted there by anyone in the last
@@ -320,8 +323,17 @@ fn kept_files(ctx: &TrialCtx) -> Result<(Option<PathBuf>, Option<String>)> {
             )),
         ));
     }
-    let dir = crate::shared::scratch::scratch_path(&ctx.dir, "kscale-fs-kept");
-    std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    // Kept directories outlive their worker, and a run's forks can wrap
+    // the pids around (pid_max is 32768 by default): a name an earlier
+    // worker of the same pid took is skipped, not an error.
+    let dir = loop {
+        let dir = crate::shared::scratch::scratch_path(&ctx.dir, "kscale-fs-kept");
+        match std::fs::create_dir(&dir) {
+            Ok(()) => break dir,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
+        }
+    };
     Ok((
         Some(dir),
         Some(format!(
@@ -334,7 +346,7 @@ fn create(ctx: &TrialCtx) -> Result<TrialOutput> {
     let size = size_param(ctx)?;
     let buf = vec![0u8; size.clamp(1, CHUNK)];
     let (keep_in, note) = kept_files(ctx)?;
-    let (rate, n) = rate(ctx, keep_in.as_deref(), |tree| {
+    let (rate, n, left) = rate(ctx, keep_in.as_deref(), |tree| {
         let start = Instant::now();
         tree.create_all(size, &buf)?;
         let t = start.elapsed();
@@ -345,13 +357,15 @@ fn create(ctx: &TrialCtx) -> Result<TrialOutput> {
     })?;
     let mut out = TrialOutput::new(n).with(&CREATES, rate);
     out.notes.extend(note);
+    // The kept directory itself too.
+    out.left_files = left + u64::from(keep_in.is_some());
     Ok(out)
 }
 
 fn delete(ctx: &TrialCtx) -> Result<TrialOutput> {
     let size = size_param(ctx)?;
     let buf = vec![0u8; size.clamp(1, CHUNK)];
-    let (rate, n) = rate(ctx, None, |tree| {
+    let (rate, n, _) = rate(ctx, None, |tree| {
         tree.create_all(size, &buf)?;
         let start = Instant::now();
         tree.unlink_all()?;
@@ -370,6 +384,23 @@ mod tests {
 
     fn is_empty(dir: &Path) -> bool {
         std::fs::read_dir(dir).unwrap().next().is_none()
+    }
+
+    #[test]
+    fn a_kept_directory_left_by_an_earlier_worker_of_the_same_pid_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        // What a worker that had this pid before the pids wrapped left.
+        for seq in 0..3 {
+            let taken = dir
+                .path()
+                .join(format!("kscale-fs-kept-{}-{seq}", std::process::id()));
+            std::fs::create_dir(&taken).unwrap();
+        }
+        let ctx = crate::test_ctx(&[("size", "0"), ("keep", "yes")], 20).in_dir(dir.path());
+        let (kept, _) = kept_files(&ctx).unwrap();
+        let kept = kept.unwrap();
+        assert!(kept.is_dir());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 4);
     }
 
     #[test]
@@ -408,6 +439,9 @@ mod tests {
         let files = walk(&kept);
         assert_eq!(files.len(), 300);
         assert!(files.iter().all(|f| f.metadata().unwrap().len() == 1024));
+        // What the run's end must remove is said, its trees' roots and the
+        // kept directory counted with the files.
+        assert_eq!(out.left_files, 300 + 3 + 1);
         ctx.params = kscale_core::Params(
             [("size", "0"), ("keep", "maybe")]
                 .iter()

@@ -324,6 +324,11 @@ pub struct TrialOutput {
     /// Macro workloads: CPU time of each role process in the window.
     #[serde(default)]
     pub roles: Vec<RoleCpu>,
+    /// Files and directories the trial left in the run's scratch directory
+    /// for the run's end to remove (`fs.create`'s kept files): removing
+    /// them is time the run's budget must keep.
+    #[serde(default)]
+    pub left_files: u64,
 }
 
 impl TrialOutput {

@@ -16,7 +16,7 @@
 //! case of its own (`conns=capacity`, [`kscale_core::CAPACITY`]) holding the
 //! trials measured at the capacity, with the search in its note.
 
-use super::args::{RunOptions, Step};
+use super::args::{BudgetClock, RunOptions, Step};
 use super::peers::PeerSet;
 use super::plan::PlanEntry;
 use super::runner;
@@ -107,6 +107,8 @@ pub struct Search {
     lo: u64,
     hi: Option<u64>,
     steps: Vec<(u64, bool)>,
+    /// The failing end of the final bracket has been measured again.
+    rechecked: bool,
 }
 
 impl Search {
@@ -119,6 +121,7 @@ impl Search {
             lo: 0,
             hi: None,
             steps: Vec::new(),
+            rechecked: false,
         }
     }
 
@@ -134,13 +137,36 @@ impl Search {
             (0, Some(hi)) => (hi / 2 >= self.min).then_some(hi / 2),
             (lo, Some(hi)) => {
                 let fine = ((lo as f64 * RESOLUTION) as u64).max(1);
-                (hi - lo > fine).then(|| lo + (hi - lo) / 2)
+                if hi - lo > fine {
+                    Some(lo + (hi - lo) / 2)
+                } else {
+                    // One window that one connection missed by a hair
+                    // fails a step: the count that ends the search is
+                    // measured once more before it is believed.
+                    (!self.rechecked).then_some(hi)
+                }
             }
         }
     }
 
     pub fn record(&mut self, v: u64, conforms: bool) {
+        let recheck = self.hi == Some(v) && self.lo > 0 && !self.rechecked;
         self.steps.push((v, conforms));
+        if recheck {
+            self.rechecked = true;
+            if conforms {
+                // It conforms after all: the bracket's failing end is the
+                // next failing count above it, if any.
+                self.lo = v;
+                self.hi = self
+                    .steps
+                    .iter()
+                    .filter(|&&(x, ok)| !ok && x > v)
+                    .map(|&(x, _)| x)
+                    .min();
+            }
+            return;
+        }
         if conforms {
             self.lo = self.lo.max(v);
         } else {
@@ -322,10 +348,14 @@ pub fn run(
     }
     let mut o = opts.clone();
     o.plan = rest;
-    // The rest is planned with what the searches left.
-    o.budget_s = opts
-        .budget_s
-        .map(|b| (b - started.elapsed().as_secs_f64()).max(0.0));
+    // The rest is planned with what the searches left: on the command's
+    // clock when it keeps one (study), else on one started with the searches.
+    if o.budget_clock.is_none() {
+        o.budget_clock = Some(BudgetClock {
+            started,
+            tail_s: 0.0,
+        });
+    }
     runner::execute(store, run_id, &o, progress, ctx.peers)
 }
 
@@ -626,13 +656,38 @@ mod tests {
             let fails = f.fails_at.unwrap();
             assert!(fails > cap && fails - f.capacity <= fine, "{f:?}");
             assert!(f.resolved);
-            // Every step agrees with the oracle, and none is repeated.
+            // Every step agrees with the oracle, and only the failing end
+            // of a bracket with a conforming end is measured twice, last.
             assert!(f.steps.iter().all(|(v, ok)| (*v <= cap) == *ok));
             let mut vs: Vec<u64> = f.steps.iter().map(|s| s.0).collect();
             vs.sort_unstable();
             vs.dedup();
-            assert_eq!(vs.len(), f.steps.len(), "{f:?}");
+            let again = usize::from(f.capacity > 0);
+            assert_eq!(vs.len() + again, f.steps.len(), "{f:?}");
+            if again == 1 {
+                assert_eq!(f.steps.last(), Some(&(fails, false)), "{f:?}");
+            }
         }
+    }
+
+    #[test]
+    fn a_failing_end_that_conforms_when_measured_again_reopens_the_search() {
+        // The first window at 800 misses by one connection; the machine
+        // holds 1,000.
+        let mut first = true;
+        let f = search(800, 1, 100_000, |v| {
+            let flake = v == 800 && std::mem::take(&mut first);
+            Ok(v <= 1000 && !flake)
+        })
+        .unwrap();
+        assert!(f.capacity <= 1000 && 1000 - f.capacity <= 20, "{f:?}");
+        assert!(f.fails_at.is_some_and(|h| h > 1000), "{f:?}");
+        assert!(f.steps.contains(&(800, false)) && f.steps.contains(&(800, true)));
+        // Once: a second flaky end is believed.
+        let f = search(800, 1, 100_000, |v| Ok(v < 800)).unwrap();
+        assert_eq!(f.steps.iter().filter(|s| s.0 == 800).count(), 2, "{f:?}");
+        assert_eq!(f.fails_at, Some(800), "{f:?}");
+        assert!(f.capacity < 800 && 800 - f.capacity <= 16, "{f:?}");
     }
 
     #[test]
