@@ -158,7 +158,9 @@ fn trials_for(rule: &StopRule, spread: f64) -> f64 {
     let k = 2.0 * spread / rule.width_pct;
     let mut n = (k * t_quantile(rule.confidence_pct, MAX_DF)).powi(2);
     for _ in 0..FIXED_POINT_STEPS {
-        let df = (n.max(2.0) - 1.0).clamp(1.0, MAX_DF);
+        // Whole degrees of freedom: trials are counted in whole numbers,
+        // and whole ones let t_quantile's memory answer.
+        let df = (n.max(2.0) - 1.0).round().clamp(1.0, MAX_DF);
         let next = (k * t_quantile(rule.confidence_pct, df)).powi(2);
         if (next - n).abs() < 0.01 {
             return next;
@@ -177,11 +179,30 @@ pub fn trials_needed(rule: &StopRule, values: &[f64]) -> Option<f64> {
 /// The lower bound of the variance at [`OPTIMISM`], as a factor of the
 /// sample variance: (n−1)/χ²(OPTIMISM; n−1).
 fn lucky_variance_factor(n: usize) -> f64 {
-    let df = (n.max(2) - 1) as f64;
-    match ChiSquared::new(df) {
+    use std::cell::RefCell;
+    thread_local! {
+        // By n: the planner asks for it for every case after every trial.
+        static SEEN: RefCell<Vec<f64>> = const { RefCell::new(Vec::new()) };
+    }
+    let n = n.max(2);
+    if let Some(f) = SEEN.with(|s| s.borrow().get(n).copied().filter(|f| *f > 0.0)) {
+        return f;
+    }
+    let df = (n - 1) as f64;
+    let f = match ChiSquared::new(df) {
         Ok(c) => df / c.inverse_cdf(OPTIMISM),
         Err(_) => 1.0,
+    };
+    if n <= 100_000 {
+        SEEN.with(|s| {
+            let mut s = s.borrow_mut();
+            if s.len() <= n {
+                s.resize(n + 1, 0.0);
+            }
+            s[n] = f;
+        });
     }
+    f
 }
 
 /// What the case needs beyond its counted trials, at its spread's point

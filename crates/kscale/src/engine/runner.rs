@@ -176,7 +176,9 @@ fn execute_with(
         env: &env,
         profiler: &mut profiler,
         peers,
-        profile_scale: opts.budget_s.map_or(1.0, |b| profile_scale(&units, opts, b)),
+        profile_scale: opts
+            .budget_s
+            .map_or(1.0, |b| profile_scale(&units, opts, b)),
         profile_extra: (0.0, 0),
         finish_cost: (0.0, 0),
     };
@@ -568,7 +570,7 @@ const PROFILE_SAMPLES: f64 = 1000.0;
 /// The CPU clock's sampling rate (SampleSpec::DEFAULTS).
 const PROFILE_HZ: f64 = 997.0;
 /// The most of a run's budget its profiled trials may take.
-const PROFILE_SHARE: f64 = 0.25;
+const PROFILE_SHARE: f64 = 0.20;
 /// A profiled trial's cost beyond its length: the worker's start, perf's
 /// setup, the store.
 const PROFILE_START_S: f64 = 0.2;
@@ -578,7 +580,6 @@ const PROFILE_START_S: f64 = 0.2;
 fn profile_target_s(cpus: usize) -> f64 {
     PROFILE_SAMPLES / (PROFILE_HZ * cpus.max(1) as f64)
 }
-
 
 /// The factor by which every profiled trial that can be shortened is, so
 /// that all of them fit in [`PROFILE_SHARE`] of the budget (1 without a
