@@ -311,6 +311,23 @@ fn conforms(w: &WorkloadDef, c: &CaseData, v: u64) -> bool {
     c.status == CaseStatus::Done && c.summary(w.primary().name, 95.0).mean >= v as f64 - 1e-9
 }
 
+/// The primary metric of the case's latest counted window.
+fn last_window(w: &WorkloadDef, c: &CaseData) -> Option<f64> {
+    c.trials
+        .iter()
+        .filter(|t| !t.warmup)
+        .max_by_key(|t| t.idx)
+        .and_then(|t| t.values.get(w.primary().name).copied())
+}
+
+/// Whether a step that did not conform missed by at most 1 % of its
+/// count (and at least one connection): a near miss worth a second window.
+fn near_miss(w: &WorkloadDef, c: &CaseData, v: u64) -> bool {
+    let slack = (v as f64 * 0.01).max(1.0);
+    c.status == CaseStatus::Done
+        && last_window(w, c).is_some_and(|x| x < v as f64 && x >= v as f64 - slack)
+}
+
 /// Runs the plan: every search first, each within its share of the
 /// budget, then the other cases with the budget they left.
 pub fn run(
@@ -403,7 +420,7 @@ fn search_one(ctx: &mut Ctx<'_, '_>, seed: &PlanEntry, seq: i64, share: Option<f
     };
     let mut cases: Vec<(u64, CaseData)> = Vec::new();
     let b = bounded(Search::new(start, min, max), share, first_s, reserve, |v| {
-        let (case, secs) = ctx.measure(&at(v), step)?;
+        let (mut case, mut secs) = ctx.measure(&at(v), step)?;
         if step == Step::WarmWindow {
             step = Step::Window;
         }
@@ -413,8 +430,28 @@ fn search_one(ctx: &mut Ctx<'_, '_>, seed: &PlanEntry, seq: i64, share: Option<f
             .filter(|t| t.warmup)
             .map(|t| t.wall_s)
             .sum();
+        let mut ok = conforms(w, &case, v);
+        // A window a connection or two short (≤ 1 %) is measured once more
+        // and the second window decides: in a 2 s window one connection
+        // waiting out a large file's throttle span at the window's edge
+        // fails a step (a study's searches read 799 of 800 and 699 of 700,
+        // then conformed at 4,400 on the other configuration).
+        if step != Step::Whole && !ok && near_miss(w, &case, v) {
+            ctx.store.finish_case(
+                case.id,
+                CaseStatus::Pending,
+                None,
+                None,
+                case.iterations,
+                &case.notes,
+            )?;
+            let (again, more) = ctx.measure(&at(v), Step::Window)?;
+            ok = again.status == CaseStatus::Done
+                && last_window(w, &again).is_some_and(|x| x >= v as f64 - 1e-9);
+            (case, secs) = (again, secs + more);
+        }
         let m = Measured {
-            conforms: conforms(w, &case, v),
+            conforms: ok,
             secs,
             next_s: (secs - warm).max(0.0),
         };
@@ -595,6 +632,9 @@ fn describe(
         };
         let tail = match (found.fails_at, found.resolved) {
             (Some(f), true) => format!(", not at {f} (within 2 %)"),
+            (Some(f), false) if f - cap <= ((cap as f64 * RESOLUTION) as u64).max(1) => {
+                format!(", not at {f} (within 2 %, but {f} failed once and was not measured again: {budget})")
+            }
             (Some(f), false) => format!(
                 ", not at {f} — a bracket {:.0} % wide, not 2 %: {budget}",
                 found.width().unwrap_or(0.0) * 100.0
