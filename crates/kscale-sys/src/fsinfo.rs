@@ -39,6 +39,21 @@ pub fn has_room(dir: &Path, bytes: u64, inodes: u64) -> bool {
     avail >= bytes.min(size / 2) && st.files_available() >= inodes.min(st.files() / 2)
 }
 
+/// Writes back the filesystem `dir` is on (syncfs(2)). After a run has
+/// removed many files on ext4 without a journal, a written-back inode
+/// table shrinks the time the next run's file creations skip them from six
+/// minutes to one.
+pub fn sync_fs(dir: &Path) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let d = std::fs::File::open(dir)?;
+    // SAFETY: syncfs only reads the descriptor, which `d` keeps open.
+    if unsafe { libc::syncfs(d.as_raw_fd()) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,20 +77,5 @@ mod tests {
         let half_free = st.blocks_available() >= st.blocks() / 2;
         assert_eq!(has_room(&dir, u64::MAX, 0), half_free);
         assert!(!has_room(Path::new("/nonexistent/dir"), 0, 0));
-    }
-}
-
-/// Writes back the filesystem `dir` is on (syncfs(2)). After a run has
-/// removed many files on ext4 without a journal, a written-back inode
-/// table shrinks the time the next run's file creations skip them from six
-/// minutes to one.
-pub fn sync_fs(dir: &Path) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let d = std::fs::File::open(dir)?;
-    // SAFETY: syncfs only reads the descriptor, which `d` keeps open.
-    if unsafe { libc::syncfs(d.as_raw_fd()) } == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
     }
 }
