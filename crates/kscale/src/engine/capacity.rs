@@ -304,6 +304,27 @@ impl Ctx<'_, '_> {
     }
 }
 
+impl Ctx<'_, '_> {
+    /// More windows of a finished step's case: reopened, then measured as
+    /// `step` says.
+    fn measure_more(
+        &mut self,
+        case: &CaseData,
+        entry: &PlanEntry,
+        step: Step,
+    ) -> Result<(CaseData, f64)> {
+        self.store.finish_case(
+            case.id,
+            CaseStatus::Pending,
+            None,
+            None,
+            case.iterations,
+            &case.notes,
+        )?;
+        self.measure(entry, step)
+    }
+}
+
 /// Whether a step's case conforms: done, and its primary metric (the
 /// median of its windows) equals the value. A failed case (the server
 /// gave up) does not conform.
@@ -437,15 +458,7 @@ fn search_one(ctx: &mut Ctx<'_, '_>, seed: &PlanEntry, seq: i64, share: Option<f
         // fails a step (a study's searches read 799 of 800 and 699 of 700,
         // then conformed at 4,400 on the other configuration).
         if step != Step::Whole && !ok && near_miss(w, &case, v) {
-            ctx.store.finish_case(
-                case.id,
-                CaseStatus::Pending,
-                None,
-                None,
-                case.iterations,
-                &case.notes,
-            )?;
-            let (again, more) = ctx.measure(&at(v), Step::Window)?;
+            let (again, more) = ctx.measure_more(&case, &at(v), Step::Window)?;
             ok = again.status == CaseStatus::Done
                 && last_window(w, &again).is_some_and(|x| x >= v as f64 - 1e-9);
             (case, secs) = (again, secs + more);
@@ -472,15 +485,7 @@ fn search_one(ctx: &mut Ctx<'_, '_>, seed: &PlanEntry, seq: i64, share: Option<f
             // Confirmed before the run was interrupted.
             confirmed = Some(c.summary(w.primary().name, 95.0).mean);
         } else if b.spent_s + reserve * b.step_s <= share {
-            ctx.store.finish_case(
-                c.id,
-                CaseStatus::Pending,
-                None,
-                None,
-                c.iterations,
-                &c.notes,
-            )?;
-            let (c, _) = ctx.measure(&at(found.capacity), Step::Whole)?;
+            let (c, _) = ctx.measure_more(c, &at(found.capacity), Step::Whole)?;
             confirmed = Some(c.summary(w.primary().name, 95.0).mean);
             best = Some(c);
         }

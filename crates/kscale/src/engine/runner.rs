@@ -169,19 +169,10 @@ fn execute_with(
         load_cpus: opts.load_cpus.as_deref(),
         hotplug,
     };
-    let mut runner = Runner {
-        store,
-        run_id,
-        opts,
-        env: &env,
-        profiler: &mut profiler,
-        peers,
-        profile_scale: opts
-            .budget_s
-            .map_or(1.0, |b| profile_scale(&units, opts, b)),
-        profile_extra: (0.0, 0),
-        finish_cost: (0.0, 0),
-    };
+    let scale = opts
+        .budget_s
+        .map_or(1.0, |b| profile_scale(&units, opts, b));
+    let mut runner = Runner::new(store, run_id, opts, &env, &mut profiler, peers, scale);
     if let Some(budget_s) = opts.budget_s {
         run_budgeted(&mut runner, &mut units, budget_s)?;
     } else {
@@ -436,11 +427,34 @@ struct Runner<'a, 'p> {
     /// setup, the symbols, the store), summed, and how many: what the
     /// budget keeps for the profiles still to come follows what this
     /// machine charged, not a guess.
-    profile_extra: (f64, usize),
+    profile_extra: Tally,
     /// Wall seconds that storing a case's end has taken, summed, and how
     /// many: the budget keeps as much for every case still open, which the
     /// run ends by storing.
-    finish_cost: (f64, usize),
+    finish_cost: Tally,
+}
+
+/// Seconds something has cost in this run, summed, and how many times.
+#[derive(Clone, Copy, Default)]
+struct Tally {
+    sum: f64,
+    n: usize,
+}
+
+impl Tally {
+    fn add(&mut self, secs: f64) {
+        self.sum += secs;
+        self.n += 1;
+    }
+
+    /// The mean so far, `before` until there is one.
+    fn mean_or(&self, before: f64) -> f64 {
+        if self.n == 0 {
+            before
+        } else {
+            self.sum / self.n as f64
+        }
+    }
 }
 
 /// A workload's cases round-robin (A B A B …) until each has finished.
@@ -641,7 +655,30 @@ fn profile_request(u: &Unit, req: &TrialRequest, trial_time_s: f64, secs: f64) -
     req
 }
 
-impl Runner<'_, '_> {
+impl<'a, 'p> Runner<'a, 'p> {
+    /// A runner with nothing measured yet.
+    fn new(
+        store: &'a Store,
+        run_id: i64,
+        opts: &'a RunOptions,
+        env: &'a Env<'a>,
+        profiler: &'a mut Profiler,
+        peers: Option<&'p mut PeerSet>,
+        profile_scale: f64,
+    ) -> Self {
+        Runner {
+            store,
+            run_id,
+            opts,
+            env,
+            profiler,
+            peers,
+            profile_scale,
+            profile_extra: Tally::default(),
+            finish_cost: Tally::default(),
+        }
+    }
+
     /// How long `u`'s profiled trial runs, by [`profile_request`]'s rule:
     /// a timed workload's window, lengthened to the profile's target; an
     /// iteration count scaled to the target; a workload that ends after
@@ -662,13 +699,7 @@ impl Runner<'_, '_> {
     /// extra seconds profiled trials have cost here so far
     /// ([`PROFILE_START_S`] before the first).
     fn profile_cost(&self, u: &Unit) -> f64 {
-        let (sum, n) = self.profile_extra;
-        let extra = if n == 0 {
-            PROFILE_START_S
-        } else {
-            sum / n as f64
-        };
-        self.profile_length(u) + extra
+        self.profile_length(u) + self.profile_extra.mean_or(PROFILE_START_S)
     }
 
     /// One trial of `u`: its warm-up or its next counted trial, stored;
@@ -846,18 +877,14 @@ impl Runner<'_, '_> {
             u.warmup_iterations,
             &notes,
         )?;
-        self.finish_cost.0 += started.elapsed().as_secs_f64();
-        self.finish_cost.1 += 1;
+        self.finish_cost.add(started.elapsed().as_secs_f64());
         Ok(())
     }
 
     /// Mean seconds storing a case's end has taken in this run
     /// ([`FINISH_S`] before the first).
     fn finish_mean(&self) -> f64 {
-        match self.finish_cost {
-            (_, 0) => FINISH_S,
-            (sum, n) => sum / n as f64,
-        }
+        self.finish_cost.mean_or(FINISH_S)
     }
 
     /// The case's profiled trial: an extra, uncounted, sampled trial taken
@@ -892,8 +919,8 @@ impl Runner<'_, '_> {
             bar,
             |r| run_trial(w, r, timeout, available, load, peers),
         )?;
-        self.profile_extra.0 += (started.elapsed().as_secs_f64() - length).max(0.0);
-        self.profile_extra.1 += 1;
+        self.profile_extra
+            .add((started.elapsed().as_secs_f64() - length).max(0.0));
         if let Some(sig) = signals::interrupted() {
             return Err(Interrupted(sig, self.run_id).into());
         }

@@ -92,17 +92,15 @@ fn execute_with(
             let arm = &mut arms[a];
             // A case's profiled trial is one of its turns: switched too.
             (arm.switch)()?;
-            let mut r = Runner {
+            let mut r = Runner::new(
                 store,
-                run_id: arm.run_id,
-                opts: arm.opts,
-                env: &env,
-                profiler: &mut profilers[a],
-                peers: arm.peers.as_deref_mut(),
-                profile_scale: 1.0,
-                profile_extra: (0.0, 0),
-                finish_cost: (0.0, 0),
-            };
+                arm.run_id,
+                arm.opts,
+                &env,
+                &mut profilers[a],
+                arm.peers.as_deref_mut(),
+                1.0,
+            );
             for u in sets[a].iter_mut().filter(|u| !u.finished) {
                 if spent {
                     let why = "the run's budget was spent".to_string();
