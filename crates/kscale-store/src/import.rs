@@ -11,7 +11,7 @@
 //! order of first appearance (SQLite binds them in that order), and portable
 //! SQL so every backend can run them.
 
-use crate::{CaseData, NewRun, NewTrial, RunData, Store, StoreError, SCHEMA_VERSION};
+use crate::{CaseData, NewRun, RunData, Store, StoreError, SCHEMA_VERSION};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -293,19 +293,7 @@ impl Store {
         for c in cases {
             let case_id = self.ensure_case(id, c.seq, &c.key, &c.cpus, &c.metrics, c.rule)?;
             for t in &c.trials {
-                self.add_trial(
-                    case_id,
-                    &NewTrial {
-                        idx: t.idx,
-                        warmup: t.warmup,
-                        wall_s: t.wall_s,
-                        iterations: t.iterations,
-                        values: &t.values,
-                        accounting: t.accounting.as_ref(),
-                        histograms: &t.histograms,
-                        roles: &t.roles,
-                    },
-                )?;
+                self.add_trial(case_id, &t.as_new(t.idx))?;
                 self.db.execute(
                     "UPDATE trials SET started_at = $1 WHERE case_id = $2 AND idx = $3",
                     &[&t.started_at, &case_id, &t.idx],
@@ -338,6 +326,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::NewTrial;
 
     #[test]
     fn uuids_are_version_4_and_differ() {

@@ -288,6 +288,23 @@ pub struct NewTrial<'a> {
     pub roles: &'a [RoleCpu],
 }
 
+impl TrialRow {
+    /// The stored trial as a new one to add elsewhere (an import, a
+    /// capacity search's answer), under the index `idx`.
+    pub fn as_new(&self, idx: i64) -> NewTrial<'_> {
+        NewTrial {
+            idx,
+            warmup: self.warmup,
+            wall_s: self.wall_s,
+            iterations: self.iterations,
+            values: &self.values,
+            accounting: self.accounting.as_ref(),
+            histograms: &self.histograms,
+            roles: &self.roles,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CaseStatus {
