@@ -8,7 +8,8 @@
 //! per file; `delete` times unlink of files created (untimed) just before.
 //! Every batch's tree is removed when the batch ends, on errors too, except
 //! where `create` keeps its files (the `keep` param): on ext4 without a
-//! journal, where freeing inodes slows the next creations for 30 s, they stay
+//! journal, where freeing inodes slows the next creations for a minute or more,
+//! they stay
 //! in the run's scratch directory, which the runner removes however the run
 //! ends. The figure is the median of short batches, as lat_fs's benchmp
 //! reports.
@@ -44,7 +45,7 @@ const KEEP: ParamDef = ParamDef {
     name: "keep",
     help: "What happens to the created files: `no` unlinks each batch right after timing it \
            (lat_fs); `yes` keeps them until the run ends; `auto` keeps them only on ext4 \
-           without a journal, which skips inodes freed in the last 30 s when allocating, so \
+           without a journal, which skips inodes freed in the last minute when allocating, so \
            there creations right after deletions slow down with every deletion and never \
            settle (docs/families/fs.md).",
     kind: ParamKind::Choice(&["auto", "yes", "no"]),
@@ -64,7 +65,7 @@ pub static FAMILY: Family = Family {
             title: "File creations",
             help: "Files created per second: creat, write `size` bytes, close (lmbench lat_fs). \
                    lat_fs unlinks each batch before the next; on ext4 without a journal that \
-                   makes every later creation slower for 30 s, so there kscale keeps the files \
+                   makes every later creation slower for a minute, so there kscale keeps the files \
                    until the run ends (`keep=no` measures as lat_fs does).",
             params: &[SIZE, KEEP],
             metrics: &[CREATES],
@@ -273,14 +274,14 @@ fn rate(
 }
 
 /// On ext4 without a journal every file deleted there by anyone in the last
-/// 30 s makes each creation scan past its inode, so creation rates follow
+/// minute makes each creation scan past its inode, so creation rates follow
 /// the machine's other file activity: on the 2-vCPU test VM a concurrent
 /// `cargo build` halved them and runs one after the other differed threefold.
 fn create_caveat(_: &kscale_core::Params, dir: &Path) -> Option<String> {
     let dev = kscale_sys::fsinfo::ext4_without_journal(dir)?;
     Some(format!(
         "{} is on ext4 without a journal ({dev}): creating a file there costs more for every \
-         file anyone deleted on it in the last 30 s, so creation rates follow the machine's \
+         file anyone deleted on it in the last minute, so creation rates follow the machine's \
          other file activity and may not converge; --dir on tmpfs or a journalled filesystem \
          measures creation alone (docs/families/fs.md)",
         dir.display()
@@ -306,8 +307,8 @@ fn kept_files(ctx: &TrialCtx) -> Result<(Option<PathBuf>, Option<String>)> {
     };
     let why = match &keep {
         Some(dev) => format!(
-            "{} is on ext4 without a journal ({dev}), which skips inodes freed in the last 30 s \
-             when allocating",
+            "{} is on ext4 without a journal ({dev}), which skips inodes freed in the last \
+             minute when allocating",
             ctx.dir.display()
         ),
         None => "keep=yes".to_string(),

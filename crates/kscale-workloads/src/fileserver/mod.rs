@@ -180,9 +180,9 @@ pub static FAMILY: Family = Family {
 };
 
 /// The mix creates as many files as it deletes, and on ext4 without a
-/// journal the inode allocator skips every inode freed in the last 30 s
+/// journal the inode allocator skips every inode freed in the last minute
 /// (`recently_deleted()`), so the cost of a create rises and falls with the
-/// deletions of the last half-minute: throughput swings on a scale of tens of
+/// deletions of the last minute: throughput swings on a scale of tens of
 /// seconds that short windows follow instead of averaging
 /// (docs/families/fileserver.md).
 fn mix_caveat(params: &kscale_core::Params, dir: &Path) -> Option<String> {
@@ -192,7 +192,7 @@ fn mix_caveat(params: &kscale_core::Params, dir: &Path) -> Option<String> {
         .unwrap_or(roles::DURATION.default[0]);
     Some(format!(
         "{} is on ext4 without a journal ({dev}): each create there scans past the inodes \
-         deleted in the last 30 s, and the mix deletes as often as it creates, so throughput \
+         deleted in the last minute, and the mix deletes as often as it creates, so throughput \
          swings over tens of seconds and {window} s windows may not converge; --dir on tmpfs \
          or a journalled filesystem measures without it (docs/families/fileserver.md)",
         dir.display()
