@@ -242,7 +242,10 @@ pub fn need(rule: &StopRule, c: &CaseState<'_>) -> Need {
 ///
 /// - A converged case gets nothing.
 /// - A case stops when even the luckiest reading of its spread needs more
-///   trials than the rule's maximum, or more seconds than all that is left.
+///   trials than the rule's maximum, or more seconds than all that is left;
+///   not before it has the trials to be judged
+///   ([`StopRule::judged_after`]) while those fit, and they are granted
+///   first.
 /// - First, each part of the answer with no converged case yet (a family on
 ///   a CPU configuration, [`CaseState::part`]) has its cheapest case funded
 ///   in full, cheapest part first, while it fits: a study that answers for
@@ -265,6 +268,12 @@ pub fn allocate(rule: &StopRule, cases: &[CaseState<'_>], remaining_s: f64) -> V
             }
             let need = need(rule, c);
             let lucky = need_of(rule, c, true);
+            let probation = probation_s(rule, c);
+            if probation > 0.0 && probation <= remaining_s {
+                // Too few trials to judge from its spread, and the trials
+                // that would allow it fit.
+                return Plan::Run { grant_s: 0.0, need };
+            }
             if c.values.len() as f64 + lucky.more_trials > rule.max_trials as f64 {
                 Plan::Stop {
                     need,
@@ -294,6 +303,18 @@ pub fn allocate(rule: &StopRule, cases: &[CaseState<'_>], remaining_s: f64) -> V
         .map(|p| p.need().map_or(0.0, |n| n.more_s))
         .collect();
     let mut left = remaining_s;
+    // A case too young to judge first gets the trials that allow it
+    // (each was checked to fit alone; together they may not).
+    for &i in &order {
+        let probation = probation_s(rule, &cases[i]);
+        if probation > 0.0 && probation <= left {
+            if let Plan::Run { grant_s, need } = &mut plans[i] {
+                // Never more than its spread says it needs.
+                *grant_s = probation.min(need.more_s);
+                left -= *grant_s;
+            }
+        }
+    }
     // One case per uncovered part, its cheapest (`order` is by cost).
     let mut firsts: Vec<usize> = Vec::new();
     for &i in &order {
@@ -305,12 +326,13 @@ pub fn allocate(rule: &StopRule, cases: &[CaseState<'_>], remaining_s: f64) -> V
     }
     let mut funded = vec![false; plans.len()];
     for &i in &firsts {
-        if costs[i] > left {
+        let extra = (costs[i] - plans[i].grant_s()).max(0.0);
+        if extra > left {
             break;
         }
         if let Plan::Run { grant_s, .. } = &mut plans[i] {
-            *grant_s = costs[i];
-            left -= costs[i];
+            *grant_s += extra;
+            left -= extra;
             funded[i] = true;
         }
     }
@@ -320,9 +342,10 @@ pub fn allocate(rule: &StopRule, cases: &[CaseState<'_>], remaining_s: f64) -> V
             continue;
         }
         if let Plan::Run { grant_s, need } = &mut plans[i] {
-            if need.more_s <= left && unfunded.is_empty() {
-                *grant_s = need.more_s;
-                left -= need.more_s;
+            let extra = (need.more_s - *grant_s).max(0.0);
+            if extra <= left && unfunded.is_empty() {
+                *grant_s += extra;
+                left -= extra;
             } else {
                 unfunded.push(i);
             }
@@ -330,18 +353,28 @@ pub fn allocate(rule: &StopRule, cases: &[CaseState<'_>], remaining_s: f64) -> V
     }
     let wanted: f64 = unfunded
         .iter()
-        .filter_map(|&i| plans[i].need())
-        .map(|n| n.more_s)
+        .filter_map(|&i| match plans[i] {
+            Plan::Run { grant_s, need } => Some((need.more_s - grant_s).max(0.0)),
+            _ => None,
+        })
         .sum();
     if wanted > 0.0 && left > 0.0 {
         for &i in &unfunded {
             if let Plan::Run { grant_s, need } = &mut plans[i] {
                 // Never more than it needs, never more than is left.
-                *grant_s = (left * need.more_s / wanted).min(need.more_s);
+                let short = (need.more_s - *grant_s).max(0.0);
+                *grant_s += (left * short / wanted).min(short);
             }
         }
     }
     plans
+}
+
+/// Seconds of the trials a case still needs before its spread may judge it
+/// ([`StopRule::judged_after`]); 0 once it has them.
+fn probation_s(rule: &StopRule, c: &CaseState<'_>) -> f64 {
+    let short = rule.judged_after().saturating_sub(c.values.len());
+    short as f64 * c.secs_per_trial.max(0.0)
 }
 
 /// Which case runs next, so that each case's trials spread over the whole
@@ -497,6 +530,46 @@ mod tests {
         let mean = trials_needed(&RULE, &v).unwrap();
         let robust = trials_needed(&trimmed, &v).unwrap();
         assert!(mean > 100.0 && robust < 10.0, "{mean} {robust}");
+    }
+
+    #[test]
+    fn a_wrecked_trial_does_not_condemn_a_case_before_the_estimator_can_trim_it() {
+        // fileserver in a study: two windows near 1,000 MB/s and one a host
+        // spell wrecked. The trimmed rule cannot set it aside before five
+        // trials, so the case gets those first, while they fit.
+        let trimmed = StopRule {
+            estimator: crate::stats::Estimator::Trimmed,
+            ..RULE
+        };
+        assert_eq!(trimmed.judged_after(), 5);
+        assert_eq!(RULE.judged_after(), 3);
+        let young = [1000.0, 1010.0, 150.0];
+        let c = [case(&young, 0.7)];
+        let plans = allocate(&trimmed, &c, 100.0);
+        assert!(
+            matches!(plans[0], Plan::Run { grant_s, .. } if grant_s >= 1.4 - 1e-9),
+            "{:?}",
+            plans[0]
+        );
+        assert_eq!(next(&trimmed, &c, &plans, &[0]), Some(0));
+        // The mean never trims: three trials judge it, and it stops.
+        assert!(matches!(allocate(&RULE, &c, 100.0)[0], Plan::Stop { .. }));
+        // Judged on five, the wrecked one trimmed: a few trials more.
+        let five = [1000.0, 1010.0, 150.0, 1005.0, 995.0];
+        let plans = allocate(&trimmed, &[case(&five, 0.7)], 100.0);
+        assert!(
+            matches!(plans[0], Plan::Run { need, .. } if need.more_trials < 10.0),
+            "{:?}",
+            plans[0]
+        );
+        // When even the two trials do not fit, it is judged as it stands.
+        assert!(matches!(
+            allocate(&trimmed, &c, 1.0)[0],
+            Plan::Stop {
+                reason: StopReason::Budget,
+                ..
+            }
+        ));
     }
 
     #[test]
@@ -708,9 +781,11 @@ mod tests {
         fn never_more_than_remaining_and_converged_get_nothing(
             cs in prop::collection::vec(arb_case(), 0..12),
             remaining in prop_oneof![Just(0.0), -5.0f64..0.0, 0.0f64..500.0],
+            trimmed in any::<bool>(),
         ) {
+            let rule = if trimmed { StopRule { estimator: crate::stats::Estimator::Trimmed, ..RULE } } else { RULE };
             let cases: Vec<CaseState> = cs.iter().map(|(v, s)| case(v, *s)).collect();
-            let plans = allocate(&RULE, &cases, remaining);
+            let plans = allocate(&rule, &cases, remaining);
             prop_assert_eq!(plans.len(), cases.len());
             let total: f64 = plans.iter().map(Plan::grant_s).sum();
             prop_assert!(total <= remaining.max(0.0) * (1.0 + 1e-9) + 1e-12, "{} > {}", total, remaining);
@@ -725,7 +800,7 @@ mod tests {
                     prop_assert!(*grant_s <= need.more_s + 1e-9);
                 }
             }
-            if let Some(i) = next(&RULE, &cases, &plans, &vec![0; cases.len()]) {
+            if let Some(i) = next(&rule, &cases, &plans, &vec![0; cases.len()]) {
                 prop_assert!(matches!(plans[i], Plan::Run { .. }), "{:?}", plans[i]);
                 prop_assert!(!cases[i].converged);
             }

@@ -49,6 +49,20 @@ impl StopRule {
         estimator: Estimator::Trimmed,
     };
 
+    /// Counted trials a case has before the budget planner may judge, from
+    /// its spread, that it cannot converge: the rule's minimum and, under
+    /// the trimmed estimator, the five at which it first sets a trial aside
+    /// at each end. Before that one window a host spell wrecked sets the
+    /// spread: a study stopped `fileserver` after two trials a spread of
+    /// about 100 % apart, which a third to fifth trial would have trimmed.
+    pub fn judged_after(&self) -> usize {
+        let robust = match self.estimator {
+            Estimator::Mean => 0,
+            Estimator::Trimmed => Trimmed::FIRST_TRIMMED,
+        };
+        self.min_trials.max(robust).min(self.max_trials.max(1))
+    }
+
     /// Parses `W@C`, e.g. `5@95`.
     pub fn parse_ci(s: &str) -> Option<(f64, f64)> {
         let (w, c) = s.split_once('@')?;
@@ -230,6 +244,8 @@ struct Trimmed {
 
 impl Trimmed {
     const GAMMA: f64 = 0.2;
+    /// The fewest values of which one is trimmed at each end: ⌊0.2·5⌋ = 1.
+    const FIRST_TRIMMED: usize = 5;
 
     /// Values trimmed from each end of `n`: ⌊0.2·n⌋.
     fn trimmed_each_side(n: usize) -> usize {

@@ -10,7 +10,8 @@
 //! a whole case under the workload's run rule (three windows, their
 //! median). Under a budget the searches come first, within a bounded share
 //! of it ([`SHARE`]), and the rest of the run is planned with what they
-//! left: each step is then one window, and the largest conforming value
+//! left; a search that share cut short then goes on with whatever the rest
+//! did not spend. Each step is one window, and the largest conforming value
 //! gets the run rule's remaining windows, so the figure is still the median
 //! of three. Every step is a case stored like any other; the answer is a
 //! case of its own (`conns=capacity`, [`kscale_core::CAPACITY`]) holding the
@@ -100,6 +101,7 @@ impl Found {
 /// bisect to [`RESOLUTION`]. [`Search::next`] says what to measure,
 /// [`Search::record`] takes the answer, so the caller decides whether a
 /// step still fits its time.
+#[derive(Debug)]
 pub struct Search {
     start: u64,
     min: u64,
@@ -174,12 +176,12 @@ impl Search {
         }
     }
 
-    pub fn found(self) -> Found {
+    pub fn found(&self) -> Found {
         Found {
             resolved: self.next().is_none(),
             capacity: self.lo,
             fails_at: self.hi,
-            steps: self.steps,
+            steps: self.steps.clone(),
         }
     }
 }
@@ -213,6 +215,7 @@ pub struct Measured {
 }
 
 /// A search within `share_s` seconds and what it spent.
+#[cfg(test)]
 #[derive(Debug)]
 pub struct Bounded {
     pub found: Found,
@@ -221,44 +224,77 @@ pub struct Bounded {
     pub step_s: f64,
 }
 
-/// [`search`] within `share_s` seconds (None: unbounded). `probe(v)`
-/// measures a step. A step starts only when it fits: the first at
-/// `first_s` (a guess from the workload's window), each later one at the
-/// dearest step so far, and together with `reserve` more steps' worth
-/// kept for confirming the answer. So the search stays within its share
-/// unless one step costs more than every step before it.
+/// [`search`] within `share_s` seconds (None: unbounded): [`Budgeted`]
+/// given its share once.
+#[cfg(test)]
 pub fn bounded(
     search: Search,
     share_s: Option<f64>,
     first_s: f64,
     reserve: f64,
-    mut probe: impl FnMut(u64) -> Result<Measured>,
+    probe: impl FnMut(u64) -> Result<Measured>,
 ) -> Result<Bounded> {
-    let mut s = search;
-    let (mut spent_s, mut step_s) = (0.0, first_s);
-    while let Some(v) = s.next() {
-        let need = if s.steps.is_empty() {
-            step_s
-        } else {
-            step_s * (1.0 + reserve)
-        };
-        if share_s.is_some_and(|share| spent_s + need > share) {
-            break;
-        }
-        let m = probe(v)?;
-        step_s = if s.steps.is_empty() {
-            m.next_s
-        } else {
-            step_s.max(m.next_s)
-        };
-        spent_s += m.secs;
-        s.record(v, m.conforms);
-    }
+    let mut b = Budgeted::new(search, first_s);
+    b.go(share_s, reserve, probe)?;
     Ok(Bounded {
-        found: s.found(),
-        spent_s,
-        step_s,
+        found: b.search.found(),
+        spent_s: b.spent_s,
+        step_s: b.step_s,
     })
+}
+
+/// A search and the time it has spent, which can go on when it is given
+/// more: `study` gives its searches a share up front and, after the other
+/// cases, the time those left.
+#[derive(Debug)]
+pub struct Budgeted {
+    search: Search,
+    spent_s: f64,
+    /// The dearest step's wall seconds (`first_s` before any).
+    step_s: f64,
+}
+
+impl Budgeted {
+    pub fn new(search: Search, first_s: f64) -> Budgeted {
+        Budgeted {
+            search,
+            spent_s: 0.0,
+            step_s: first_s,
+        }
+    }
+
+    /// Measures steps with `probe(v)` while they fit in `share_s` seconds
+    /// in all (None: unbounded). A step starts only when it fits: the first
+    /// at `first_s` (a guess from the workload's window), each later one at
+    /// the dearest step so far, and together with `reserve` more steps'
+    /// worth kept for confirming the answer. So the search stays within its
+    /// share unless one step costs more than every step before it.
+    pub fn go(
+        &mut self,
+        share_s: Option<f64>,
+        reserve: f64,
+        mut probe: impl FnMut(u64) -> Result<Measured>,
+    ) -> Result<()> {
+        while let Some(v) = self.search.next() {
+            let need = if self.search.steps.is_empty() {
+                self.step_s
+            } else {
+                self.step_s * (1.0 + reserve)
+            };
+            if share_s.is_some_and(|share| self.spent_s + need > share) {
+                break;
+            }
+            let m = probe(v)?;
+            self.step_s = if self.search.steps.is_empty() {
+                m.next_s
+            } else {
+                self.step_s.max(m.next_s)
+            };
+            self.spent_s += m.secs;
+            self.search.record(v, m.conforms);
+        }
+        Ok(())
+    }
 }
 
 /// What every search of a run shares.
@@ -361,7 +397,9 @@ fn near_miss(w: &WorkloadDef, c: &CaseData, v: u64) -> bool {
 }
 
 /// Runs the plan: every search first, each within its share of the
-/// budget, then the other cases with the budget they left.
+/// budget, then the other cases with the budget they left, then the
+/// searches that share cut short again with whatever the others left of
+/// it, each answer stored last.
 pub fn run(
     store: &Store,
     run_id: i64,
@@ -388,131 +426,243 @@ pub fn run(
         progress,
         peers,
     };
+    let mut open = Vec::new();
     for seed in &seeds {
         let seq = opts.plan.iter().position(|e| e == seed).unwrap_or(0);
-        search_one(&mut ctx, seed, seq as i64, share)?;
+        if let Some(mut o) = Open::begin(&mut ctx, seed, seq as i64, share)? {
+            o.go(&mut ctx)?;
+            open.push(o);
+        }
     }
-    if rest.is_empty() {
-        return Ok(());
-    }
-    let mut o = opts.clone();
-    o.plan = rest;
-    // The rest is planned with what the searches left: on the command's
-    // clock when it keeps one (study), else on one started with the searches.
-    if o.budget_clock.is_none() {
-        o.budget_clock = Some(BudgetClock {
+    if !rest.is_empty() {
+        let mut o = opts.clone();
+        o.plan = rest;
+        // The rest is planned with what the searches left: on the command's
+        // clock when it keeps one (study), else on one started with the
+        // searches.
+        let clock = *o.budget_clock.get_or_insert(BudgetClock {
             started,
             tail_s: 0.0,
         });
+        runner::execute(store, run_id, &o, progress, ctx.peers.as_deref_mut())?;
+        // What the others did not spend: in turn, each search still short
+        // of its answer gets an even part of what is left at its turn.
+        if let Some(budget_s) = opts.budget_s {
+            let mut short: Vec<&mut Open> = open.iter_mut().filter(|o| o.wants_more()).collect();
+            let n = short.len();
+            for (k, o) in short.iter_mut().enumerate() {
+                let left = budget_s - clock.started.elapsed().as_secs_f64() - clock.tail_s;
+                if left <= 0.0 {
+                    break;
+                }
+                o.more(&mut ctx, left / (n - k) as f64)?;
+            }
+        }
     }
-    runner::execute(store, run_id, &o, progress, ctx.peers)
+    for o in open {
+        o.end(&mut ctx)?;
+    }
+    Ok(())
 }
 
-/// One search: its steps, the answer's confirmation under a budget, the
-/// answer case, and the line that says it.
-fn search_one(ctx: &mut Ctx<'_, '_>, seed: &PlanEntry, seq: i64, share: Option<f64>) -> Result<()> {
-    let w = kscale_workloads::find(&seed.workload)
-        .with_context(|| format!("unknown workload {}", seed.workload))?;
-    let param = param_of(w).with_context(|| format!("{} has no capacity search", w.id()))?;
-    let Some(answer) = answer_case(ctx, w, seed, seq, param)? else {
-        return Ok(());
-    };
-    let (min, max) = match w.param(param).map(|d| d.kind) {
-        Some(ParamKind::Int { min, max }) => (min, max),
-        _ => (1, u64::MAX),
-    };
-    let start: u64 = seed
-        .params
-        .get(param)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(min.max(1));
-    let at = |v: u64| {
-        let mut e = seed.clone();
-        e.params.insert(param.to_string(), v.to_string());
-        e
-    };
-    // Under a budget a step is one window; the answer then gets the rule's
-    // remaining windows (and the profiled trial when the run profiles).
-    let windows = match w.rule {
-        RunRule::MedianOf(n) => n,
-        RunRule::Converge => ctx.opts.rule.min_trials,
-    };
-    let reserve = windows.saturating_sub(1) as f64 + if ctx.opts.profile { 1.0 } else { 0.0 };
-    // Under a budget the first step has the warm-up every case has, the
-    // first server on a freshly written file set; the others do without.
-    let mut step = match share {
-        Some(_) => Step::WarmWindow,
-        None => Step::Whole,
-    };
-    let window_s = window_s(w, seed, ctx.opts);
-    let first_s = if step == Step::WarmWindow {
-        2.0 * window_s
-    } else {
-        window_s
-    };
-    let mut cases: Vec<(u64, CaseData)> = Vec::new();
-    let b = bounded(Search::new(start, min, max), share, first_s, reserve, |v| {
-        // A count measured before (the final bracket's failing end, measured
-        // again) gets the run rule's other windows, and their median decides.
-        let earlier = cases.iter().position(|(x, _)| *x == v);
-        let (mut case, mut secs) = match earlier {
-            Some(i) => ctx.measure_more(&cases[i].1, &at(v), Step::Whole, false)?,
-            None => ctx.measure(&at(v), step)?,
+/// A search begun: its steps' cases, the time it had and spent, so that it
+/// can go on with more time before its answer is stored.
+struct Open {
+    w: &'static WorkloadDef,
+    seed: PlanEntry,
+    param: &'static str,
+    /// The answer case's id.
+    answer: i64,
+    max: u64,
+    /// The run rule's windows: what confirms the answer.
+    windows: usize,
+    /// Steps' worth kept for confirming the answer.
+    reserve: f64,
+    /// Seconds given in all (None: unbounded).
+    share: Option<f64>,
+    run: Budgeted,
+    /// Every count measured and its case as stored.
+    cases: Vec<(u64, CaseData)>,
+    /// How the next new count is measured.
+    step: Step,
+}
+
+impl Open {
+    /// The search's answer case and its state before the first step; `None`
+    /// when there is nothing to search ([`answer_case`]).
+    fn begin(
+        ctx: &mut Ctx<'_, '_>,
+        seed: &PlanEntry,
+        seq: i64,
+        share: Option<f64>,
+    ) -> Result<Option<Open>> {
+        let w = kscale_workloads::find(&seed.workload)
+            .with_context(|| format!("unknown workload {}", seed.workload))?;
+        let param = param_of(w).with_context(|| format!("{} has no capacity search", w.id()))?;
+        let Some(answer) = answer_case(ctx, w, seed, seq, param)? else {
+            return Ok(None);
         };
-        if step == Step::WarmWindow {
-            step = Step::Window;
-        }
-        let warm: f64 = case
-            .trials
-            .iter()
-            .filter(|t| t.warmup)
-            .map(|t| t.wall_s)
-            .sum();
-        let mut ok = conforms(w, &case, v);
-        // A window a connection or two short (≤ 1 %) gets the run rule's
-        // other windows, and their median decides, as the stored case says:
-        // in a 2 s window one connection waiting out a large file's
-        // throttle span at the window's edge fails a step (a study's
-        // searches read 799 of 800 and 699 of 700, then conformed at 4,400
-        // on the other configuration).
-        if earlier.is_none() && step != Step::Whole && !ok && near_miss(w, &case, v) {
-            let (again, more) = ctx.measure_more(&case, &at(v), Step::Whole, false)?;
-            ok = conforms(w, &again, v);
-            (case, secs) = (again, secs + more);
-        }
-        if let Some(i) = earlier {
-            cases.remove(i);
-        }
-        let m = Measured {
-            conforms: ok,
-            secs,
-            next_s: (secs - warm).max(0.0),
+        let (min, max) = match w.param(param).map(|d| d.kind) {
+            Some(ParamKind::Int { min, max }) => (min, max),
+            _ => (1, u64::MAX),
         };
-        cases.push((v, case));
-        Ok(m)
-    })?;
-    let found = b.found;
-    let mut best = cases
-        .into_iter()
-        .find(|(v, _)| *v == found.capacity)
-        .map(|(_, c)| c);
-    // The answer's confirmation: the run rule's windows at the capacity,
-    // when its share still holds them.
-    let mut confirmed = None;
-    if let (Some(c), Some(share)) = (&best, share) {
-        let counted = c.trials.iter().filter(|t| !t.warmup).count();
-        if counted >= windows {
-            // Confirmed before the run was interrupted.
-            confirmed = Some(c.summary(w.primary().name, 95.0).mean);
-        } else if b.spent_s + reserve * b.step_s <= share {
-            let (c, _) = ctx.measure_more(c, &at(found.capacity), Step::Whole, true)?;
-            confirmed = Some(c.summary(w.primary().name, 95.0).mean);
-            best = Some(c);
-        }
+        let start: u64 = seed
+            .params
+            .get(param)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(min.max(1));
+        // Under a budget a step is one window; the answer then gets the
+        // rule's remaining windows (and the profiled trial when the run
+        // profiles).
+        let windows = match w.rule {
+            RunRule::MedianOf(n) => n,
+            RunRule::Converge => ctx.opts.rule.min_trials,
+        };
+        let reserve = windows.saturating_sub(1) as f64 + if ctx.opts.profile { 1.0 } else { 0.0 };
+        // Under a budget the first step has the warm-up every case has, the
+        // first server on a freshly written file set; the others do without.
+        let step = match share {
+            Some(_) => Step::WarmWindow,
+            None => Step::Whole,
+        };
+        let window_s = window_s(w, seed, ctx.opts);
+        let first_s = if step == Step::WarmWindow {
+            2.0 * window_s
+        } else {
+            window_s
+        };
+        Ok(Some(Open {
+            w,
+            seed: seed.clone(),
+            param,
+            answer,
+            max,
+            windows,
+            reserve,
+            share,
+            run: Budgeted::new(Search::new(start, min, max), first_s),
+            cases: Vec::new(),
+            step,
+        }))
     }
-    let line = describe(w, seed, param, &found, share, confirmed, max);
-    eprintln!("kscale: {line}");
-    store_answer(ctx.store, answer, best.as_ref(), line)
+
+    /// The search's entry at count `v`.
+    fn at(&self, v: u64) -> PlanEntry {
+        entry_at(&self.seed, self.param, v)
+    }
+
+    /// Steps while they fit in the time given.
+    fn go(&mut self, ctx: &mut Ctx<'_, '_>) -> Result<()> {
+        let Open {
+            w,
+            seed,
+            param,
+            run,
+            cases,
+            step,
+            share,
+            reserve,
+            ..
+        } = self;
+        let (w, seed, param): (&WorkloadDef, &PlanEntry, &str) = (w, seed, param);
+        let at = |v: u64| entry_at(seed, param, v);
+        run.go(*share, *reserve, |v| {
+            // A count measured before (the final bracket's failing end,
+            // measured again) gets the run rule's other windows, and their
+            // median decides.
+            let earlier = cases.iter().position(|(x, _)| *x == v);
+            let (mut case, mut secs) = match earlier {
+                Some(i) => ctx.measure_more(&cases[i].1, &at(v), Step::Whole, false)?,
+                None => ctx.measure(&at(v), *step)?,
+            };
+            if *step == Step::WarmWindow {
+                *step = Step::Window;
+            }
+            let warm: f64 = case
+                .trials
+                .iter()
+                .filter(|t| t.warmup)
+                .map(|t| t.wall_s)
+                .sum();
+            let mut ok = conforms(w, &case, v);
+            // A window a connection or two short (≤ 1 %) gets the run rule's
+            // other windows, and their median decides, as the stored case
+            // says: in a 2 s window one connection waiting out a large
+            // file's throttle span at the window's edge fails a step (a
+            // study's searches read 799 of 800 and 699 of 700, then
+            // conformed at 4,400 on the other configuration).
+            if earlier.is_none() && *step != Step::Whole && !ok && near_miss(w, &case, v) {
+                let (again, more) = ctx.measure_more(&case, &at(v), Step::Whole, false)?;
+                ok = conforms(w, &again, v);
+                (case, secs) = (again, secs + more);
+            }
+            if let Some(i) = earlier {
+                cases.remove(i);
+            }
+            let m = Measured {
+                conforms: ok,
+                secs,
+                next_s: (secs - warm).max(0.0),
+            };
+            cases.push((v, case));
+            Ok(m)
+        })
+    }
+
+    /// The case at the capacity found so far.
+    fn best(&self) -> Option<&CaseData> {
+        let cap = self.run.search.found().capacity;
+        self.cases.iter().find(|(v, _)| *v == cap).map(|(_, c)| c)
+    }
+
+    /// Whether more time would narrow the bracket or confirm the answer.
+    fn wants_more(&self) -> bool {
+        self.share.is_some()
+            && (self.run.search.next().is_some()
+                || self
+                    .best()
+                    .is_some_and(|c| c.trials.iter().filter(|t| !t.warmup).count() < self.windows))
+    }
+
+    /// `extra_s` more seconds, then steps while they fit.
+    fn more(&mut self, ctx: &mut Ctx<'_, '_>, extra_s: f64) -> Result<()> {
+        self.share = self.share.map(|s| s + extra_s);
+        self.go(ctx)
+    }
+
+    /// The answer's confirmation when the time given still holds it, the
+    /// answer case, and the line that says it.
+    fn end(self, ctx: &mut Ctx<'_, '_>) -> Result<()> {
+        let found = self.run.search.found();
+        let mut best = self.best().cloned();
+        // The answer's confirmation: the run rule's windows at the capacity,
+        // when its share still holds them.
+        let mut confirmed = None;
+        let w = self.w;
+        if let (Some(c), Some(share)) = (&best, self.share) {
+            let counted = c.trials.iter().filter(|t| !t.warmup).count();
+            if counted >= self.windows {
+                // Confirmed before the run was interrupted.
+                confirmed = Some(c.summary(w.primary().name, 95.0).mean);
+            } else if self.run.spent_s + self.reserve * self.run.step_s <= share {
+                let (c, _) = ctx.measure_more(c, &self.at(found.capacity), Step::Whole, true)?;
+                confirmed = Some(c.summary(w.primary().name, 95.0).mean);
+                best = Some(c);
+            }
+        }
+        let line = describe(
+            w, &self.seed, self.param, &found, self.share, confirmed, self.max,
+        );
+        eprintln!("kscale: {line}");
+        store_answer(ctx.store, self.answer, best.as_ref(), line)
+    }
+}
+
+/// `seed` with its capacity param at `v`.
+fn entry_at(seed: &PlanEntry, param: &str, v: u64) -> PlanEntry {
+    let mut e = seed.clone();
+    e.params.insert(param.to_string(), v.to_string());
+    e
 }
 
 /// The search's answer case, `param=capacity` beside the seed's other
@@ -808,6 +958,33 @@ mod tests {
         let b = within(3300, 800, 1000.0, 3.0, 2.0);
         assert!(b.found.resolved);
         assert_eq!(b.found, find(3300, 800, 100_000));
+    }
+
+    #[test]
+    fn a_search_cut_short_goes_on_with_more_time_where_it_stopped() {
+        // `study`: 10 s up front, then what the other cases left. Given in
+        // two parts, the search measures what one with the whole time
+        // would have, in the same order, and spends no more than it had.
+        let probe = |v: u64| {
+            Ok(Measured {
+                conforms: v <= 3300,
+                secs: 3.0,
+                next_s: 3.0,
+            })
+        };
+        let mut b = Budgeted::new(Search::new(800, 1, 100_000), 3.0);
+        b.go(Some(10.0), 2.0, probe).unwrap();
+        let first = b.search.found();
+        assert!(!first.resolved && b.spent_s <= 10.0, "{b:?}");
+        b.go(Some(1000.0), 2.0, probe).unwrap();
+        let whole = within(3300, 800, 1000.0, 3.0, 2.0);
+        assert_eq!(b.search.found(), whole.found);
+        assert_eq!(b.spent_s, whole.spent_s);
+        assert!(b.search.found().steps.starts_with(&first.steps));
+        // More time after the answer measures nothing more.
+        let spent = b.spent_s;
+        b.go(Some(5000.0), 2.0, probe).unwrap();
+        assert_eq!(b.spent_s, spent);
     }
 
     #[test]
