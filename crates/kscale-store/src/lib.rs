@@ -238,6 +238,16 @@ pub struct QuantileOf {
 }
 
 impl MetricRow {
+    /// The rows of a workload's metric declarations, the first primary (as
+    /// every workload declares its primary metric first).
+    pub fn rows_of(metrics: &[kscale_core::MetricDef]) -> Vec<MetricRow> {
+        metrics
+            .iter()
+            .enumerate()
+            .map(|(i, m)| MetricRow::from_def(m, i == 0))
+            .collect()
+    }
+
     /// The row a workload's metric declaration is stored as.
     pub fn from_def(m: &kscale_core::MetricDef, primary: bool) -> MetricRow {
         MetricRow {

@@ -22,7 +22,7 @@ use super::peers::PeerSet;
 use super::plan::PlanEntry;
 use super::runner;
 use anyhow::{Context, Result};
-use kscale_core::{CaseKey, ParamKind, RunRule, CAPACITY};
+use kscale_core::{ParamKind, RunRule, CAPACITY};
 use kscale_store::{CaseData, CaseStatus, MetricRow, Store};
 use kscale_workloads::WorkloadDef;
 use std::time::Instant;
@@ -660,8 +660,14 @@ impl Open {
 
 /// `seed` with its capacity param at `v`.
 fn entry_at(seed: &PlanEntry, param: &str, v: u64) -> PlanEntry {
+    entry_at_value(seed, param, &v.to_string())
+}
+
+/// `seed` with its capacity param set to `value` (a count, or `capacity`
+/// for the answer).
+fn entry_at_value(seed: &PlanEntry, param: &str, value: &str) -> PlanEntry {
     let mut e = seed.clone();
-    e.params.insert(param.to_string(), v.to_string());
+    e.params.insert(param.to_string(), value.to_string());
     e
 }
 
@@ -676,18 +682,8 @@ fn answer_case(
     seq: i64,
     param: &str,
 ) -> Result<Option<i64>> {
-    let mut key = CaseKey {
-        workload: seed.workload.clone(),
-        params: seed.params.clone(),
-        cpus: seed.cpus_name.clone(),
-    };
-    key.params.insert(param.to_string(), CAPACITY.to_string());
-    let metrics: Vec<MetricRow> = w
-        .metrics
-        .iter()
-        .enumerate()
-        .map(|(i, m)| MetricRow::from_def(m, i == 0))
-        .collect();
+    let key = entry_at_value(seed, param, CAPACITY).key();
+    let metrics = MetricRow::rows_of(w.metrics);
     let store = ctx.store;
     let answer = store.ensure_case(ctx.run_id, seq, &key, &seed.cpus, &metrics, w.rule)?;
     // A resumed run keeps a search it finished; one it did not replays

@@ -18,6 +18,17 @@ pub struct PlanEntry {
     pub cpus: Vec<usize>,
 }
 
+impl PlanEntry {
+    /// The case this entry is stored as.
+    pub fn key(&self) -> kscale_core::CaseKey {
+        kscale_core::CaseKey {
+            workload: self.workload.clone(),
+            params: self.params.clone(),
+            cpus: self.cpus_name.clone(),
+        }
+    }
+}
+
 fn known_targets() -> String {
     let fams: Vec<&str> = REGISTRY.iter().map(|f| f.name).collect();
     format!(

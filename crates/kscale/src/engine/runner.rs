@@ -162,13 +162,7 @@ fn execute_with(
     let mut profiler = Profiler::new(opts.profile);
     let available = kscale_sys::affinity::available_cpus()?;
 
-    let env = Env {
-        scratch: scratch.path(),
-        bar: &bar,
-        available: &available,
-        load_cpus: opts.load_cpus.as_deref(),
-        hotplug,
-    };
+    let env = Env::new(scratch.path(), &bar, &available, opts, hotplug);
     let scale = opts
         .budget_s
         .map_or(1.0, |b| profile_scale(&units, opts, b));
@@ -229,17 +223,8 @@ fn units(store: &Store, run_id: i64, opts: &RunOptions) -> Result<Vec<Unit>> {
     for (seq, entry) in opts.plan.iter().enumerate() {
         let workload = kscale_workloads::find(&entry.workload)
             .with_context(|| format!("workload {} is no longer in this kscale", entry.workload))?;
-        let key = CaseKey {
-            workload: entry.workload.clone(),
-            params: entry.params.clone(),
-            cpus: entry.cpus_name.clone(),
-        };
-        let metrics: Vec<MetricRow> = workload
-            .metrics
-            .iter()
-            .enumerate()
-            .map(|(i, m)| MetricRow::from_def(m, i == 0))
-            .collect();
+        let key = entry.key();
+        let metrics = MetricRow::rows_of(workload.metrics);
         let case_id = store.ensure_case(
             run_id,
             seq as i64,
@@ -356,6 +341,24 @@ struct Env<'a> {
     /// `--cpu-mode hotplug`: the CPUs outside a case's configuration go
     /// offline before its trial.
     hotplug: Option<&'a Hotplug<'a>>,
+}
+
+impl<'a> Env<'a> {
+    fn new(
+        scratch: &'a std::path::Path,
+        bar: &'a ProgressBar,
+        available: &'a [usize],
+        opts: &'a RunOptions,
+        hotplug: Option<&'a Hotplug<'a>>,
+    ) -> Self {
+        Env {
+            scratch,
+            bar,
+            available,
+            load_cpus: opts.load_cpus.as_deref(),
+            hotplug,
+        }
+    }
 }
 
 /// Runs one trial: a micro-benchmark in one worker, a macro workload as its

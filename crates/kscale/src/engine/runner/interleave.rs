@@ -69,13 +69,7 @@ fn execute_with(
         .sum();
     let bar = crate::engine::progress::bar(show_progress, len);
     let available = kscale_sys::affinity::available_cpus()?;
-    let env = Env {
-        scratch: scratch.path(),
-        bar: &bar,
-        available: &available,
-        load_cpus: opts.load_cpus.as_deref(),
-        hotplug,
-    };
+    let env = Env::new(scratch.path(), &bar, &available, opts, hotplug);
     let mut profilers: Vec<Profiler> = arms.iter().map(|a| Profiler::new(a.opts.profile)).collect();
     let budget_s = opts.budget_s.map(|b| b * arms.len() as f64);
     let started = Instant::now();
