@@ -7,6 +7,7 @@ pub mod cpus;
 pub mod hist;
 pub mod label;
 pub mod model;
+pub mod noise;
 pub mod order;
 pub mod params;
 pub mod profile;

@@ -1,0 +1,445 @@
+//! The machine's own noise, from the gauge: a short fixed-work probe per
+//! CPU taken before a run and again through it as a control
+//! (docs/method.md, "The gauge and the control"). The figures a run states
+//! at its start (the CPU loop's spread, its drift, the trials a case will
+//! need) and the between-run component that `check` adds to a comparison
+//! (Kalibera and Jones's run-level variance) are computed here, from
+//! stored readings, so they can be recomputed and tested without a machine.
+
+use crate::stats::Estimate;
+use serde::{Deserialize, Serialize};
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// One gauge reading of one CPU: what a fixed amount of work took there at
+/// one moment of the run.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Reading {
+    /// Seconds since the run's first reading.
+    pub t_s: f64,
+    pub cpu: usize,
+    /// Nanoseconds one fixed CPU loop took (the median of the reading's
+    /// repetitions).
+    pub cpu_ns: f64,
+    /// MB/s of one pass over a buffer larger than the caches.
+    pub mem_mbs: Option<f64>,
+    /// Microseconds of one cross-CPU wake-up round trip to the next CPU of
+    /// the set; `None` on a one-CPU set.
+    pub wake_us: Option<f64>,
+}
+
+/// Seconds within which the control's readings count as one moment of the
+/// machine: the host's spells last from a fraction of a second to tens of
+/// seconds (docs/method.md), so readings further apart than this sample
+/// different spells.
+pub const MOMENT_S: f64 = 20.0;
+
+/// The noise of one CPU, as the gauge read it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct CpuNoise {
+    pub cpu: usize,
+    pub readings: usize,
+    /// The CPU loop's coefficient of variation over the readings
+    /// ([`winsorized_cv`]).
+    pub cv: f64,
+    /// The largest ratio − 1 between the medians of two of the readings'
+    /// [`MOMENT_S`] windows (0 with fewer than two windows).
+    pub drift: f64,
+    /// The CPU loop's median, ns.
+    pub median_ns: f64,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn mean_sd(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    if v.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let m = v.iter().sum::<f64>() / n;
+    if v.len() < 2 {
+        return (m, 0.0);
+    }
+    let var = v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0);
+    (m, var.sqrt())
+}
+
+/// The 20 % winsorized standard deviation over the 20 % trimmed mean: the
+/// spread kscale's default estimator sees (docs/method.md, "Host spells
+/// and the estimator"), so that one reading taken while the host ran
+/// something else does not make a quiet machine read noisy, as it does not
+/// widen a case's interval. Below five values nothing is trimmed.
+pub fn winsorized_cv(values: &[f64]) -> f64 {
+    let n = values.len();
+    if n < 2 {
+        return 0.0;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let g = if n >= 5 {
+        (0.2 * n as f64).floor() as usize
+    } else {
+        0
+    };
+    let trimmed = &v[g..n - g];
+    let center = trimmed.iter().sum::<f64>() / trimmed.len() as f64;
+    let (lo, hi) = (v[g], v[n - 1 - g]);
+    let w: Vec<f64> = v.iter().map(|x| x.clamp(lo, hi)).collect();
+    let (_, sd) = mean_sd(&w);
+    if center > 0.0 {
+        sd / center
+    } else {
+        f64::NAN
+    }
+}
+
+/// The 20 % trimmed mean (the mean below five values).
+fn trimmed_mean(values: &[f64]) -> f64 {
+    let n = values.len();
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let g = if n >= 5 {
+        (0.2 * n as f64).floor() as usize
+    } else {
+        0
+    };
+    let t = &v[g..n - g];
+    t.iter().sum::<f64>() / t.len().max(1) as f64
+}
+
+/// Each CPU's noise over `readings`, in CPU order.
+pub fn per_cpu(readings: &[Reading]) -> Vec<CpuNoise> {
+    let mut cpus: Vec<usize> = readings.iter().map(|r| r.cpu).collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    cpus.into_iter()
+        .map(|cpu| {
+            let mine: Vec<&Reading> = readings.iter().filter(|r| r.cpu == cpu).collect();
+            let mut ns: Vec<f64> = mine.iter().map(|r| r.cpu_ns).collect();
+            CpuNoise {
+                cpu,
+                readings: mine.len(),
+                cv: winsorized_cv(&ns),
+                drift: drift(&mine),
+                median_ns: median(&mut ns),
+            }
+        })
+        .collect()
+}
+
+/// The largest ratio − 1 between two [`MOMENT_S`] windows' medians.
+fn drift(readings: &[&Reading]) -> f64 {
+    let mut windows: std::collections::BTreeMap<i64, Vec<f64>> = Default::default();
+    for r in readings {
+        windows
+            .entry((r.t_s / MOMENT_S).floor() as i64)
+            .or_default()
+            .push(r.cpu_ns);
+    }
+    let meds: Vec<f64> = windows.into_values().map(|mut v| median(&mut v)).collect();
+    if meds.len() < 2 {
+        return 0.0;
+    }
+    let lo = meds.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = meds.iter().copied().fold(0.0, f64::max);
+    if lo > 0.0 {
+        hi / lo - 1.0
+    } else {
+        0.0
+    }
+}
+
+/// Counted trials a case needs for a full interval of `width` (a fraction
+/// of the value) at `confidence` when its trials spread by `cv`: the
+/// smallest n with 2·t(n−1)·cv/√n ≤ width, at least 3; `cap` when not even
+/// that many would do.
+pub fn trials_needed(cv: f64, width: f64, confidence: f64, cap: usize) -> usize {
+    if !(cv.is_finite() && cv >= 0.0 && width > 0.0) {
+        return cap;
+    }
+    let q = 1.0 - (1.0 - confidence) / 2.0;
+    (3..=cap)
+        .find(|&n| {
+            let t = StudentsT::new(0.0, 1.0, (n - 1) as f64)
+                .map(|d| d.inverse_cdf(q))
+                .unwrap_or(f64::INFINITY);
+            2.0 * t * cv / (n as f64).sqrt() <= width
+        })
+        .unwrap_or(cap)
+}
+
+/// How the machine moved between two runs, from their control readings on
+/// the same CPUs: the ratio of the later run's CPU loop to the earlier's
+/// (above 1: the machine ran slower), and the relative spread of one
+/// moment of the machine, pooled over both runs' readings, which is what a
+/// case measured within one moment carries from run to run.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Move {
+    /// now ÷ baseline of the CPU loop's 20 % trimmed mean time (> 1:
+    /// slower now).
+    pub slower: f64,
+    /// The CPU loop's relative standard deviation between moments, pooled
+    /// over both runs' readings around their own levels ([`winsorized_cv`]),
+    /// and never below half the shift between the runs (a shift of the
+    /// machine between runs is itself between-run spread).
+    pub between_cv: f64,
+    /// Readings on each side.
+    pub n_base: usize,
+    pub n_now: usize,
+}
+
+/// The move between `base` and `now` on `cpus` (all their CPUs when
+/// empty); `None` when either side has no reading there.
+pub fn machine_move(base: &[Reading], now: &[Reading], cpus: &[usize]) -> Option<Move> {
+    let pick = |rs: &[Reading]| -> Vec<f64> {
+        rs.iter()
+            .filter(|r| cpus.is_empty() || cpus.contains(&r.cpu))
+            .map(|r| r.cpu_ns)
+            .filter(|v| v.is_finite() && *v > 0.0)
+            .collect()
+    };
+    let (a, b) = (pick(base), pick(now));
+    if a.is_empty() || b.is_empty() {
+        return None;
+    }
+    // Trimmed levels and winsorized spreads, as the default estimator
+    // reads a case: one reading the host interrupted moves neither.
+    let slower = trimmed_mean(&b) / trimmed_mean(&a);
+    let dfa = a.len().saturating_sub(1) as f64;
+    let dfb = b.len().saturating_sub(1) as f64;
+    let pooled = if dfa + dfb > 0.0 {
+        ((dfa * winsorized_cv(&a).powi(2) + dfb * winsorized_cv(&b).powi(2)) / (dfa + dfb)).sqrt()
+    } else {
+        0.0
+    };
+    let shift = (slower - 1.0).abs() / 2.0;
+    Some(Move {
+        slower,
+        between_cv: pooled.max(shift),
+        n_base: a.len(),
+        n_now: b.len(),
+    })
+}
+
+/// How many independent moments of the machine a case's trials span: its
+/// trials' time span over [`MOMENT_S`], at least 1. The between-run
+/// component of its mean shrinks with √ of it, as any average does.
+pub fn moments(span_s: f64) -> f64 {
+    if span_s.is_finite() && span_s > MOMENT_S {
+        span_s / MOMENT_S
+    } else {
+        1.0
+    }
+}
+
+/// A two-run comparison whose spread includes the machine's between-run
+/// component: each side's standard error is widened by `between_cv` × its
+/// estimate ÷ √`moments` of it. Returns the two-sided p of Welch's t on the
+/// widened errors and the minimum detectable change at `alpha` and
+/// `power`, as a fraction of the baseline.
+pub fn across_runs(
+    base: Estimate,
+    now: Estimate,
+    between_cv: f64,
+    moments_base: f64,
+    moments_now: f64,
+    alpha: f64,
+    power: f64,
+) -> Option<(f64, f64)> {
+    if !(base.center.is_finite() && now.center.is_finite()) || base.center == 0.0 {
+        return None;
+    }
+    let widen = |e: Estimate, k: f64| -> Estimate {
+        let b = between_cv * e.center.abs() / k.max(1.0).sqrt();
+        Estimate {
+            se: (e.se.powi(2) + b.powi(2)).sqrt(),
+            ..e
+        }
+    };
+    let (a, b) = (widen(base, moments_base), widen(now, moments_now));
+    let (p, _) = crate::twosample::t_test(a, b);
+    let se = (a.se.powi(2) + b.se.powi(2)).sqrt();
+    if se == 0.0 {
+        return Some((p, 0.0));
+    }
+    // Welch–Satterthwaite df with the between part counted as known as
+    // the within part's: conservative enough, and never below 2.
+    let (va, vb) = (a.se.powi(2), b.se.powi(2));
+    let df =
+        ((va + vb).powi(2) / (va.powi(2) / a.df.max(1.0) + vb.powi(2) / b.df.max(1.0))).max(2.0);
+    let d = StudentsT::new(0.0, 1.0, df).ok()?;
+    let k = d.inverse_cdf(1.0 - alpha / 2.0) + d.inverse_cdf(power);
+    Some((p, k * se / base.center.abs()))
+}
+
+/// What a run can expect at this noise: the trials a case needs for its
+/// interval, and how many of `costs` (each case's seconds a trial, in the
+/// order the budget funds them) that buys within `budget_s`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Outlook {
+    /// The CV a case is planned at: the noisiest CPU's.
+    pub cv: f64,
+    pub trials: usize,
+    /// Cases the budget can decide, of `of`.
+    pub decidable: usize,
+    pub of: usize,
+}
+
+/// The outlook of a run whose cases each cost `costs[i]` seconds a trial,
+/// plus `fixed_s[i]` once (a warm-up), when its noisiest CPU reads `cv`.
+/// A case is counted when the trials the noise needs fit, cheapest first.
+pub fn outlook(
+    cv: f64,
+    width: f64,
+    confidence: f64,
+    cap: usize,
+    costs: &[(f64, f64)],
+    budget_s: Option<f64>,
+) -> Outlook {
+    let trials = trials_needed(cv, width, confidence, cap);
+    let mut need: Vec<f64> = costs
+        .iter()
+        .map(|&(per, fixed)| fixed + per * trials as f64)
+        .collect();
+    need.sort_by(f64::total_cmp);
+    let decidable = match budget_s {
+        None => {
+            if trials >= cap {
+                0
+            } else {
+                costs.len()
+            }
+        }
+        Some(b) => {
+            let mut left = b;
+            let mut k = 0;
+            for n in need {
+                if trials >= cap || n > left {
+                    break;
+                }
+                left -= n;
+                k += 1;
+            }
+            k
+        }
+    };
+    Outlook {
+        cv,
+        trials,
+        decidable,
+        of: costs.len(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(t_s: f64, cpu: usize, cpu_ns: f64) -> Reading {
+        Reading {
+            t_s,
+            cpu,
+            cpu_ns,
+            mem_mbs: None,
+            wake_us: None,
+        }
+    }
+
+    #[test]
+    fn a_steady_cpu_has_no_spread_and_a_drifting_one_says_how_far() {
+        let mut rs = Vec::new();
+        for i in 0..10 {
+            rs.push(r(i as f64 * 5.0, 0, 100.0));
+            // CPU 1 runs 30 % slower in its second 20 s window.
+            rs.push(r(i as f64 * 5.0, 1, if i < 4 { 100.0 } else { 130.0 }));
+        }
+        let n = per_cpu(&rs);
+        assert_eq!(n.len(), 2);
+        assert_eq!(n[0].cv, 0.0);
+        assert_eq!(n[0].drift, 0.0);
+        assert!((n[1].drift - 0.3).abs() < 1e-9, "{:?}", n[1]);
+        assert!(n[1].cv > 0.1);
+    }
+
+    #[test]
+    fn one_preempted_reading_does_not_make_a_quiet_cpu_noisy() {
+        let mut v = vec![100.0, 101.0, 99.0, 100.5, 99.5, 100.0, 100.2, 99.8];
+        assert!(winsorized_cv(&v) < 0.01);
+        v[3] = 300.0;
+        assert!(winsorized_cv(&v) < 0.01, "{}", winsorized_cv(&v));
+        // A machine slow a third of the time is noisy, however it is read.
+        let w = [
+            100.0, 130.0, 100.0, 130.0, 100.0, 130.0, 100.0, 100.0, 130.0,
+        ];
+        assert!(winsorized_cv(&w) > 0.1);
+        assert_eq!(winsorized_cv(&[5.0]), 0.0);
+    }
+
+    #[test]
+    fn trials_needed_follows_the_t_interval() {
+        // No spread: the minimum.
+        assert_eq!(trials_needed(0.0, 0.1, 0.95, 1000), 3);
+        // CV 10 % at a 10 % full width: 2·t·0.1/√n ≤ 0.1 → n ≈ 18.
+        let n = trials_needed(0.10, 0.10, 0.95, 1000);
+        assert!((17..=19).contains(&n), "{n}");
+        // Four times the spread, about sixteen times the trials (fewer: t
+        // shrinks as n grows).
+        let m = trials_needed(0.40, 0.10, 0.95, 1000);
+        assert!(m > 12 * n && m < 16 * n, "{m} vs {n}");
+        assert_eq!(trials_needed(5.0, 0.1, 0.95, 100), 100);
+    }
+
+    #[test]
+    fn a_machine_that_moved_between_runs_widens_the_between_run_spread() {
+        let base: Vec<Reading> = (0..6).map(|i| r(i as f64, 0, 100.0 + i as f64)).collect();
+        let same: Vec<Reading> = (0..6).map(|i| r(i as f64, 0, 101.0 + i as f64)).collect();
+        let slow: Vec<Reading> = (0..6).map(|i| r(i as f64, 0, 120.0 + i as f64)).collect();
+        let m = machine_move(&base, &same, &[]).unwrap();
+        assert!(m.between_cv < 0.03, "{m:?}");
+        let s = machine_move(&base, &slow, &[0]).unwrap();
+        assert!((s.slower - 1.19).abs() < 0.01, "{s:?}");
+        assert!(s.between_cv >= 0.09, "{s:?}");
+        assert!(machine_move(&base, &slow, &[1]).is_none());
+    }
+
+    #[test]
+    fn the_between_run_component_keeps_a_drift_from_looking_significant() {
+        let e = |c: f64, se: f64| Estimate {
+            center: c,
+            se,
+            df: 4.0,
+        };
+        // Two tight runs 20 % apart: on their own trials, certain.
+        let (p0, mdc0) =
+            across_runs(e(0.12, 0.001), e(0.144, 0.001), 0.0, 1.0, 1.0, 0.05, 0.8).unwrap();
+        assert!(p0 < 1e-3 && mdc0 < 0.05, "{p0} {mdc0}");
+        // With a machine that moves 12 % between moments, not so.
+        let (p1, mdc1) =
+            across_runs(e(0.12, 0.001), e(0.144, 0.001), 0.12, 1.0, 1.0, 0.05, 0.8).unwrap();
+        assert!(p1 > 0.05 && mdc1 > 0.2, "{p1} {mdc1}");
+        // A case spanning many moments averages the machine out.
+        let (p2, _) =
+            across_runs(e(0.12, 0.001), e(0.144, 0.001), 0.12, 25.0, 25.0, 0.05, 0.8).unwrap();
+        assert!(p2 < 0.01, "{p2}");
+    }
+
+    #[test]
+    fn the_outlook_counts_what_the_budget_buys_at_the_noise() {
+        let costs = vec![(0.1, 0.1); 100];
+        let quiet = outlook(0.02, 0.1, 0.95, 1000, &costs, Some(60.0));
+        let noisy = outlook(0.30, 0.1, 0.95, 1000, &costs, Some(60.0));
+        assert_eq!(quiet.decidable, 100);
+        assert!(noisy.decidable < quiet.decidable, "{noisy:?}");
+        assert!(noisy.trials > 100);
+    }
+}
