@@ -11,6 +11,7 @@
 //! tests.rs runs against both.
 
 mod db;
+mod gauge;
 pub mod import;
 mod journal;
 mod location;
@@ -40,7 +41,7 @@ pub use location::{is_postgres_url, is_url, mask_url};
 pub use owner::Owner;
 pub use schema::SCHEMA_VERSION;
 pub use secret::{mask_args, mask_json, mask_text};
-pub use time::now_rfc3339;
+pub use time::{now_rfc3339, parse_utc};
 
 #[derive(Debug, Error)]
 pub enum StoreError {
@@ -410,6 +411,25 @@ impl CaseData {
             .or(self.metrics.first())
     }
     /// The counted (non-warm-up) values of one metric, in trial order.
+    /// Seconds from its first counted trial's start to its last one's end:
+    /// how many moments of the machine its result averages over
+    /// ([`kscale_core::noise::moments`]). 0 with no counted trial.
+    pub fn span_s(&self) -> f64 {
+        let times: Vec<(i64, f64)> = self
+            .trials
+            .iter()
+            .filter(|t| !t.warmup)
+            .filter_map(|t| Some((parse_utc(&t.started_at)?, t.wall_s)))
+            .collect();
+        let (Some(first), Some(last)) = (
+            times.iter().map(|t| t.0).min(),
+            times.iter().max_by_key(|t| t.0),
+        ) else {
+            return 0.0;
+        };
+        (last.0 - first) as f64 + last.1
+    }
+
     pub fn values(&self, metric: &str) -> Vec<f64> {
         self.trials
             .iter()

@@ -147,6 +147,18 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // measured against the state before it, `interleaved …` or
     // `sequential: why`; empty for studies made before.
     "ALTER TABLE tune_steps ADD COLUMN measured TEXT;",
+    // v8 → v9 (the gauge and the control, docs/method.md): the machine's
+    // own speed on each CPU at moments before and through a run.
+    "CREATE TABLE gauge (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        t_s REAL NOT NULL,
+        cpu INTEGER NOT NULL,
+        cpu_ns REAL NOT NULL,
+        mem_mbs REAL,
+        wake_us REAL,
+        PRIMARY KEY (run_id, seq, cpu)
+    );",
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -16,6 +16,7 @@ pub mod ctx;
 pub mod fileserver;
 pub mod fs;
 pub mod fscache;
+pub mod gauge;
 pub mod ipc;
 pub mod mem;
 pub mod net;

@@ -1,0 +1,176 @@
+//! The gauge: a short fixed-work probe of each CPU a run uses, taken
+//! before the run and again through it as a control (docs/method.md, "The
+//! gauge and the control"). It measures the machine, not the kernel paths
+//! under test: a CPU-bound loop (no system call, no memory traffic beyond
+//! L1), one pass over a buffer larger than the caches, and a cross-CPU
+//! wake-up round trip. The parent runs it in a worker process like any
+//! trial, so that no measured code runs in the orchestrating process.
+
+use anyhow::{Context, Result};
+use kscale_core::noise::Reading;
+use serde::{Deserialize, Serialize};
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+/// What the parent asks of one gauge process.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct GaugeRequest {
+    pub cpus: Vec<usize>,
+    /// Readings of every CPU, taken `spacing_ms` apart: several spread over
+    /// a second see the host's sub-second spells, which one cannot.
+    pub readings: usize,
+    pub spacing_ms: u64,
+    /// Seconds since the run's first reading, for the readings' `t_s`.
+    pub t0_s: f64,
+}
+
+/// Iterations of the CPU loop: about 1–3 ms on a current core, long
+/// against the clock and short against a host's spell.
+const LOOP_ITERS: u64 = 1 << 20;
+/// The CPU loop's repetitions in one reading; the reading is their median,
+/// so one preempted repetition does not make the reading.
+const LOOP_REPS: usize = 3;
+/// Larger than the last-level caches of the machines kscale meets, so a
+/// pass reads memory, not cache.
+const MEM_BYTES: usize = 64 << 20;
+/// Round trips of one wake-up probe.
+const WAKES: u32 = 200;
+
+/// A fixed chain of dependent integer operations the compiler cannot fold:
+/// its time is the core's speed as the host gives it now.
+fn cpu_loop() -> Duration {
+    let start = Instant::now();
+    let mut x: u64 = std::hint::black_box(0x9e37_79b9_7f4a_7c15);
+    for _ in 0..LOOP_ITERS {
+        // xorshift64: three dependent operations an iteration.
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+    }
+    std::hint::black_box(x);
+    start.elapsed()
+}
+
+/// One pass of reads over `buf`, in MB/s.
+fn mem_pass(buf: &[u64]) -> f64 {
+    let start = Instant::now();
+    let mut acc = [0u64; 4];
+    for chunk in buf.chunks_exact(4) {
+        for i in 0..4 {
+            acc[i] = acc[i].wrapping_add(chunk[i]);
+        }
+    }
+    std::hint::black_box(acc);
+    let s = start.elapsed().as_secs_f64();
+    (std::mem::size_of_val(buf) as f64 / 1e6) / s
+}
+
+/// Mean round trip, µs, of a one-byte wake-up between this thread (pinned
+/// to `a`) and a thread pinned to `b`, each blocking in `read` on its pipe
+/// until the other writes: the scheduler's cross-CPU wake-up as every
+/// pipe-based benchmark meets it.
+fn wake_round_trip(a: usize, b: usize) -> Result<f64> {
+    let pipe = || -> Result<(std::fs::File, std::fs::File)> {
+        let (r, w) = nix::unistd::pipe().context("cannot make the gauge's pipe")?;
+        Ok((r.into(), w.into()))
+    };
+    let (mut to_b_r, mut to_b_w) = pipe()?;
+    let (mut to_a_r, mut to_a_w) = pipe()?;
+    let partner = std::thread::Builder::new()
+        .name("kscale-gauge".into())
+        .spawn(move || -> Result<()> {
+            kscale_sys::affinity::pin_one(b)?;
+            let mut byte = [0u8];
+            for _ in 0..=WAKES {
+                to_b_r.read_exact(&mut byte)?;
+                to_a_w.write_all(&byte)?;
+            }
+            Ok(())
+        })
+        .context("cannot start the gauge's wake-up partner")?;
+    kscale_sys::affinity::pin_one(a)?;
+    let mut byte = [1u8];
+    // One untimed trip: both threads are running and pinned.
+    to_b_w.write_all(&byte)?;
+    to_a_r.read_exact(&mut byte)?;
+    let start = Instant::now();
+    for _ in 0..WAKES {
+        to_b_w.write_all(&byte)?;
+        to_a_r.read_exact(&mut byte)?;
+    }
+    let us = start.elapsed().as_secs_f64() * 1e6 / f64::from(WAKES);
+    partner
+        .join()
+        .map_err(|_| anyhow::anyhow!("the gauge's wake-up partner panicked"))??;
+    Ok(us)
+}
+
+/// Takes the readings `req` asks for. The calling thread is pinned to each
+/// CPU in turn; a reading of one CPU is taken while the others only wait.
+pub fn take(req: &GaugeRequest) -> Result<Vec<Reading>> {
+    anyhow::ensure!(!req.cpus.is_empty(), "the gauge needs at least one CPU");
+    let mut buf = vec![0u64; MEM_BYTES / 8];
+    for (i, v) in buf.iter_mut().enumerate() {
+        *v = i as u64;
+    }
+    let clock = Instant::now();
+    let mut out = Vec::with_capacity(req.readings * req.cpus.len());
+    for k in 0..req.readings.max(1) {
+        if k > 0 {
+            std::thread::sleep(Duration::from_millis(req.spacing_ms));
+        }
+        for (i, &cpu) in req.cpus.iter().enumerate() {
+            kscale_sys::affinity::pin_one(cpu)
+                .with_context(|| format!("the gauge cannot run on CPU {cpu}"))?;
+            let t_s = req.t0_s + clock.elapsed().as_secs_f64();
+            let mut reps: Vec<f64> = (0..LOOP_REPS)
+                .map(|_| cpu_loop().as_secs_f64() * 1e9)
+                .collect();
+            reps.sort_by(f64::total_cmp);
+            let cpu_ns = reps[reps.len() / 2];
+            let mem_mbs = Some(mem_pass(&buf));
+            let partner = req.cpus[(i + 1) % req.cpus.len()];
+            let wake_us = if partner != cpu {
+                wake_round_trip(cpu, partner).ok()
+            } else {
+                None
+            };
+            out.push(Reading {
+                t_s,
+                cpu,
+                cpu_ns,
+                mem_mbs,
+                wake_us,
+            });
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reading_of_each_cpu_with_its_three_probes() {
+        let cpus = kscale_sys::affinity::available_cpus().unwrap_or_else(|_| vec![0]);
+        let cpus: Vec<usize> = cpus.into_iter().take(2).collect();
+        let rs = take(&GaugeRequest {
+            cpus: cpus.clone(),
+            readings: 2,
+            spacing_ms: 1,
+            t0_s: 10.0,
+        })
+        .expect("the gauge runs on the CPUs this test may use");
+        assert_eq!(rs.len(), 2 * cpus.len());
+        for r in &rs {
+            assert!(cpus.contains(&r.cpu));
+            assert!(r.t_s >= 10.0);
+            // 2^20 iterations of three dependent operations take more
+            // than 0.1 ms on any core and less than a second.
+            assert!(r.cpu_ns > 1e5 && r.cpu_ns < 1e9, "{r:?}");
+            assert!(r.mem_mbs.is_some_and(|m| m > 10.0), "{r:?}");
+            assert_eq!(r.wake_us.is_some(), cpus.len() > 1, "{r:?}");
+        }
+    }
+}
