@@ -3,6 +3,7 @@
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
+use std::path::Path;
 
 /// Asks the kernel to SIGKILL this process when its parent thread dies, so a
 /// worker can never outlive a killed kscale. Also re-checks the parent after
@@ -41,5 +42,116 @@ pub fn set_name(name: &str) {
     // from a buffer that lives across the call.
     unsafe {
         libc::prctl(libc::PR_SET_NAME, buf.as_ptr() as libc::c_ulong, 0, 0, 0);
+    }
+}
+
+/// Another kscale process measuring on this machine: its pid and command
+/// line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OtherRun {
+    pub pid: i32,
+    pub cmdline: String,
+}
+
+/// The sub-commands that measure: two of them at once on one machine
+/// measure each other.
+const MEASURING: &[&str] = &["run", "study", "check", "tune", "fleet"];
+
+/// Whether a command line is a measuring kscale's: its program is named
+/// `kscale` and its first word that is not an option is a measuring
+/// sub-command (`kscale --db x.db study --quick`).
+pub fn is_measuring(argv: &[String]) -> bool {
+    let Some(prog) = argv.first() else {
+        return false;
+    };
+    if Path::new(prog).file_name().and_then(|n| n.to_str()) != Some("kscale") {
+        return false;
+    }
+    let mut words = argv[1..].iter();
+    while let Some(w) = words.next() {
+        if w == "--db" {
+            words.next();
+            continue;
+        }
+        if w.starts_with('-') {
+            continue;
+        }
+        return MEASURING.contains(&w.as_str());
+    }
+    false
+}
+
+/// Every other measuring kscale process on this machine (not this process
+/// nor its ancestors: `kscale fleet` runs `kscale run` under itself).
+pub fn other_runs() -> Vec<OtherRun> {
+    let me = std::process::id() as i32;
+    let mut mine = vec![me];
+    let mut pid = me;
+    while let Some(pp) = parent_of(pid).filter(|&p| p > 1) {
+        mine.push(pp);
+        pid = pp;
+    }
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut out: Vec<OtherRun> = rd
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|p| !mine.contains(p))
+        .filter_map(|p| {
+            let raw = std::fs::read(format!("/proc/{p}/cmdline")).ok()?;
+            let argv: Vec<String> = raw
+                .split(|b| *b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            is_measuring(&argv).then(|| OtherRun {
+                pid: p,
+                cmdline: argv.join(" "),
+            })
+        })
+        // A child of another measuring kscale is that run, said once.
+        .collect();
+    out.sort_by_key(|o| o.pid);
+    out
+}
+
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: the fields follow
+    // the last `)`.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn measuring_command_lines() {
+        assert!(is_measuring(&v("kscale study --quick")));
+        assert!(is_measuring(&v(
+            "/usr/bin/kscale --db /tmp/x.db run syscall"
+        )));
+        assert!(is_measuring(&v(
+            "target/release/kscale check --baseline a x"
+        )));
+        assert!(!is_measuring(&v("kscale show latest")));
+        assert!(!is_measuring(&v("kscale --db run results")));
+        assert!(!is_measuring(&v("/proc/self/exe __worker")));
+        assert!(!is_measuring(&v("cargo run --release -- study --quick")));
+        assert!(!is_measuring(&[]));
+    }
+
+    #[test]
+    fn this_process_is_not_another_run() {
+        let me = std::process::id() as i32;
+        assert!(other_runs().iter().all(|o| o.pid != me));
+        assert!(parent_of(me).is_some_and(|p| p > 0));
     }
 }

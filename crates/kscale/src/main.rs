@@ -56,6 +56,8 @@ enum Command {
     Profile(cmd::profile::Args),
     /// The CPUs each configuration would use and where its load would go (nothing is run).
     Cpus(cmd::cpus::Args),
+    /// Before a run: the machine's noise (the gauge) and what a run of the targets needs.
+    Doctor(cmd::doctor::Args),
     /// Export a run's results as JSON or CSV.
     Export(cmd::export::Args),
     /// Merge runs exported (`export --format json`) on other machines into this store.
@@ -77,6 +79,8 @@ enum Command {
     /// Internal: run one trial in a worker process (started by `kscale run`).
     #[command(name = "__worker", hide = true)]
     Worker,
+    #[command(name = "__gauge", hide = true)]
+    Gauge,
 }
 
 fn main() -> ExitCode {
@@ -112,6 +116,7 @@ fn main() -> ExitCode {
     let db = cli.db;
     let result = match cli.command {
         Command::Worker => return cmd::worker::main(),
+        Command::Gauge => return cmd::worker::gauge_main(),
         Command::List(a) => cmd::list::run(a),
         Command::Study(a) => cmd::study::run(a, db),
         Command::Cpus(a) => cmd::cpus::run(a),
@@ -126,6 +131,7 @@ fn main() -> ExitCode {
         Command::Peer(a) => cmd::peer::run(a),
         Command::Import(a) => cmd::import::run(a, db),
         Command::Check(a) => cmd::check::run(a, db),
+        Command::Doctor(a) => cmd::doctor::run(a, db),
         Command::Fleet(a) => cmd::fleet::run(a, db),
         Command::Web(a) => cmd::web::run(a),
         Command::Tune(a) => cmd::tune::run(a, db),

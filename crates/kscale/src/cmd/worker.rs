@@ -69,6 +69,36 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// The gauge's worker (`kscale __gauge`): reads a
+/// [`kscale_workloads::gauge::GaugeRequest`] line, prints the readings as
+/// one JSON line. It pins itself to each CPU in turn.
+pub fn gauge_main() -> ExitCode {
+    kscale_sys::process::die_with_parent();
+    kscale_sys::process::set_name("kscale-gauge");
+    let mut first = String::new();
+    if let Err(e) = std::io::stdin().read_line(&mut first) {
+        eprintln!("gauge: cannot read request: {e}");
+        return ExitCode::from(2);
+    }
+    let req: kscale_workloads::gauge::GaugeRequest = match serde_json::from_str(&first) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("gauge: bad request: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match kscale_workloads::gauge::take(&req).and_then(|r| Ok(serde_json::to_string(&r)?)) {
+        Ok(line) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 /// Fault injection for kscale's own tests of crash and hang handling:
 /// `KSCALE_FAULT=crash:WORKLOAD` or `hang:WORKLOAD`, optionally narrowed to
 /// one role of a macro workload (`crash:net.tcp_rr:server`). A crashing role

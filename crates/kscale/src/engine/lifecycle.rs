@@ -6,7 +6,7 @@
 
 use super::args::RunOptions;
 use super::peers::PeerSet;
-use super::{capacity, runner, GIT_REV, VERSION};
+use super::{capacity, gauge, runner, GIT_REV, VERSION};
 use crate::error::{user, Interrupted};
 use crate::idle::IdleHold;
 use anyhow::Result;
@@ -80,6 +80,19 @@ pub fn prepare(
     opts.capacity = capacity;
     super::args::check_label(&label)?;
     let mut snapshot = kscale_sys::snapshot::take(VERSION, GIT_REV);
+    let others = kscale_sys::process::other_runs();
+    if !others.is_empty() {
+        for o in &others {
+            eprintln!(
+                "kscale: warning: another kscale is measuring on this machine (pid {}: {}); the two runs measure each other",
+                o.pid, o.cmdline
+            );
+        }
+        snapshot["concurrent"] = serde_json::json!(others
+            .iter()
+            .map(|o| serde_json::json!({"pid": o.pid, "cmdline": o.cmdline}))
+            .collect::<Vec<_>>());
+    }
     let idle = crate::idle::hold_for_run(opts.cpu_idle, &mut snapshot)?;
     let mut peers = None;
     if !opts.peers.is_empty() {
@@ -218,14 +231,98 @@ impl Active<'_> {
     /// the run's id.
     pub fn execute(mut self, progress: bool) -> Result<i64> {
         let (store, id) = (self.store, self.id);
+        let cpus = used_cpus(&self.opts);
+        if let Some(before) = gauge::begin(store, id, &cpus) {
+            say_noise(&before, &self.opts);
+        }
         let done = if self.opts.capacity {
             capacity::run(store, id, &self.opts, progress, self.peers.as_mut())
         } else {
             runner::execute(store, id, &self.opts, progress, self.peers.as_mut())
         };
+        if done.is_ok() {
+            if let Some(all) = gauge::end(store) {
+                for line in gauge::describe(&all) {
+                    eprintln!("kscale: the machine over the run: {line}");
+                }
+            }
+        } else {
+            gauge::abandon();
+        }
+        let others = gauge::others_seen();
+        if !others.is_empty() {
+            eprintln!(
+                "kscale: warning: other kscale runs measured on this machine during run {id} (pids {}): its figures and theirs measure each other",
+                others
+                    .iter()
+                    .map(|o| o.pid.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            let _ = store.note_concurrent(
+                id,
+                &others
+                    .iter()
+                    .map(|o| format!("pid {}: {}", o.pid, o.cmdline))
+                    .collect::<Vec<_>>(),
+            );
+        }
         finish(store, id, done)?;
         Ok(id)
     }
+}
+
+/// Every CPU a case of the run may use: what the gauge reads.
+fn used_cpus(opts: &RunOptions) -> Vec<usize> {
+    let mut cpus: Vec<usize> = opts
+        .plan
+        .iter()
+        .flat_map(|e| e.cpus.iter().copied())
+        .collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    cpus
+}
+
+/// What the gauge's noise means for this run, said before its first
+/// trial: each CPU's speed and spread, the trials a case needs for the
+/// run's interval at the noisiest CPU's spread, and, under a budget, how
+/// many of its converging cases that buys (docs/method.md, "The gauge and
+/// the control").
+fn say_noise(readings: &[kscale_core::noise::Reading], opts: &RunOptions) {
+    for line in gauge::describe(readings) {
+        eprintln!("kscale: gauge: {line}");
+    }
+    let rule = &opts.rule;
+    let costs = runner::guessed_costs(opts);
+    let o = kscale_core::noise::outlook(
+        gauge::worst_cv(readings),
+        rule.width_pct / 100.0,
+        rule.confidence_pct / 100.0,
+        rule.max_trials,
+        &costs,
+        opts.budget_s,
+    );
+    if o.of == 0 {
+        return;
+    }
+    let trials = if o.trials >= rule.max_trials {
+        format!("more than {} trials", rule.max_trials)
+    } else {
+        format!("~{} trials", o.trials)
+    };
+    eprintln!(
+        "kscale: gauge: at a CPU-loop CV of {:.0} %, a {} % interval needs {trials} a case here{}",
+        o.cv * 100.0,
+        rule.width_pct,
+        match opts.budget_s {
+            Some(b) => format!(
+                "; the {b:.0} s budget can decide about {} of {} converging cases",
+                o.decidable, o.of
+            ),
+            None => String::new(),
+        }
+    );
 }
 
 /// The error of a run every case of which failed: `run` and `check` stop

@@ -13,9 +13,12 @@
 //! - `worker`, `roles`, `load`, `peers`: where a trial's processes run.
 //! - `hotplug`, `guard`: settings changed for a run, journalled and put back.
 //! - `progress`: the progress bar, for a person or for `kscale fleet`.
+//! - `gauge`: the machine's own speed before a run and through it (the
+//!   control), stored with the run.
 
 pub mod args;
 pub mod capacity;
+pub mod gauge;
 pub mod guard;
 pub mod hotplug;
 pub mod lifecycle;

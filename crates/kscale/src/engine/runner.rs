@@ -93,6 +93,11 @@ impl Unit {
         !self.timed_params().is_empty()
     }
 
+    /// A trial's wall seconds before any has run.
+    fn guess_secs(&self, opts: &RunOptions) -> f64 {
+        guess_secs(&self.timed_params(), opts)
+    }
+
     /// Wall seconds one more counted trial costs: measured once there is
     /// one, else the warm-up's, else a guess from the trial time and the
     /// workload's seconds params.
@@ -103,13 +108,43 @@ impl Unit {
         if self.next_idx > 0 {
             return self.spent_s / self.next_idx as f64;
         }
-        let timed: f64 = self.timed_params().iter().sum();
-        if timed > 0.0 {
-            timed * 1.3 + 0.2
-        } else {
-            opts.trial_time_s + 0.05
-        }
+        self.guess_secs(opts)
     }
+}
+
+/// A trial's wall seconds guessed from its workload's seconds params (a
+/// window, a timed loop) and the run's trial time.
+fn guess_secs(timed: &[f64], opts: &RunOptions) -> f64 {
+    let timed: f64 = timed.iter().sum();
+    if timed > 0.0 {
+        timed * 1.3 + 0.2
+    } else {
+        opts.trial_time_s + 0.05
+    }
+}
+
+/// Each converging case of the plan's guessed cost, (seconds a counted
+/// trial, seconds once for its warm-up), before anything has run: what
+/// the gauge's outlook plans with.
+pub fn guessed_costs(opts: &RunOptions) -> Vec<(f64, f64)> {
+    opts.plan
+        .iter()
+        .filter_map(|e| {
+            let w = kscale_workloads::find(&e.workload)?;
+            if w.rule != RunRule::Converge {
+                return None;
+            }
+            let params = kscale_core::Params(e.params.clone());
+            let timed: Vec<f64> = w
+                .params
+                .iter()
+                .filter(|p| matches!(p.kind, kscale_core::ParamKind::Seconds { .. }))
+                .filter_map(|p| params.seconds(p.name).ok())
+                .collect();
+            let s = guess_secs(&timed, opts);
+            Some((s, s))
+        })
+        .collect()
 }
 
 /// Runs every unfinished case of the plan; macro workloads' load goes to
@@ -220,6 +255,7 @@ fn units(store: &Store, run_id: i64, opts: &RunOptions) -> Result<Vec<Unit>> {
         .map(|c| (c.key.clone(), c))
         .collect();
     let mut units = Vec::new();
+    let mut said = std::collections::HashSet::new();
     for (seq, entry) in opts.plan.iter().enumerate() {
         let workload = kscale_workloads::find(&entry.workload)
             .with_context(|| format!("workload {} is no longer in this kscale", entry.workload))?;
@@ -265,7 +301,7 @@ fn units(store: &Store, run_id: i64, opts: &RunOptions) -> Result<Vec<Unit>> {
         }
         if !unit.finished {
             if let Some(reason) = (workload.unavailable)(workload) {
-                skip(store, &unit, &reason)?;
+                skip(store, &unit, &reason, &mut said)?;
                 unit.finished = true;
             }
         }
@@ -289,13 +325,21 @@ fn say_caveats<'u>(units: impl IntoIterator<Item = &'u Unit>, dir: &std::path::P
 }
 
 /// Records a case the machine cannot run (its workload's `unavailable`
-/// reason) and says so on stderr, as a failure is said.
-fn skip(store: &Store, u: &Unit, reason: &str) -> Result<()> {
-    eprintln!(
-        "  {} [cpus {}] skipped: {reason}",
-        u.entry.workload,
-        kscale_core::cpus::base_name(&u.entry.cpus_name)
-    );
+/// reason) and says so on stderr once for its workload, whatever the
+/// number of its cases: one missing program is one line.
+fn skip(
+    store: &Store,
+    u: &Unit,
+    reason: &str,
+    said: &mut std::collections::HashSet<String>,
+) -> Result<()> {
+    if said.insert(u.entry.workload.clone()) {
+        eprintln!(
+            "  {} [cpus {}] skipped: {reason}",
+            u.entry.workload,
+            kscale_core::cpus::base_name(&u.entry.cpus_name)
+        );
+    }
     store.finish_case(
         u.case_id,
         CaseStatus::Skipped,
@@ -712,6 +756,7 @@ impl<'a, 'p> Runner<'a, 'p> {
         if let Some(sig) = signals::interrupted() {
             return Err(Interrupted(sig, self.run_id).into());
         }
+        super::gauge::tick(self.store);
         if self.profiler.wanted() && !u.profiled && u.warmup_iterations.is_some() {
             return self.profile(u);
         }
