@@ -11,6 +11,7 @@ use crate::error::{user, Interrupted, UserError};
 use crate::output::outln;
 use anyhow::Result;
 use kscale_core::cpus::base_name;
+use kscale_core::noise::{self, Reading};
 use kscale_core::twosample::{Test, POWER};
 use kscale_core::Direction;
 use kscale_report::compare::{compare_metric, ALPHA};
@@ -99,6 +100,11 @@ struct CaseCheck {
     regressed: bool,
     /// `regressed`, `ok` or `cannot_tell`.
     verdict: Verdict,
+    /// The machine's move between the runs, when both read the gauge;
+    /// `p` and `mdc_pct` then include its between-run spread.
+    machine: Option<MachinePart>,
+    /// The machine itself moved by more than the threshold: cannot tell.
+    machine_moved: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -187,8 +193,14 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         )));
     }
 
-    let now = match super::run::measure(&args.run, db) {
-        Ok((store, id)) => store.load_run(id)?,
+    let (now, machine) = match super::run::measure(&args.run, db) {
+        Ok((store, id)) => {
+            let machine = Machine {
+                base: store.gauge(base.run.id)?,
+                now: store.gauge(id)?,
+            };
+            (store.load_run(id)?, machine)
+        }
         Err(e) if e.downcast_ref::<Interrupted>().is_some() => return Err(e),
         Err(e) if e.downcast_ref::<UserError>().is_some() => return Err(e),
         Err(e) => {
@@ -205,10 +217,33 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
             return Ok(ExitCode::from(UNMEASURED));
         }
     };
-    report(&base, &now, threshold, args.format)
+    report(&base, &now, &machine, threshold, args.format)
 }
 
-fn report(base: &RunData, now: &RunData, threshold: f64, format: Format) -> Result<ExitCode> {
+/// The gauge's readings of the two runs (docs/method.md, "The gauge and
+/// the control"): how much the machine itself moved between them.
+struct Machine {
+    base: Vec<Reading>,
+    now: Vec<Reading>,
+}
+
+/// The machine's part in one case's comparison.
+#[derive(Serialize)]
+struct MachinePart {
+    /// How much slower the machine's CPU loop ran now than at the
+    /// baseline, in % (negative: faster), on the case's CPUs.
+    slower_pct: f64,
+    /// The between-run spread added to each side, in % of its value.
+    between_pct: f64,
+}
+
+fn report(
+    base: &RunData,
+    now: &RunData,
+    machine: &Machine,
+    threshold: f64,
+    format: Format,
+) -> Result<ExitCode> {
     let cmp = compare_metric(&[base, now], &super::Registry, None)
         .map_err(|e| anyhow::anyhow!("cannot compare with the baseline: {e}"))?;
     let mut cases = Vec::new();
@@ -223,7 +258,52 @@ fn report(base: &RunData, now: &RunData, threshold: f64, format: Format) -> Resu
             Direction::Lower => r.ratio - 1.0,
             Direction::Higher => 1.0 - r.ratio,
         };
-        let verdict = Verdict::of(r.significant, r.better, worse, r.mdc, threshold);
+        let find = |run: &'_ RunData| {
+            run.cases
+                .iter()
+                .find(|c| {
+                    c.key.workload == row.workload
+                        && c.key.params == row.params
+                        && base_name(&c.key.cpus) == base_name(&row.cpus)
+                })
+                .cloned()
+        };
+        let (Some(cb), Some(cn)) = (find(base), find(now)) else {
+            continue;
+        };
+        // The test across the two runs with the machine's between-run
+        // spread added, when both runs read the gauge on these CPUs.
+        let mv = noise::machine_move(&machine.base, &machine.now, &cn.cpus);
+        let (mut p, mut mdc, mut significant) = (r.p, r.mdc, r.significant);
+        let mut moved = false;
+        if let Some(m) = mv {
+            let est = |c: &kscale_store::CaseData| {
+                cmp.estimator
+                    .estimate(&c.values(&row.metric))
+                    .filter(|_| c.rule == kscale_core::RunRule::Converge)
+            };
+            if let (Some(eb), Some(en)) = (est(&cb), est(&cn)) {
+                if let Some((p2, mdc2)) = noise::across_runs(
+                    eb,
+                    en,
+                    m.between_cv,
+                    noise::moments(cb.span_s()),
+                    noise::moments(cn.span_s()),
+                    ALPHA,
+                    POWER,
+                ) {
+                    p = Some(p2);
+                    mdc = Some(mdc2);
+                    significant = p2 < ALPHA;
+                }
+            }
+            moved = (m.slower - 1.0).abs() > threshold;
+        }
+        let verdict = if moved {
+            Verdict::CannotTell
+        } else {
+            Verdict::of(significant, r.better, worse, mdc, threshold)
+        };
         cases.push(CaseCheck {
             workload: row.workload.clone(),
             case: row.label.clone(),
@@ -234,12 +314,17 @@ fn report(base: &RunData, now: &RunData, threshold: f64, format: Format) -> Resu
             baseline: row.means[0],
             now: row.means[1],
             worse_pct: worse * 100.0,
-            p: r.p,
-            significant: r.significant,
+            p,
+            significant,
             test: r.test,
-            mdc_pct: r.mdc.map(|m| m * 100.0),
+            mdc_pct: mdc.map(|m| m * 100.0),
             regressed: verdict == Verdict::Regressed,
             verdict,
+            machine: mv.map(|m| MachinePart {
+                slower_pct: (m.slower - 1.0) * 100.0,
+                between_pct: m.between_cv * 100.0,
+            }),
+            machine_moved: moved,
         });
     }
     // Cases of the baseline that were targeted but not measured now.
@@ -263,6 +348,7 @@ fn report(base: &RunData, now: &RunData, threshold: f64, format: Format) -> Resu
             )
         })
         .collect();
+    let overall = noise::machine_move(&machine.base, &machine.now, &[]);
     let regressed = cases.iter().filter(|c| c.regressed).count();
     let cannot_tell = cases
         .iter()
@@ -288,6 +374,11 @@ fn report(base: &RunData, now: &RunData, threshold: f64, format: Format) -> Resu
                 "alpha": ALPHA,
                 "power": POWER,
                 "estimator": cmp.estimator.as_str(),
+                "machine": overall.map(|m| json!({
+                    "slower_pct": (m.slower - 1.0) * 100.0,
+                    "between_pct": m.between_cv * 100.0,
+                    "readings": [m.n_base, m.n_now],
+                })),
                 "cases": cases,
                 "failed": failed,
             }))?
@@ -303,7 +394,7 @@ fn report(base: &RunData, now: &RunData, threshold: f64, format: Format) -> Resu
             };
             for c in cases.iter().filter(|c| c.regressed) {
                 outln!(
-                    "{} {} ({}): {} {} → {} {} ({:+.1}% worse, p = {})",
+                    "{} {} ({}): {} {} → {} {} ({}, p = {})",
                     paint("REGRESSED"),
                     c.workload,
                     c.case,
@@ -311,20 +402,40 @@ fn report(base: &RunData, now: &RunData, threshold: f64, format: Format) -> Resu
                     sig(c.baseline),
                     sig(c.now),
                     c.unit,
-                    c.worse_pct,
+                    change(c.worse_pct),
                     c.p.map(p_value).unwrap_or_else(|| "-".into()),
                 )?;
             }
-            for c in cases.iter().filter(|c| c.verdict == Verdict::CannotTell) {
+            for c in cases.iter().filter(|c| c.machine_moved) {
+                let m = c.machine.as_ref().map_or(0.0, |m| m.slower_pct);
                 outln!(
-                    "CANNOT TELL {} ({}): {} {} → {} {} ({:+.1}% worse, {}): the smallest change this comparison could see is {}, above the {}% threshold",
+                    "CANNOT TELL {} ({}): {} {} → {} {} ({}): the machine ran {:.1}% {} than at the baseline (the gauge's CPU loop on cpus {}), more than the {}% threshold",
                     c.workload,
                     c.case,
                     c.metric,
                     sig(c.baseline),
                     sig(c.now),
                     c.unit,
-                    c.worse_pct,
+                    change(c.worse_pct),
+                    m.abs(),
+                    if m > 0.0 { "slower" } else { "faster" },
+                    c.cpus,
+                    threshold * 100.0,
+                )?;
+            }
+            for c in cases
+                .iter()
+                .filter(|c| c.verdict == Verdict::CannotTell && !c.machine_moved)
+            {
+                outln!(
+                    "CANNOT TELL {} ({}): {} {} → {} {} ({}, {}): the smallest change this comparison could see is {}, above the {}% threshold{}",
+                    c.workload,
+                    c.case,
+                    c.metric,
+                    sig(c.baseline),
+                    sig(c.now),
+                    c.unit,
+                    change(c.worse_pct),
                     match (c.test, c.p) {
                         (Some(t), Some(p)) => format!("{}, p = {}", t.name(), p_value(p)),
                         _ => "no test".into(),
@@ -333,10 +444,30 @@ fn report(base: &RunData, now: &RunData, threshold: f64, format: Format) -> Resu
                         .map(|m| format!("{m:.1}%"))
                         .unwrap_or_else(|| "unknown".into()),
                     threshold * 100.0,
+                    c.machine
+                        .as_ref()
+                        .map(|m| format!(
+                            " (the machine's own spread between runs, ±{:.1}%, included)",
+                            m.between_pct
+                        ))
+                        .unwrap_or_default(),
                 )?;
             }
             for f in &failed {
                 outln!("{} {f}", paint("FAILED"))?;
+            }
+            match overall {
+                Some(m) => outln!(
+                    "kscale check: the machine ran {:.1}% {} than at the baseline (the gauge's CPU loop, {} and {} readings); its spread between moments, ±{:.1}%, is part of every test",
+                    ((m.slower - 1.0) * 100.0).abs(),
+                    if m.slower >= 1.0 { "slower" } else { "faster" },
+                    m.n_base,
+                    m.n_now,
+                    m.between_cv * 100.0
+                )?,
+                None => outln!(
+                    "kscale check: no gauge readings in one of the runs: the machine's own move between them is unknown and not in the tests"
+                )?,
             }
             outln!(
                 "kscale check: {} case(s) of run {} compared with baseline run {} ({}): {} regressed by more than {}% (p < {ALPHA}), {} cannot tell (minimum detectable change above {}%, power {POWER}), {} not measured",
@@ -353,6 +484,15 @@ fn report(base: &RunData, now: &RunData, threshold: f64, format: Format) -> Resu
         }
     }
     Ok(ExitCode::from(code))
+}
+
+/// `+22.4% worse` or `7.2% better`: a faster result is never "worse".
+fn change(worse_pct: f64) -> String {
+    if worse_pct < 0.0 {
+        format!("{:.1}% better", -worse_pct)
+    } else {
+        format!("{worse_pct:+.1}% worse")
+    }
 }
 
 fn p_value(p: f64) -> String {
@@ -386,6 +526,12 @@ mod tests {
         assert_eq!(v(false, None, 0.0, None), Verdict::CannotTell);
         // Significantly better is no regression, however noisy.
         assert_eq!(v(true, Some(true), -0.4, Some(0.3)), Verdict::Ok);
+    }
+
+    #[test]
+    fn a_faster_result_reads_better_not_negative_worse() {
+        assert_eq!(super::change(-7.2), "7.2% better");
+        assert_eq!(super::change(22.4), "+22.4% worse");
     }
 
     #[test]
