@@ -5,6 +5,7 @@
 pub mod compare;
 pub mod format;
 pub mod html;
+pub mod machine;
 pub mod profile;
 pub mod results;
 pub mod scale;

@@ -27,7 +27,8 @@ pub struct Args {
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let (store, run_id) = measure(&args, db)?;
     let data = store.load_run(run_id)?;
-    out!("{}", super::show::render(&data, super::use_color()))?;
+    let gauge = store.gauge(run_id)?;
+    out!("{}", super::show::render(&data, &gauge, super::use_color()))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -2,6 +2,8 @@
 
 use crate::output::out;
 use anyhow::Result;
+use kscale_core::noise::Reading;
+use kscale_report::machine::machine_table;
 use kscale_report::results::{accounting_table, run_tables};
 use kscale_report::variants::variant_tables;
 use kscale_report::Table;
@@ -59,14 +61,37 @@ pub fn header(data: &RunData) -> String {
         } else {
             ""
         },
+    ) + &concurrent(data)
+}
+
+/// A line naming the other kscale runs that measured on the machine while
+/// this one did (empty when none did).
+fn concurrent(data: &RunData) -> String {
+    let Some(list) = data.run.snapshot["concurrent"]
+        .as_array()
+        .filter(|l| !l.is_empty())
+    else {
+        return String::new();
+    };
+    let names: Vec<String> = list
+        .iter()
+        .map(|v| match v {
+            serde_json::Value::String(s) => s.clone(),
+            v => format!("pid {}: {}", v["pid"], v["cmdline"].as_str().unwrap_or("?")),
+        })
+        .collect();
+    format!(
+        "warning: other kscale runs measured on this machine during this run, so the two measured each other: {}\n",
+        names.join("; ")
     )
 }
 
 /// The family tables, then the variant tables the definitions declare
 /// (seed 001's thread-library implementations), then the CPU accounting and
 /// the kernel profiles of every case.
-fn tables(data: &RunData, baseline: Option<&str>) -> Vec<Table> {
+fn tables(data: &RunData, gauge: &[Reading], baseline: Option<&str>) -> Vec<Table> {
     let mut tables = run_tables(data, &super::Registry);
+    tables.extend(machine_table(gauge));
     tables.extend(variant_tables(data, &super::Registry, baseline));
     tables.extend(accounting_table(data, &super::Registry));
     tables.extend(kscale_report::profile::profile_tables(
@@ -76,13 +101,18 @@ fn tables(data: &RunData, baseline: Option<&str>) -> Vec<Table> {
     tables
 }
 
-pub fn render(data: &RunData, color: bool) -> String {
-    render_against(data, color, None)
+pub fn render(data: &RunData, gauge: &[Reading], color: bool) -> String {
+    render_against(data, gauge, color, None)
 }
 
-fn render_against(data: &RunData, color: bool, baseline: Option<&str>) -> String {
+fn render_against(
+    data: &RunData,
+    gauge: &[Reading],
+    color: bool,
+    baseline: Option<&str>,
+) -> String {
     let mut out = header(data);
-    for t in tables(data, baseline) {
+    for t in tables(data, gauge, baseline) {
         out.push('\n');
         out.push_str(&t.to_terminal(color));
     }
@@ -93,18 +123,19 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let store = super::open_existing(db)?;
     let id = store.resolve(&args.run)?;
     let data = store.load_run(id)?;
+    let gauge = store.gauge(id)?;
     let baseline = args.baseline.as_deref();
     let text = match args.format {
-        Format::Terminal => render_against(&data, super::use_color(), baseline),
+        Format::Terminal => render_against(&data, &gauge, super::use_color(), baseline),
         Format::Md => {
             let mut s = header(&data);
-            for t in tables(&data, baseline) {
+            for t in tables(&data, &gauge, baseline) {
                 s.push('\n');
                 s.push_str(&t.to_markdown());
             }
             s
         }
-        Format::Csv => tables(&data, baseline)
+        Format::Csv => tables(&data, &gauge, baseline)
             .iter()
             .enumerate()
             .map(|(i, t)| t.to_csv(i == 0))
