@@ -5,6 +5,7 @@ pub mod check;
 pub mod compare;
 pub mod completions;
 pub mod cpus;
+pub mod doctor;
 pub mod export;
 pub mod fleet;
 pub mod import;
