@@ -218,6 +218,7 @@ pub static FAMILY: Family = Family {
                median, as SPECweb99 ruled.",
             params: &[CONNS, RATE, MIX, FILESET, SEED, DURATION],
             roles: Some(&WEB),
+            unavailable: nginx::unavailable,
             ..SPECWEB
         },
         WorkloadDef {

@@ -29,6 +29,13 @@ fn find_nginx() -> Result<PathBuf> {
         .context("nginx not found (web needs Debian's nginx-light: /usr/sbin/nginx or on PATH)")
 }
 
+/// [`crate::WorkloadDef::unavailable`] of `web.nginx`: nginx not installed.
+pub fn unavailable(_: &crate::WorkloadDef) -> Option<String> {
+    find_nginx()
+        .err()
+        .map(|_| "nginx is not installed (Debian package nginx-light)".to_string())
+}
+
 /// nginx's configuration: the file set as document root, sendfile,
 /// unlimited keep-alive, and in-process handlers for the dynamic kinds.
 pub fn nginx_conf(dir: &Path, docroot: &Path, port: u16, workers: usize, conns: u64) -> String {

@@ -414,6 +414,27 @@ pub fn run(
                 .and_then(param_of)
                 .is_some()
         });
+    // A workload the machine cannot run (nginx not installed) is said once
+    // and not searched: a search of it would fail at every step and read
+    // as a capacity of 0.
+    let mut said = std::collections::BTreeSet::new();
+    let searched: Vec<PlanEntry> = searched
+        .into_iter()
+        .filter(|e| {
+            let Some(w) = kscale_workloads::find(&e.workload) else {
+                return true;
+            };
+            match (w.unavailable)(w) {
+                None => true,
+                Some(why) => {
+                    if said.insert(e.workload.clone()) {
+                        eprintln!("kscale: {} not measured: {why}", e.workload);
+                    }
+                    false
+                }
+            }
+        })
+        .collect();
     let seeds = seeds(&searched);
     let share = opts.budget_s.map(|b| {
         let all = if rest.is_empty() { b } else { b * SHARE };
