@@ -147,6 +147,9 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // measured against the state before it, `interleaved …` or
     // `sequential: why`; empty for studies made before.
     "ALTER TABLE tune_steps ADD COLUMN measured TEXT;",
+    // v8 → v9 (history and change points, docs/history.md): a case across
+    // runs is found by its workload, not run by run (series.rs).
+    "CREATE INDEX cases_workload ON cases(workload, cpus_name);",
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
