@@ -1,12 +1,14 @@
 //! One file per sub-command, plus what they share: opening the store and
 //! describing the registry to the report crate.
 
+pub mod changes;
 pub mod check;
 pub mod compare;
 pub mod completions;
 pub mod cpus;
 pub mod export;
 pub mod fleet;
+pub mod history;
 pub mod import;
 pub mod list;
 pub mod man;
