@@ -93,8 +93,9 @@ pub struct Change {
     /// The two-sample test on the trials of the runs beside the change;
     /// `None` when either side has fewer than two trials.
     pub trials: Option<TwoSample>,
-    /// Where a later change took the level back nearer to `before` than to
-    /// `after`: the change was reverted there. `None`: it persists.
+    /// Where a later change took the level back to within half the change
+    /// of `before`: the change was reverted there. `None`: it persists (a
+    /// later change further on, or past the old level, does not undo it).
     pub reverted_at: Option<usize>,
 }
 
@@ -144,7 +145,7 @@ pub fn detect(points: &[Point], s: &Settings) -> Vec<Change> {
         let (before, after) = (out[i].before, out[i].after);
         out[i].reverted_at = out[i + 1..]
             .iter()
-            .find(|later| (later.after - before).abs() < (later.after - after).abs())
+            .find(|later| (later.after - before).abs() <= 0.5 * (after - before).abs())
             .map(|later| later.at);
     }
     out

@@ -23,6 +23,8 @@ mod rows;
 mod schema;
 pub mod secret;
 pub mod series;
+#[cfg(feature = "test-harness")]
+pub mod synthetic;
 mod time;
 
 use db::{Db, Row};
