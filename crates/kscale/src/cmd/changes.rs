@@ -19,7 +19,8 @@ use std::process::ExitCode;
 #[derive(clap::Args)]
 #[command(
     after_help = "Exit status: 0 no persistent change is worse than the threshold; 1 at \
-least one is (one line each, worst first); 2 bad input.
+least one is (one line each, worst first); 2 bad input. The method and its false-alarm and \
+detection rates: docs/history.md.
 
 Examples:
   kscale changes                                    every stored case
@@ -44,7 +45,7 @@ pub struct Args {
 fn parse_threshold(s: &str) -> Result<f64> {
     let t = s.trim().trim_end_matches('%').trim();
     match t.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 && v <= 1000.0 => Ok(v / 100.0),
+        Ok(v) if (0.0..=1000.0).contains(&v) => Ok(v / 100.0),
         _ => Err(user(format!(
             "bad --threshold `{s}`: expected a percentage from 0 to 1000, e.g. 5%"
         ))),

@@ -23,10 +23,14 @@ use std::process::ExitCode;
 pub const CONFIDENCE_PCT: f64 = 95.0;
 
 #[derive(clap::Args)]
-#[command(after_help = "Examples:
+#[command(
+    after_help = "How series are built and ordered, and how changes are found: docs/history.md.
+
+Examples:
   kscale history syscall.null --cpus 1              one workload on 1 CPU, oldest run first
   kscale history mem.rd:size=8m --order kernel      by kernel release
-  kscale history syscall --host lab1 --since 2025-01-01 --format csv")]
+  kscale history syscall --host lab1 --since 2025-01-01 --format csv"
+)]
 pub struct Args {
     #[command(flatten)]
     pub select: Select,
