@@ -3,6 +3,7 @@
 //! unit- and property-tested in isolation.
 
 pub mod budget;
+pub mod changes;
 pub mod cpus;
 pub mod hist;
 pub mod label;

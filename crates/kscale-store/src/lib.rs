@@ -20,8 +20,12 @@ pub mod owner;
 mod pg;
 #[cfg(all(feature = "postgres", any(test, feature = "test-harness")))]
 pub mod pg_harness;
+mod rows;
 mod schema;
 pub mod secret;
+pub mod series;
+#[cfg(feature = "test-harness")]
+pub mod synthetic;
 mod time;
 
 use db::{Db, Row};
@@ -889,97 +893,29 @@ impl Store {
         let run = self.run(run_id)?;
         let run_estimator = run.estimator();
         let mut cases = self.db.query_rows(
-            "SELECT id, seq, workload, params, cpus_name, cpus, status, converged, error, iterations, notes, estimator, rule_n
-             FROM cases WHERE run_id = $1 ORDER BY seq, id",
+            &format!(
+                "SELECT {} FROM cases WHERE run_id = $1 ORDER BY seq, id",
+                rows::CASE_COLUMNS
+            ),
             &[&run_id],
-            |r| {
-                let params: String = r.get(3)?;
-                let cpus: String = r.get(5)?;
-                let status: String = r.get(6)?;
-                let notes: Option<String> = r.get(10)?;
-                let estimator: String = r.get(11)?;
-                let rule_n: Option<i64> = r.get(12)?;
-                let rule = match (estimator.as_str(), rule_n) {
-                    ("median", Some(n)) => RunRule::MedianOf(n.max(1) as usize),
-                    _ => RunRule::Converge,
-                };
-                Ok(CaseData {
-                    id: r.get(0)?,
-                    seq: r.get(1)?,
-                    key: CaseKey {
-                        workload: r.get(2)?,
-                        params: serde_json::from_str(&params)?,
-                        cpus: r.get(4)?,
-                    },
-                    cpus: serde_json::from_str(&cpus)?,
-                    status: CaseStatus::parse(&status),
-                    converged: r.get(7)?,
-                    rule,
-                    estimator: match rule {
-                        RunRule::Converge => run_estimator,
-                        RunRule::MedianOf(_) => Estimator::Mean,
-                    },
-                    error: r.get(8)?,
-                    iterations: r.get::<Option<i64>>(9)?.map(|i| i as u64),
-                    notes: notes
-                        .map(|n| serde_json::from_str(&n))
-                        .transpose()?
-                        .unwrap_or_default(),
-                    metrics: Vec::new(),
-                    trials: Vec::new(),
-                    profiles: Vec::new(),
-                })
-            },
+            |r| rows::case(r, run_estimator),
         )?;
         for c in &mut cases {
             c.metrics = self.db.query_rows(
-                "SELECT name, unit, direction, is_primary, hist, quantile, per_ns FROM metrics
-                 WHERE case_id = $1 ORDER BY is_primary DESC, rowid",
+                &format!(
+                    "SELECT {} FROM metrics WHERE case_id = $1 ORDER BY is_primary DESC, rowid",
+                    rows::METRIC_COLUMNS
+                ),
                 &[&c.id],
-                |r| {
-                    let dir: String = r.get(2)?;
-                    let hist: Option<String> = r.get(4)?;
-                    let quantile = match (hist, r.get::<Option<f64>>(5)?, r.get::<Option<f64>>(6)?)
-                    {
-                        (Some(hist), Some(q), Some(per_ns)) => Some(QuantileOf { hist, q, per_ns }),
-                        _ => None,
-                    };
-                    Ok(MetricRow {
-                        name: r.get(0)?,
-                        unit: r.get(1)?,
-                        direction: Direction::parse(&dir).unwrap_or(Direction::Lower),
-                        primary: r.get(3)?,
-                        quantile,
-                    })
-                },
+                rows::metric,
             )?;
             c.trials = self.db.query_rows(
-                "SELECT idx, warmup, started_at, wall_s, iterations, vals, accounting, histograms, roles
-                 FROM trials WHERE case_id = $1 ORDER BY idx",
+                &format!(
+                    "SELECT {} FROM trials WHERE case_id = $1 ORDER BY idx",
+                    rows::TRIAL_COLUMNS
+                ),
                 &[&c.id],
-                |r| {
-                    let vals: String = r.get(5)?;
-                    let accounting: Option<String> = r.get(6)?;
-                    let histograms: Option<String> = r.get(7)?;
-                    let roles: Option<String> = r.get(8)?;
-                    Ok(TrialRow {
-                        idx: r.get(0)?,
-                        warmup: r.get(1)?,
-                        started_at: r.get(2)?,
-                        wall_s: r.get(3)?,
-                        iterations: r.get::<Option<i64>>(4)?.map(|i| i as u64),
-                        values: serde_json::from_str(&vals)?,
-                        accounting: accounting.map(|a| serde_json::from_str(&a)).transpose()?,
-                        histograms: histograms
-                            .map(|h| serde_json::from_str(&h))
-                            .transpose()?
-                            .unwrap_or_default(),
-                        roles: roles
-                            .map(|r| serde_json::from_str(&r))
-                            .transpose()?
-                            .unwrap_or_default(),
-                    })
-                },
+                rows::trial,
             )?;
             c.profiles = self.profiles(c.id)?;
         }

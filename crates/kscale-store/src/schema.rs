@@ -159,6 +159,9 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         wake_us REAL,
         PRIMARY KEY (run_id, seq, cpu)
     );",
+    // v9 → v10 (history and change points, docs/history.md): a case across
+    // runs is found by its workload, not run by run (series.rs).
+    "CREATE INDEX cases_workload ON cases(workload, cpus_name);",
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

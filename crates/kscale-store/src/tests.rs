@@ -111,6 +111,7 @@ both!(
     each_trial_is_visible_to_other_readers_as_it_ends,
     concurrent_writers_lose_nothing,
     a_running_run_whose_process_is_gone_reads_killed,
+    series_reads_a_workload_across_runs,
 );
 
 fn new_run(label: &str) -> NewRun {
@@ -710,5 +711,127 @@ fn a_running_run_whose_process_is_gone_reads_killed(env: &Env) {
         s.run(run).unwrap().status,
         "killed",
         "started before this boot"
+    );
+}
+
+/// `Store::series`: the done cases of the asked workloads across runs,
+/// each with its counted trials, metrics and profiled events, and each run
+/// with the host and kernel of its snapshot; other workloads, warm-ups and
+/// unfinished cases left out.
+fn series_reads_a_workload_across_runs(env: &Env) {
+    let s = env.open();
+    assert!(s.series(&[]).unwrap().cases.is_empty());
+    let mut runs = Vec::new();
+    for (i, kernel) in ["6.1", "6.8"].iter().enumerate() {
+        let mut r = new_run(&format!("r{i}"));
+        r.snapshot = serde_json::json!({"hostname": "lab1", "kernel": {"release": kernel}});
+        r.options = serde_json::json!({"rule": {"estimator": "trimmed"}});
+        let run = s.create_run(&r).unwrap();
+        let c = mem_rd_4k(&s, run);
+        let vals = BTreeMap::from([("latency".to_string(), 50.0)]);
+        s.add_trial(
+            c,
+            &NewTrial {
+                idx: 0,
+                warmup: true,
+                wall_s: 0.01,
+                iterations: None,
+                values: &vals,
+                accounting: None,
+                histograms: &BTreeMap::new(),
+                roles: &[],
+            },
+        )
+        .unwrap();
+        for t in 1..4 {
+            trial(&s, c, t, i as f64 + t as f64);
+        }
+        s.finish_case(c, CaseStatus::Done, Some(true), None, None, &[])
+            .unwrap();
+        // Another workload, and an unfinished case of the asked one.
+        let other = s
+            .ensure_case(
+                run,
+                1,
+                &key("mem.wr", "4k"),
+                &[0],
+                &metric(),
+                RunRule::Converge,
+            )
+            .unwrap();
+        trial(&s, other, 1, 9.0);
+        s.finish_case(other, CaseStatus::Done, Some(true), None, None, &[])
+            .unwrap();
+        s.ensure_case(
+            run,
+            2,
+            &key("mem.rd", "8k"),
+            &[0],
+            &metric(),
+            RunRule::Converge,
+        )
+        .unwrap();
+        runs.push((run, c));
+    }
+    s.add_profile(
+        runs[1].1,
+        &kscale_core::profile::ProfileBuilder::new("cpu-clock", "cpu").finish(),
+    )
+    .unwrap();
+    let got = s.series(&["mem.rd".to_string()]).unwrap();
+    assert_eq!(got.cases.len(), 2, "the two done mem.rd cases");
+    assert_eq!(
+        got.runs.keys().copied().collect::<Vec<_>>(),
+        vec![runs[0].0, runs[1].0]
+    );
+    let r1 = &got.runs[&runs[1].0];
+    assert_eq!(r1.hostname.as_deref(), Some("lab1"));
+    assert_eq!(r1.kernel.as_deref(), Some("6.8"));
+    assert_eq!(r1.label, "r1");
+    for (i, sc) in got.cases.iter().enumerate() {
+        assert_eq!(sc.run_id, runs[i].0);
+        assert_eq!(sc.case.id, runs[i].1);
+        assert_eq!(sc.case.key, key("mem.rd", "4k"));
+        assert_eq!(sc.case.estimator, Estimator::Trimmed);
+        let base = i as f64;
+        assert_eq!(
+            sc.case.values("latency"),
+            vec![base + 1.0, base + 2.0, base + 3.0],
+            "counted trials only, in order"
+        );
+        assert_eq!(sc.case.primary().map(|m| m.name.as_str()), Some("latency"));
+        // The same case as a whole run's loading reads it.
+        let whole = s.load_run(sc.run_id).unwrap();
+        let same = whole.cases.iter().find(|c| c.id == sc.case.id).unwrap();
+        assert_eq!(same.values("latency"), sc.case.values("latency"));
+        assert_eq!(same.converged, sc.case.converged);
+    }
+    assert!(got.cases[0].profiled.is_empty());
+    assert_eq!(got.cases[1].profiled, vec!["cpu-clock".to_string()]);
+    let both = s
+        .series(&["mem.rd".to_string(), "mem.wr".to_string()])
+        .unwrap();
+    assert_eq!(both.cases.len(), 4);
+}
+
+/// The series' case lookup goes through the `cases_workload` index, not a
+/// scan of every case (SQLite's plan; PostgreSQL's planner picks by table
+/// size, so a tiny test table says nothing there).
+#[test]
+fn series_finds_cases_through_the_workload_index() {
+    let env = Env::sqlite();
+    let s = env.open();
+    let plan: Vec<String> =
+        s.db.query_rows(
+            "EXPLAIN QUERY PLAN SELECT c.id FROM cases c
+             WHERE c.workload IN ($1, $2) AND c.status = 'done'",
+            &[&"mem.rd", &"mem.wr"],
+            |r| r.get::<String>(3),
+        )
+        .unwrap();
+    assert!(
+        plan.iter()
+            .any(|l| l.contains("USING INDEX cases_workload")),
+        "{plan:?}"
     );
 }

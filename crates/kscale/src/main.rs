@@ -48,6 +48,10 @@ enum Command {
     Show(cmd::show::Args),
     /// Compare systems: a column per run, ratio columns, geometric means, significance.
     Compare(cmd::compare::Args),
+    /// A case's result across the stored runs: value, interval, trials, kernel, label.
+    History(cmd::history::Args),
+    /// Change points in each case's history of runs, worst first; exit 1 on a regression.
+    Changes(cmd::changes::Args),
     /// Scalability (N CPUs / 1 CPU), efficiency, SMP overhead and a USL fit for one run.
     Scale(cmd::scale::Args),
     /// Write a self-contained HTML report with tables and SVG charts.
@@ -125,6 +129,8 @@ fn main() -> ExitCode {
         Command::Show(a) => cmd::show::run(a, db),
         Command::Export(a) => cmd::export::run(a, db),
         Command::Compare(a) => cmd::compare::run(a, db),
+        Command::History(a) => cmd::history::run(a, db),
+        Command::Changes(a) => cmd::changes::run(a, db),
         Command::Scale(a) => cmd::scale::run(a, db),
         Command::Report(a) => cmd::report::run(a, db),
         Command::Profile(a) => cmd::profile::run(a, db),

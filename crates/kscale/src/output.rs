@@ -38,3 +38,18 @@ macro_rules! outln {
 }
 
 pub(crate) use {out, outln};
+
+/// How a command prints its result: `--format terminal|json|csv`. Defined
+/// here, not in a command, so that it can become every command's one
+/// format; `history` and `changes` use it first, while the older commands
+/// keep their own enums until they are moved over.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Tables and lines for a person.
+    #[default]
+    Terminal,
+    /// One JSON document.
+    Json,
+    /// Comma-separated rows with a header.
+    Csv,
+}

@@ -1,6 +1,7 @@
 //! One file per sub-command, plus what they share: opening the store and
 //! describing the registry to the report crate.
 
+pub mod changes;
 pub mod check;
 pub mod compare;
 pub mod completions;
@@ -8,6 +9,7 @@ pub mod cpus;
 pub mod doctor;
 pub mod export;
 pub mod fleet;
+pub mod history;
 pub mod import;
 pub mod list;
 pub mod man;

@@ -4,6 +4,7 @@
 use crate::error::user;
 use anyhow::Result;
 use kscale_report::profile::{case_title, diff_table};
+use kscale_report::Table;
 use kscale_store::{CaseData, RunData};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -48,7 +49,7 @@ struct DiffArgs {
 }
 
 /// `WORKLOAD[:k=v,…]` → workload and required params.
-fn parse_case(s: &str) -> Result<(String, Vec<(String, String)>)> {
+pub(crate) fn parse_case(s: &str) -> Result<(String, Vec<(String, String)>)> {
     let (w, rest) = s.split_once(':').unwrap_or((s, ""));
     let mut params = Vec::new();
     for kv in rest.split(',').filter(|x| !x.is_empty()) {
@@ -90,6 +91,32 @@ fn label(r: &RunData) -> String {
     format!("{}#{}", r.run.label, r.run.id)
 }
 
+/// The diff of one case's `event` profile in two runs (named `names` in
+/// the title) as a table and as JSON; `None` unless both have that
+/// profile. `kscale changes` shows the same for the runs around a change.
+pub(crate) fn case_diff(
+    a: &CaseData,
+    b: &CaseData,
+    event: &str,
+    names: (&str, &str),
+    top: usize,
+) -> Option<(Table, serde_json::Value)> {
+    let pa = a.profiles.iter().find(|p| p.event == event)?;
+    let pb = b.profiles.iter().find(|p| p.event == event)?;
+    let (la, lb) = names;
+    let title = format!(
+        "Profile diff — {}: {event}, A = {la}, B = {lb}",
+        case_title(&super::Registry, a)
+    );
+    let value = serde_json::json!({
+        "case": a.key,
+        "event": event,
+        "a": pa,
+        "b": pb,
+    });
+    Some((diff_table(&title, "A", "B", pa, pb, top), value))
+}
+
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let Sub::Diff(args) = args.command;
     let want = args.case.as_deref().map(parse_case).transpose()?;
@@ -100,29 +127,16 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let mut tables = Vec::new();
     let mut json = Vec::new();
     for ca in a.cases.iter().filter(|c| matches(c, &want, &args.cpus)) {
-        let Some(pa) = ca.profiles.iter().find(|p| p.event == args.event) else {
-            continue;
-        };
         let Some(cb) = b.cases.iter().find(|c| c.key == ca.key) else {
             continue;
         };
-        let Some(pb) = cb.profiles.iter().find(|p| p.event == args.event) else {
+        let Some((table, value)) = case_diff(ca, cb, &args.event, (&la, &lb), args.top) else {
             continue;
         };
-        let title = format!(
-            "Profile diff — {}: {}, A = {la}, B = {lb}",
-            case_title(&super::Registry, ca),
-            args.event
-        );
         if matches!(args.format, super::TableFormat::Json) {
-            json.push(serde_json::json!({
-                "case": ca.key,
-                "event": args.event,
-                "a": pa,
-                "b": pb,
-            }));
+            json.push(value);
         }
-        tables.push(diff_table(&title, "A", "B", pa, pb, args.top));
+        tables.push(table);
     }
     if tables.is_empty() {
         return Err(user(format!(
