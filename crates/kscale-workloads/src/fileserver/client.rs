@@ -550,6 +550,9 @@ pub(super) struct Report {
     /// Counters that are not calls, by name (the trace's mismatches).
     #[serde(default)]
     pub(super) tallies: BTreeMap<String, u64>,
+    /// Lines for the result's note (the trace's first mismatches).
+    #[serde(default)]
+    pub(super) notes: Vec<String>,
     pub(super) error: Option<String>,
 }
 

@@ -324,6 +324,8 @@ pub(super) struct Outcome {
     pub(super) histograms: BTreeMap<String, hdrhistogram::Histogram<u64>>,
     /// Counters that are not calls (the trace's mismatches).
     pub(super) tallies: BTreeMap<String, u64>,
+    /// The clients' notes, each once.
+    pub(super) notes: Vec<String>,
     pub(super) bytes_read: u64,
     pub(super) bytes_written: u64,
     /// Seconds the window lasted.
@@ -475,6 +477,7 @@ pub(super) fn run_clients<L: Load>(
         counts: BTreeMap::new(),
         histograms: BTreeMap::new(),
         tallies: BTreeMap::new(),
+        notes: Vec::new(),
         bytes_read: 0,
         bytes_written: 0,
         window,
@@ -496,6 +499,11 @@ pub(super) fn run_clients<L: Load>(
         }
         for (k, n) in r.tallies {
             *o.tallies.entry(k).or_default() += n;
+        }
+        for n in r.notes {
+            if !o.notes.contains(&n) {
+                o.notes.push(n);
+            }
         }
         o.bytes_read += r.bytes_read;
         o.bytes_written += r.bytes_written;

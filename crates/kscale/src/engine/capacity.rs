@@ -696,7 +696,7 @@ fn answer_case(
     {
         return Ok(None);
     }
-    if let Some(reason) = (w.unavailable)(w) {
+    if let Some(reason) = (w.unavailable)(w, &kscale_core::Params(seed.params.clone())) {
         eprintln!(
             "  {} [cpus {}] skipped: {reason}",
             w.id(),
