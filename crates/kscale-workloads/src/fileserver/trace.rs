@@ -1512,47 +1512,9 @@ pub(super) fn run_trace(ctx: &TrialCtx) -> Result<TrialOutput> {
 
 /// A short loadfile in NetBench's form that makes every kind of call, some
 /// recorded as failing, one recorded against what a Linux file system does
-/// (line 28: the file is there); shared with the binary's test.
+/// (line 28: the file is there); the binary's test replays it too.
 #[cfg(test)]
-pub(super) const SHORT_TRACE: &str = r#"Deltree "\clients\client1" NT_STATUS_OK
-Mkdir "\clients" NT_STATUS_OK
-NTCreateX "\clients\client1" 0x1 0x2 100 NT_STATUS_OK
-Close 100 NT_STATUS_OK
-# a comment, then calls recorded as failing
-NTCreateX "\clients\client1\missing.txt" 0x40 0x1 101 NT_STATUS_OBJECT_NAME_NOT_FOUND
-QUERY_PATH_INFORMATION "\clients\client1\missing.txt" 1004 NT_STATUS_OBJECT_NAME_NOT_FOUND
-FIND_FIRST "\clients\client1\<.JNK" 260 1366 0 NT_STATUS_NO_SUCH_FILE
-NTCreateX "\clients\client1\sub" 0x1 0x2 102 NT_STATUS_OK
-Close 102 NT_STATUS_OK
-NTCreateX "\clients\client1\sub\a.doc" 0x40 0x2 103 NT_STATUS_OK
-QUERY_FS_INFORMATION 1 NT_STATUS_OK
-WriteX 103 65534 1 1 NT_STATUS_OK
-QUERY_FILE_INFORMATION 103 258 NT_STATUS_OK
-WriteX 103 0 65536 65536 NT_STATUS_OK
-WriteX 103 65536 4096 4096 NT_STATUS_OK
-WriteX 103 100 10 10 NT_STATUS_OK
-SET_FILE_INFORMATION 103 1004 NT_STATUS_OK
-LockX 103 2147483538 1 NT_STATUS_OK
-UnlockX 103 2147483538 1 NT_STATUS_OK
-Flush 103 NT_STATUS_OK
-Close 103 NT_STATUS_OK
-Rename "\clients\client1\sub\a.doc" "\clients\client1\sub\b.doc" NT_STATUS_OK
-NTCreateX "\clients\client1\sub\b.doc" 0x40 0x1 104 NT_STATUS_OK
-ReadX 104 0 65536 65536 NT_STATUS_OK
-ReadX 104 65536 65536 4096 NT_STATUS_OK
-FIND_FIRST "\clients\client1\sub\*" 260 1366 3 NT_STATUS_OK
-QUERY_PATH_INFORMATION "\clients\client1\sub\b.doc" 1004 NT_STATUS_OBJECT_NAME_NOT_FOUND
-Close 104 NT_STATUS_OK
-Unlink "\clients\client1\sub\b.doc" 0x6 NT_STATUS_OK
-Unlink "\clients\client1\sub\b.doc" 0x6 NT_STATUS_OBJECT_NAME_NOT_FOUND
-NTCreateX "\clients\client1\sub\c.tmp" 0x40 0x5 105 NT_STATUS_OK
-ReadX 105 0 4096 0 NT_STATUS_OK
-Close 105 NT_STATUS_OK
-SLEEP 10
-Unlink "\clients\client1\sub\c.tmp" 0x6 NT_STATUS_OK
-Rmdir "\clients\client1\sub" NT_STATUS_OK
-Deltree "\clients\client1" NT_STATUS_OK
-"#;
+const SHORT_TRACE: &str = include_str!("short-trace.txt");
 
 #[cfg(test)]
 mod tests {
