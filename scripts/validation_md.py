@@ -44,6 +44,8 @@ HEADLINE = {
                       "chat-against-perf-bench-sched-messaging"),
     "validate-web": ("`web`", "wrk", "web-against-wrk"),
     "validate-fileserver": ("`fileserver`", "dbench", "fileserver-against-dbench"),
+    "validate-fileserver-trace": ("`fileserver.trace`", "dbench (the same loadfile)",
+                                  "fileserver-trace-against-dbench"),
     "validate-cmd": ("`cmd`", "hyperfine", "cmd-against-hyperfine"),
 }
 

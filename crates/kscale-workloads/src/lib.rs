@@ -83,11 +83,12 @@ pub struct WorkloadDef {
     /// of many similar cases (cmd's command lines) keeps its quick run short
     /// with a representative few; naming the workload itself always runs it.
     pub quick: bool,
-    /// Why this workload cannot run on this machine (a program it needs is
-    /// not installed), or `None`. The runner asks before any trial and
-    /// records the case as skipped with this reason: a missing program is a
-    /// fact about the machine, not a failure of the kernel being measured.
-    pub unavailable: fn(&WorkloadDef) -> Option<String>,
+    /// Why this case cannot run on this machine (a program or a data file
+    /// a package installs, and its params ask for, is missing), or `None`.
+    /// The runner asks before any trial and records the case as skipped
+    /// with this reason: a missing program is a fact about the machine, not
+    /// a failure of the kernel being measured.
+    pub unavailable: fn(&WorkloadDef, &Params) -> Option<String>,
     /// Why this case's figures may not settle in `dir`, the run's directory
     /// (a filesystem whose costs depend on what else ran there), or `None`.
     /// The runner says it before the first trial, so a user learns it before
@@ -131,7 +132,7 @@ impl WorkloadDef {
 }
 
 /// [`WorkloadDef::unavailable`] for workloads that need nothing beyond kscale.
-fn always_available(_: &WorkloadDef) -> Option<String> {
+fn always_available(_: &WorkloadDef, _: &Params) -> Option<String> {
     None
 }
 

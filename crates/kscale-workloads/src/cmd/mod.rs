@@ -121,7 +121,7 @@ fn is_executable(p: &Path) -> bool {
 
 /// [`WorkloadDef::unavailable`]: the first program of the row (the command,
 /// the tools that make its inputs, what it runs itself) missing from `PATH`.
-fn unavailable(w: &WorkloadDef) -> Option<String> {
+fn unavailable(w: &WorkloadDef, _: &kscale_core::Params) -> Option<String> {
     let c = find(w.name)?;
     let line = match parse_line(c.line) {
         Ok(l) => l,

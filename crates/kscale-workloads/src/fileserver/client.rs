@@ -535,7 +535,7 @@ impl Client {
                 .collect(),
             bytes_read: self.stats.bytes_read,
             bytes_written: self.stats.bytes_written,
-            error: None,
+            ..Default::default()
         }
     }
 }
@@ -547,7 +547,25 @@ pub(super) struct Report {
     pub(super) histograms: BTreeMap<String, String>,
     pub(super) bytes_read: u64,
     pub(super) bytes_written: u64,
+    /// Counters that are not calls, by name (the trace's mismatches).
+    #[serde(default)]
+    pub(super) tallies: BTreeMap<String, u64>,
+    /// Lines for the result's note (the trace's first mismatches).
+    #[serde(default)]
+    pub(super) notes: Vec<String>,
     pub(super) error: Option<String>,
+}
+
+impl super::trial::Load for Client {
+    fn step(&mut self) -> Result<()> {
+        Client::step(self)
+    }
+    fn set_measuring(&mut self, on: bool) {
+        self.measuring = on;
+    }
+    fn finish(&mut self) -> Result<Report> {
+        Ok(self.report())
+    }
 }
 
 #[cfg(test)]

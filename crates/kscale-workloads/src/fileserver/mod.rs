@@ -23,12 +23,14 @@
 
 mod client;
 mod mount;
+mod trace;
 mod trial;
 
 use crate::{roles, ChartDef, Family, WorkloadDef};
 use kscale_core::{MetricDef, ParamDef, ParamKind};
 use std::path::Path;
 use std::time::Duration;
+use trace::{run_trace, DEFAULT_TRACE};
 use trial::run_mix;
 
 /// The kinds of operation a client performs; each has its own histogram.
@@ -124,18 +126,57 @@ impl Kind {
 pub(super) const MBPS: MetricDef = MetricDef::higher("mbps", "MB/s");
 pub(super) const OPS: MetricDef = MetricDef::higher("ops", "ops/s");
 pub(super) const FSYNCS: MetricDef = MetricDef::higher("fsyncs", "fsyncs/s");
+pub(super) const MISMATCHES: MetricDef = MetricDef::lower("mismatches", "calls");
 const fn p99(name: &'static str, hist: &'static str) -> MetricDef {
     MetricDef::quantile(name, "µs", hist, 0.99, 1e-3)
 }
 
 const CLIENTS: ParamDef = ParamDef {
     name: "clients",
-    help: "Client processes, each replaying the mix in its own directory tree (dbench's \
+    help: "Client processes, each replaying the load in its own directory tree (dbench's \
            NPROCS; NetBench's client machines).",
     kind: ParamKind::Int { min: 1, max: 512 },
     default: &["1", "2", "4", "8", "16"],
     quick: &["1", "4"],
 };
+
+const TRACE: ParamDef = ParamDef {
+    name: "trace",
+    help: "The dbench loadfile replayed, by absolute path: NetBench's client trace as Debian's \
+           dbench package installs it, or another of the same calls.",
+    kind: ParamKind::Str,
+    default: &[DEFAULT_TRACE],
+    quick: &[],
+};
+
+const VERIFY: ParamDef = ParamDef {
+    name: "verify",
+    help: "on: every byte read is checked against what the client wrote, as the mix does; off: \
+           unchecked, as dbench (the difference is what the check costs).",
+    kind: ParamKind::Choice(&["on", "off"]),
+    default: &["on"],
+    quick: &[],
+};
+
+/// The trace's metrics. The p99s are of the calls NetBench's trace makes at
+/// least every 900 lines or so, so that every window has some; LockX
+/// (every 4,300), SET_FILE_INFORMATION, QUERY_FS_INFORMATION, Mkdir and
+/// Deltree have histograms without a metric.
+pub(super) const TRACE_METRICS: &[MetricDef] = &[
+    MBPS,
+    OPS,
+    MISMATCHES,
+    p99("p99_ntcreatex", "NTCreateX"),
+    p99("p99_close", "Close"),
+    p99("p99_readx", "ReadX"),
+    p99("p99_writex", "WriteX"),
+    p99("p99_qpathinfo", "QUERY_PATH_INFORMATION"),
+    p99("p99_qfileinfo", "QUERY_FILE_INFORMATION"),
+    p99("p99_findfirst", "FIND_FIRST"),
+    p99("p99_unlink", "Unlink"),
+    p99("p99_rename", "Rename"),
+    p99("p99_flush", "Flush"),
+];
 
 pub static FAMILY: Family = Family {
     name: "fileserver",
@@ -143,41 +184,89 @@ pub static FAMILY: Family = Family {
     help: "NetBench's file-server load replayed on the local file system the way dbench does: \
            client processes each opening, reading, writing, listing, renaming, locking and \
            deleting files in their own tree under --dir, every read verified (seed 004).",
-    workloads: &[WorkloadDef {
-        family: "fileserver",
-        name: "mix",
-        title: "NetBench file-server mix",
-        help: "MB/s read plus written by `clients` processes replaying a NetBench-like operation \
+    workloads: &[
+        WorkloadDef {
+            family: "fileserver",
+            name: "mix",
+            title: "NetBench file-server mix",
+            help:
+                "MB/s read plus written by `clients` processes replaying a NetBench-like operation \
                mix (read, stat, open, create, close, write, readdir, unlink, fsync, rename, \
                fcntl lock) for `duration` seconds, with operations/s, fsyncs/s and the p99 of \
                each kind of operation. A read that does not return what was written fails the \
                trial. The note names --dir's file system and mount options.",
-        params: &[CLIENTS, roles::DURATION],
-        metrics: &[
-            MBPS,
-            OPS,
-            FSYNCS,
-            p99("p99_read", "read"),
-            p99("p99_write", "write"),
-            p99("p99_open", "open"),
-            p99("p99_create", "create"),
-            p99("p99_close", "close"),
-            p99("p99_stat", "stat"),
-            p99("p99_readdir", "readdir"),
-            p99("p99_unlink", "unlink"),
-            p99("p99_rename", "rename"),
-            p99("p99_lock", "lock"),
-            p99("p99_fsync", "fsync"),
-        ],
-        charts: &[ChartDef::against("clients")
-            .log()
-            .metrics(&["mbps", "ops", "p99_read"])],
-        timeout: Duration::from_secs(60),
-        run: run_mix,
-        caveat: mix_caveat,
-        ..WorkloadDef::BASE
-    }],
+            params: &[CLIENTS, roles::DURATION],
+            metrics: &[
+                MBPS,
+                OPS,
+                FSYNCS,
+                p99("p99_read", "read"),
+                p99("p99_write", "write"),
+                p99("p99_open", "open"),
+                p99("p99_create", "create"),
+                p99("p99_close", "close"),
+                p99("p99_stat", "stat"),
+                p99("p99_readdir", "readdir"),
+                p99("p99_unlink", "unlink"),
+                p99("p99_rename", "rename"),
+                p99("p99_lock", "lock"),
+                p99("p99_fsync", "fsync"),
+            ],
+            charts: &[ChartDef::against("clients")
+                .log()
+                .metrics(&["mbps", "ops", "p99_read"])],
+            timeout: Duration::from_secs(60),
+            run: run_mix,
+            caveat: mix_caveat,
+            ..WorkloadDef::BASE
+        },
+        WorkloadDef {
+            family: "fileserver",
+            name: "trace",
+            title: "NetBench trace replay",
+            help:
+                "MB/s read plus written by `clients` processes replaying a dbench loadfile call by \
+               call (NetBench's client trace by default: the same calls, names, sizes and \
+               offsets as dbench), each in clients/clientN, for `duration` seconds, with \
+               operations/s, the calls that did not do what the trace recorded, and the p99 of \
+               each kind of call. With verify=on a read that does not return what was written \
+               fails the trial.",
+            params: &[CLIENTS, roles::DURATION, TRACE, VERIFY],
+            metrics: TRACE_METRICS,
+            charts: &[ChartDef::against("clients")
+                .log()
+                .metrics(&["mbps", "ops", "p99_readx"])],
+            timeout: Duration::from_secs(60),
+            run: run_trace,
+            caveat: trace_caveat,
+            unavailable: trace_unavailable,
+            // The quick family run (the macro suite's, the convergence
+            // studies') stays the mix's, as measured in docs/validation.md;
+            // naming the workload runs it.
+            quick: false,
+            ..WorkloadDef::BASE
+        },
+    ],
 };
+
+/// The default loadfile is a package's: without it the case is skipped,
+/// not failed (a missing program is a fact about the machine).
+fn trace_unavailable(_: &WorkloadDef, params: &kscale_core::Params) -> Option<String> {
+    let trace = params.get(TRACE.name).unwrap_or(DEFAULT_TRACE);
+    (trace == DEFAULT_TRACE && !Path::new(DEFAULT_TRACE).exists()).then(|| {
+        format!(
+            "{DEFAULT_TRACE} (NetBench's client trace, Debian package dbench) is not installed; \
+             trace=PATH names another loadfile"
+        )
+    })
+}
+
+/// NetBench's trace deletes a file for every five it opens or creates, and
+/// the whole tree at the end of a pass: on ext4 without a journal it meets
+/// the same inode-allocator scan as the mix.
+fn trace_caveat(params: &kscale_core::Params, dir: &Path) -> Option<String> {
+    unjournalled(params, dir, "the trace deletes its whole tree every pass")
+}
 
 /// The mix creates as many files as it deletes, and on ext4 without a
 /// journal the inode allocator skips every inode freed in the last minute
@@ -186,13 +275,17 @@ pub static FAMILY: Family = Family {
 /// seconds that short windows follow instead of averaging
 /// (docs/families/fileserver.md).
 fn mix_caveat(params: &kscale_core::Params, dir: &Path) -> Option<String> {
+    unjournalled(params, dir, "the mix deletes as often as it creates")
+}
+
+fn unjournalled(params: &kscale_core::Params, dir: &Path, deletes: &str) -> Option<String> {
     let dev = kscale_sys::fsinfo::ext4_without_journal(dir)?;
     let window = params
         .get(roles::DURATION.name)
         .unwrap_or(roles::DURATION.default[0]);
     Some(format!(
         "{} is on ext4 without a journal ({dev}): each create there scans past the inodes \
-         deleted in the last minute, and the mix deletes as often as it creates, so throughput \
+         deleted in the last minute, and {deletes}, so throughput \
          swings over tens of seconds and {window} s windows may not converge; --dir on tmpfs \
          or a journalled filesystem measures without it (docs/families/fileserver.md)",
         dir.display()

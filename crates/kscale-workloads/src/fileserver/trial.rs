@@ -1,14 +1,17 @@
-//! One trial of `fileserver.mix`: the forked clients, the page through
-//! which the worker keeps their time, the janitor that removes the trees
-//! however the worker ends, and the trial's result.
+//! One trial of a `fileserver` workload: the forked clients, the page
+//! through which the worker keeps their time, the janitor that removes the
+//! trees however the worker ends, and the trial's result. `fileserver.mix`
+//! and `fileserver.trace` differ only in what a client does between two
+//! looks at the clock ([`Load`]).
 
 use super::client::{Client, Report, Rng, BLOCK, DIRS};
 use super::mount::mount_of;
-use super::{Kind, FSYNCS, MBPS, OPS};
+use super::{FSYNCS, MBPS, OPS};
 use crate::shared::child::fork_child;
 use crate::{roles, TrialCtx, TrialOutput};
 use anyhow::{bail, Context, Result};
 use kscale_core::hist;
+use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -151,13 +154,25 @@ fn start_janitor(dir: &Path) -> Result<(nix::unistd::Pid, OwnedFd)> {
     }
 }
 
-/// A client process: builds its tree, waits for the ramp, replays the mix
-/// until the window is over, and writes its report to `w`.
-fn client_main(root: &Path, seed: u64, shared: &Shared, w: OwnedFd) -> i32 {
+/// What one client process replays, built in the client after the fork.
+/// The client looks at the clock between two steps, so a step is one call
+/// of the load (or a few system calls that stand for one).
+pub(super) trait Load {
+    fn step(&mut self) -> Result<()>;
+    /// Record the calls from now on (inside the measured window) or not.
+    fn set_measuring(&mut self, on: bool);
+    /// The window is over: clean up what the client leaves (the trace
+    /// deletes its tree, as dbench's clients do) and say what was done.
+    fn finish(&mut self) -> Result<Report>;
+}
+
+/// A client process: builds its load, waits for the ramp, replays it until
+/// the window is over, and writes its report to `w`.
+fn client_main<L: Load>(make: impl FnOnce() -> Result<L>, shared: &Shared, w: OwnedFd) -> i32 {
     kscale_sys::process::set_name("kscale-client");
     dev_null_stdio(&[0, 1]);
     let mut out = File::from(w);
-    let report = match client_loop(root, seed, shared) {
+    let report = match make().and_then(|load| client_loop(load, shared)) {
         Ok(r) => r,
         Err(e) => Report {
             error: Some(format!("{e:#}")),
@@ -172,8 +187,7 @@ fn client_main(root: &Path, seed: u64, shared: &Shared, w: OwnedFd) -> i32 {
     }
 }
 
-fn client_loop(root: &Path, seed: u64, shared: &Shared) -> Result<Report> {
-    let mut c = Client::new(root, seed)?;
+fn client_loop<L: Load>(mut load: L, shared: &Shared) -> Result<Report> {
     shared.ready.fetch_add(1, Ordering::SeqCst);
     while shared.phase.load(Ordering::Relaxed) == SETUP {
         std::thread::sleep(Duration::from_millis(1));
@@ -183,21 +197,24 @@ fn client_loop(root: &Path, seed: u64, shared: &Shared) -> Result<Report> {
         if phase >= DONE {
             break;
         }
-        c.measuring = phase == MEASURE;
-        c.step()?;
+        load.set_measuring(phase == MEASURE);
+        load.step()?;
     }
-    Ok(c.report())
+    load.finish()
 }
 
-/// `KSCALE_FAULT=corrupt:fileserver.mix`: kscale's own test that a read
+/// `KSCALE_FAULT=corrupt:fileserver.NAME`: kscale's own test that a read
 /// which does not return what was written fails the trial. During the
-/// window the worker flips one byte in a random block of every file of
-/// client 0, behind the client's back, every few milliseconds.
-fn corrupting() -> bool {
-    std::env::var("KSCALE_FAULT").is_ok_and(|v| v == "corrupt:fileserver.mix")
+/// window the worker flips one byte of every file of client 0, behind the
+/// client's back, every few milliseconds.
+fn corrupting(workload: &str) -> bool {
+    std::env::var("KSCALE_FAULT").is_ok_and(|v| v == format!("corrupt:fileserver.{workload}"))
 }
 
-fn corrupt_tree(root: &Path, rng: &mut Rng) {
+/// The mix's fault: a byte in a random block of every file of client 0
+/// (`dir`'s `c0`).
+pub(super) fn corrupt_mix_tree(dir: &Path, rng: &mut Rng) {
+    let root = dir.join("c0");
     for d in 0..DIRS {
         let Ok(rd) = std::fs::read_dir(root.join(format!("d{d}"))) else {
             continue;
@@ -300,8 +317,79 @@ fn how_it_ended(status: nix::Result<nix::sys::wait::WaitStatus>) -> String {
     }
 }
 
+/// What the clients did in the window, merged.
+pub(super) struct Outcome {
+    /// Calls of each kind completed in the window.
+    pub(super) counts: BTreeMap<String, u64>,
+    pub(super) histograms: BTreeMap<String, hdrhistogram::Histogram<u64>>,
+    /// Counters that are not calls (the trace's mismatches).
+    pub(super) tallies: BTreeMap<String, u64>,
+    /// The clients' notes, each once.
+    pub(super) notes: Vec<String>,
+    pub(super) bytes_read: u64,
+    pub(super) bytes_written: u64,
+    /// Seconds the window lasted.
+    pub(super) window: f64,
+}
+
+impl Outcome {
+    pub(super) fn ops(&self) -> u64 {
+        self.counts.values().sum()
+    }
+    pub(super) fn bytes(&self) -> u64 {
+        self.bytes_read + self.bytes_written
+    }
+    /// The trial's output with MB/s and ops/s as dbench counts them, the
+    /// note every fileserver result has, and the merged histograms.
+    pub(super) fn output(&self, ctx: &TrialCtx, clients: usize, what: &str) -> TrialOutput {
+        let bytes = self.bytes();
+        let mut out = TrialOutput::new(self.ops())
+            .with(&MBPS, bytes as f64 / self.window / 1e6)
+            .with(&OPS, self.ops() as f64 / self.window)
+            .note(format!(
+                "{clients} client(s), each in its own tree; {:.1} s ramp-up uncounted; reads \
+                 {:.0} % of the bytes; {what}",
+                roles::ramp(ctx.params.seconds("duration").unwrap_or(0.0)).as_secs_f64(),
+                self.bytes_read as f64 / bytes.max(1) as f64 * 100.0
+            ));
+        if let Some(m) = mount_of(&ctx.dir) {
+            out = out.note(m);
+        }
+        out.histograms = self
+            .histograms
+            .iter()
+            .map(|(k, h)| (k.clone(), hist::encode(h)))
+            .collect();
+        out
+    }
+}
+
 pub(super) fn run_mix(ctx: &TrialCtx) -> Result<TrialOutput> {
     let clients = ctx.params.int("clients")? as usize;
+    let o = run_clients(
+        ctx,
+        clients,
+        |i, dir, seed| Client::new(&dir.join(format!("c{i}")), seed ^ (i as u64 + 1)),
+        corrupt_mix_tree,
+    )?;
+    if o.ops() == 0 {
+        bail!("no operation completed in the measured window");
+    }
+    let fsyncs = o.counts.get("fsync").copied().unwrap_or(0);
+    Ok(o.output(ctx, clients, "every read verified")
+        .with(&FSYNCS, fsyncs as f64 / o.window))
+}
+
+/// Runs one trial: forks `clients` clients, each running the load `make`
+/// builds from its index, the trial's directory and a seed, times the ramp
+/// and the window, and merges their reports. `fault` is the load's
+/// corruption for `KSCALE_FAULT=corrupt:…`.
+pub(super) fn run_clients<L: Load>(
+    ctx: &TrialCtx,
+    clients: usize,
+    make: impl Fn(usize, &Path, u64) -> Result<L>,
+    fault: fn(&Path, &mut Rng),
+) -> Result<Outcome> {
     let duration = ctx.params.seconds("duration")?;
     let dir = ctx.dir.join(format!("fileserver-{}", std::process::id()));
     if dir.exists() {
@@ -320,9 +408,9 @@ pub(super) fn run_mix(ctx: &TrialCtx) -> Result<TrialOutput> {
         .map_or(1, |d| d.as_nanos() as u64);
     for i in 0..clients {
         let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("pipe")?;
-        let root = dir.join(format!("c{i}"));
         let sh = shared.get();
-        let pid = fork_child(move || client_main(&root, seed ^ (i as u64 + 1), sh, w))
+        let (make, dir) = (&make, &dir);
+        let pid = fork_child(move || client_main(|| make(i, dir, seed), sh, w))
             .with_context(|| format!("forking client {i} of {clients}"))?;
         // The child's end is the child's alone: the pipe ends with it.
         let pipe = File::from(r);
@@ -360,7 +448,7 @@ pub(super) fn run_mix(ctx: &TrialCtx) -> Result<TrialOutput> {
                 return Err(e);
             }
             if let Some(r) = rng.as_deref_mut() {
-                corrupt_tree(&trial.dir.join("c0"), r);
+                fault(&trial.dir, r);
             }
         }
         Ok(())
@@ -369,11 +457,11 @@ pub(super) fn run_mix(ctx: &TrialCtx) -> Result<TrialOutput> {
     wait(&mut trial, Instant::now() + roles::ramp(duration), None)?;
     shared.get().phase.store(MEASURE, Ordering::SeqCst);
     let begin = Instant::now();
-    let mut fault = corrupting().then(|| Rng::new(seed));
+    let mut corrupt = corrupting(&ctx.workload).then(|| Rng::new(seed));
     wait(
         &mut trial,
         begin + Duration::from_secs_f64(duration),
-        fault.as_mut(),
+        corrupt.as_mut(),
     )?;
     shared.get().phase.store(DONE, Ordering::SeqCst);
     let window = begin.elapsed().as_secs_f64();
@@ -385,9 +473,15 @@ pub(super) fn run_mix(ctx: &TrialCtx) -> Result<TrialOutput> {
             bail!("a client did not report within 30 s of the window's end");
         }
     }
-    let mut total = Report::default();
-    let mut merged: Vec<hdrhistogram::Histogram<u64>> =
-        Kind::ALL.iter().map(|_| hist::new()).collect();
+    let mut o = Outcome {
+        counts: BTreeMap::new(),
+        histograms: BTreeMap::new(),
+        tallies: BTreeMap::new(),
+        notes: Vec::new(),
+        bytes_read: 0,
+        bytes_written: 0,
+        window,
+    };
     for i in 0..trial.clients.len() {
         let r: Report = match serde_json::from_slice(&trial.clients[i].out) {
             Ok(r) => r,
@@ -396,15 +490,23 @@ pub(super) fn run_mix(ctx: &TrialCtx) -> Result<TrialOutput> {
         if let Some(e) = r.error {
             bail!("client {i}: {e}");
         }
-        for (k, h) in Kind::ALL.iter().zip(merged.iter_mut()) {
-            if let Some(enc) = r.histograms.get(k.name()) {
-                hist::merge(h, &hist::decode(enc)?)?;
-            }
-            *total.counts.entry(k.name().to_string()).or_default() +=
-                r.counts.get(k.name()).copied().unwrap_or(0);
+        for (k, enc) in &r.histograms {
+            let h = o.histograms.entry(k.clone()).or_insert_with(hist::new);
+            hist::merge(h, &hist::decode(enc)?)?;
         }
-        total.bytes_read += r.bytes_read;
-        total.bytes_written += r.bytes_written;
+        for (k, n) in r.counts {
+            *o.counts.entry(k).or_default() += n;
+        }
+        for (k, n) in r.tallies {
+            *o.tallies.entry(k).or_default() += n;
+        }
+        for n in r.notes {
+            if !o.notes.contains(&n) {
+                o.notes.push(n);
+            }
+        }
+        o.bytes_read += r.bytes_read;
+        o.bytes_written += r.bytes_written;
         let c = &mut trial.clients[i];
         let status = nix::sys::wait::waitpid(c.pid, None);
         c.reaped = true;
@@ -413,30 +515,5 @@ pub(super) fn run_mix(ctx: &TrialCtx) -> Result<TrialOutput> {
         }
     }
     drop(trial);
-
-    let ops: u64 = total.counts.values().sum();
-    if ops == 0 {
-        bail!("no operation completed in the measured window");
-    }
-    let fsyncs = total.counts.get("fsync").copied().unwrap_or(0);
-    let bytes = total.bytes_read + total.bytes_written;
-    let mut out = TrialOutput::new(ops)
-        .with(&MBPS, bytes as f64 / window / 1e6)
-        .with(&OPS, ops as f64 / window)
-        .with(&FSYNCS, fsyncs as f64 / window)
-        .note(format!(
-            "{clients} client(s), each in its own tree; {:.1} s ramp-up uncounted; reads \
-             {:.0} % of the bytes; every read verified",
-            roles::ramp(duration).as_secs_f64(),
-            total.bytes_read as f64 / bytes.max(1) as f64 * 100.0
-        ));
-    if let Some(m) = mount_of(&ctx.dir) {
-        out = out.note(m);
-    }
-    out.histograms = Kind::ALL
-        .iter()
-        .zip(&merged)
-        .map(|(k, h)| (k.name().to_string(), hist::encode(h)))
-        .collect();
-    Ok(out)
+    Ok(o)
 }

@@ -30,7 +30,7 @@ fn find_nginx() -> Result<PathBuf> {
 }
 
 /// [`crate::WorkloadDef::unavailable`] of `web.nginx`: nginx not installed.
-pub fn unavailable(_: &crate::WorkloadDef) -> Option<String> {
+pub fn unavailable(_: &crate::WorkloadDef, _: &kscale_core::Params) -> Option<String> {
     find_nginx()
         .err()
         .map(|_| "nginx is not installed (Debian package nginx-light)".to_string())

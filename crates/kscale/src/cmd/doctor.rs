@@ -212,7 +212,7 @@ pub fn run(args: Args, _db: Option<PathBuf>) -> Result<ExitCode> {
     // The targets' programs.
     let mut missing = std::collections::BTreeMap::<String, Vec<String>>::new();
     for w in &targets {
-        if let Some(why) = (w.unavailable)(w) {
+        if let Some(why) = (w.unavailable)(w, &kscale_core::Params(Default::default())) {
             missing.entry(why).or_default().push(w.id());
         }
     }

@@ -424,7 +424,7 @@ pub fn run(
             let Some(w) = kscale_workloads::find(&e.workload) else {
                 return true;
             };
-            match (w.unavailable)(w) {
+            match (w.unavailable)(w, &kscale_core::Params(e.params.clone())) {
                 None => true,
                 Some(why) => {
                     if said.insert(e.workload.clone()) {
@@ -717,7 +717,7 @@ fn answer_case(
     {
         return Ok(None);
     }
-    if let Some(reason) = (w.unavailable)(w) {
+    if let Some(reason) = (w.unavailable)(w, &kscale_core::Params(seed.params.clone())) {
         eprintln!(
             "  {} [cpus {}] skipped: {reason}",
             w.id(),

@@ -300,7 +300,9 @@ fn units(store: &Store, run_id: i64, opts: &RunOptions) -> Result<Vec<Unit>> {
             unit.spent_s = old.trials.iter().map(|t| t.wall_s).sum();
         }
         if !unit.finished {
-            if let Some(reason) = (workload.unavailable)(workload) {
+            if let Some(reason) =
+                (workload.unavailable)(workload, &kscale_core::Params(unit.entry.params.clone()))
+            {
                 skip(store, &unit, &reason, &mut said)?;
                 unit.finished = true;
             }
