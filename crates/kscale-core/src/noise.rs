@@ -341,6 +341,102 @@ pub fn outlook(
     }
 }
 
+/// One case a noise-planned run may measure or leave out.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Candidate {
+    /// Cases of one group (one param combination on every CPU
+    /// configuration) are kept or left out together, so scalability keeps
+    /// both sides.
+    pub group: usize,
+    /// The order in which groups are left out, highest first; 0 is a
+    /// workload's representative and is never left out.
+    pub rank: u32,
+    /// Seconds a counted trial, and seconds once (its warm-up).
+    pub per_s: f64,
+    pub fixed_s: f64,
+}
+
+/// Which candidates a run measures at a noise of `cv` within `budget_s`:
+/// all of them when the outlook decides them all; else groups are left
+/// out, highest rank first (costliest first within a rank), until every
+/// kept case is one the budget can decide, or only representatives are
+/// left. Returns a keep flag per candidate and the outlook of the kept set.
+pub fn choose(
+    cands: &[Candidate],
+    cv: f64,
+    width: f64,
+    confidence: f64,
+    cap: usize,
+    budget_s: f64,
+) -> (Vec<bool>, Outlook) {
+    let mut keep = vec![true; cands.len()];
+    let look = |keep: &[bool]| {
+        let costs: Vec<(f64, f64)> = cands
+            .iter()
+            .zip(keep)
+            .filter(|(_, k)| **k)
+            .map(|(c, _)| (c.per_s, c.fixed_s))
+            .collect();
+        outlook(cv, width, confidence, cap, &costs, Some(budget_s))
+    };
+    // Groups in the order they are left out.
+    let mut groups: Vec<(u32, f64, usize)> = Vec::new();
+    for c in cands {
+        match groups.iter_mut().find(|g| g.2 == c.group) {
+            Some(g) => g.1 += c.per_s,
+            None => groups.push((c.rank, c.per_s, c.group)),
+        }
+    }
+    groups.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.total_cmp(&a.1)));
+    let mut o = look(&keep);
+    for (rank, _, group) in groups {
+        if o.decidable >= o.of || rank == 0 {
+            break;
+        }
+        for (k, c) in keep.iter_mut().zip(cands) {
+            if c.group == group {
+                *k = false;
+            }
+        }
+        o = look(&keep);
+    }
+    (keep, o)
+}
+
+/// The order in which a sweep of `n` values is kept: its middle value
+/// first (the representative), then its ends, then the midpoints of the
+/// gaps left, so that any prefix spans the sweep as evenly as it can. The
+/// rank of value i is its place in that order.
+pub fn sweep_ranks(n: usize) -> Vec<u32> {
+    let mut rank = vec![u32::MAX; n];
+    if n == 0 {
+        return rank;
+    }
+    let mut next = 0u32;
+    let mut put = |i: usize, rank: &mut Vec<u32>| {
+        if rank[i] == u32::MAX {
+            rank[i] = next;
+            next += 1;
+        }
+    };
+    put(n / 2, &mut rank);
+    put(0, &mut rank);
+    put(n - 1, &mut rank);
+    // Midpoints of the widest gaps between kept values, repeatedly.
+    loop {
+        let kept: Vec<usize> = (0..n).filter(|&i| rank[i] != u32::MAX).collect();
+        let gap = kept
+            .windows(2)
+            .filter(|w| w[1] - w[0] > 1)
+            .max_by_key(|w| (w[1] - w[0], std::cmp::Reverse(w[0])));
+        match gap {
+            Some(w) => put((w[0] + w[1]) / 2, &mut rank),
+            None => break,
+        }
+    }
+    rank
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -431,6 +527,51 @@ mod tests {
         let (p2, _) =
             across_runs(e(0.12, 0.001), e(0.144, 0.001), 0.12, 25.0, 25.0, 0.05, 0.8).unwrap();
         assert!(p2 < 0.01, "{p2}");
+    }
+
+    #[test]
+    fn a_sweep_keeps_its_middle_then_its_ends_then_midpoints() {
+        assert_eq!(sweep_ranks(1), vec![0]);
+        assert_eq!(sweep_ranks(2), vec![1, 0]);
+        let r = sweep_ranks(9);
+        assert_eq!(r[4], 0);
+        assert_eq!((r[0], r[8]), (1, 2));
+        let mut sorted = r.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..9).collect::<Vec<u32>>());
+    }
+
+    #[test]
+    fn a_noisy_machine_keeps_fewer_groups_and_never_the_last_representative() {
+        // Ten workloads of eight sizes on two configurations.
+        let mut cands = Vec::new();
+        for w in 0..10 {
+            let ranks = sweep_ranks(8);
+            for (i, r) in ranks.iter().enumerate() {
+                for _cfg in 0..2 {
+                    cands.push(Candidate {
+                        group: w * 8 + i,
+                        rank: *r,
+                        per_s: 0.1,
+                        fixed_s: 0.1,
+                    });
+                }
+            }
+        }
+        let kept = |cv: f64| {
+            let (k, o) = choose(&cands, cv, 0.1, 0.95, 100, 120.0);
+            (k.iter().filter(|k| **k).count(), o)
+        };
+        let (quiet, oq) = kept(0.03);
+        let (mid, om) = kept(0.15);
+        let (noisy, on) = kept(0.60);
+        assert_eq!(quiet, 160);
+        assert_eq!(oq.decidable, oq.of);
+        assert!(mid < quiet && noisy <= mid, "{quiet} {mid} {noisy}");
+        assert_eq!(om.decidable, om.of, "{om:?}");
+        // Past what any budget decides, the representatives stay: one
+        // group per workload, both configurations.
+        assert_eq!(noisy, 20, "{on:?}");
     }
 
     #[test]

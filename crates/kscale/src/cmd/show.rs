@@ -62,6 +62,23 @@ pub fn header(data: &RunData) -> String {
             ""
         },
     ) + &concurrent(data)
+        + &left_out(data)
+}
+
+/// A line naming the cases a noise-planned study left out (empty when it
+/// measured its whole plan).
+fn left_out(data: &RunData) -> String {
+    let Some(list) = data.run.options["left_out"]
+        .as_array()
+        .filter(|l| !l.is_empty())
+    else {
+        return String::new();
+    };
+    let names: Vec<&str> = list.iter().filter_map(|v| v.as_str()).collect();
+    format!(
+        "left out, the machine being too noisy for the budget to decide them: {}\n",
+        names.join("; ")
+    )
 }
 
 /// A line naming the other kscale runs that measured on the machine while

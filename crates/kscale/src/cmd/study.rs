@@ -6,6 +6,7 @@
 //! the budget, rather than by a sweep that every offered load passes.
 
 use crate::engine::args::{options, BudgetClock, RunArgs, Targets};
+use crate::engine::gauge;
 use crate::engine::lifecycle::{self, Start};
 use crate::output::{out, outln};
 use anyhow::Result;
@@ -89,6 +90,31 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         started,
         tail_s: REPORT_S,
     });
+    // Under a budget the study plans to the machine's noise: on a noisy
+    // machine it measures each workload's representative sizes, with the
+    // trials they need, and names what it left out (docs/method.md,
+    // "Planning to the noise").
+    if opts.budget_s.is_some() {
+        // The study searches capacities (below); the plan's outlook keeps
+        // their share.
+        opts.capacity = true;
+        if let Some(readings) = gauge::before_plan(&opts) {
+            let before = opts.plan.len();
+            let (left_out, _) = gauge::fit_plan(&mut opts, &readings, true);
+            if !left_out.is_empty() {
+                eprintln!(
+                    "kscale: the machine is noisy (CPU-loop CV {:.0} %): the study measures {} of its {} cases, each workload's representative sizes; it leaves out:",
+                    gauge::worst_cv(&readings) * 100.0,
+                    opts.plan.len(),
+                    before
+                );
+                for l in &left_out {
+                    eprintln!("  {l}");
+                }
+                opts.left_out = left_out;
+            }
+        }
+    }
     let start = Start::New {
         opts: Box::new(opts),
         label: super::run::label(&args.run),

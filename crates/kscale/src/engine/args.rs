@@ -188,6 +188,10 @@ pub struct RunOptions {
     /// as planned.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub capacity: bool,
+    /// Cases a noise-planned study left out, one line per workload
+    /// (engine::gauge::fit_plan); empty when it measured its whole plan.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
     /// How a capacity search under a budget measures one step
     /// (engine::capacity). Set only on the options of one step, never
     /// stored.
@@ -376,6 +380,7 @@ pub fn options(sel: &Targets, args: &RunArgs) -> Result<RunOptions> {
         cpu_order: args.cpu_order,
         load_cpus,
         capacity: sel.capacity,
+        left_out: Vec::new(),
         step: Step::Whole,
     })
 }

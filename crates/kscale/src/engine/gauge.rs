@@ -120,6 +120,11 @@ pub fn begin(store: &Store, run_id: i64, cpus: &[usize]) -> Option<Vec<Reading>>
         return None;
     }
     let seq = store.next_gauge_seq(run_id).unwrap_or(0);
+    // Readings taken for the plan, before the run existed: stored as its
+    // gauge, at the run's time zero.
+    if let Some(readings) = PRESET.with(|p| p.borrow_mut().take()) {
+        return start_control(store, run_id, cpus, seq, 0.0, Instant::now(), readings);
+    }
     let t0_s = store
         .gauge(run_id)
         .ok()
@@ -141,6 +146,19 @@ pub fn begin(store: &Store, run_id: i64, cpus: &[usize]) -> Option<Vec<Reading>>
             return None;
         }
     };
+    start_control(store, run_id, cpus, seq, t0_s, started, readings)
+}
+
+/// Stores the gauge's `readings` from `seq` on and starts the control.
+fn start_control(
+    store: &Store,
+    run_id: i64,
+    cpus: &[usize],
+    seq: i64,
+    t0_s: f64,
+    started: Instant,
+    readings: Vec<Reading>,
+) -> Option<Vec<Reading>> {
     let next = match store.add_gauge(run_id, seq, &readings) {
         Ok(n) => n,
         Err(e) => {
@@ -270,4 +288,217 @@ pub fn worst_cv(readings: &[Reading]) -> f64 {
         .map(|n| n.cv)
         .filter(|c| c.is_finite())
         .fold(0.0, f64::max)
+}
+
+thread_local! {
+    /// Readings taken before the run exists (a noise-planned study),
+    /// stored as the run's gauge instead of reading again.
+    static PRESET: RefCell<Option<Vec<Reading>>> = const { RefCell::new(None) };
+}
+
+/// The gauge before a run whose plan is not made yet: every CPU of
+/// `opts`'s plan read as [`begin`] reads it. The next [`begin`] stores
+/// these readings instead of taking its own.
+pub fn before_plan(opts: &super::args::RunOptions) -> Option<Vec<Reading>> {
+    let cpus = used_cpus(opts);
+    if !enabled() || cpus.is_empty() {
+        return None;
+    }
+    match take(&GaugeRequest {
+        cpus,
+        readings: BEFORE_READINGS,
+        spacing_ms: BEFORE_SPACING_MS,
+        t0_s: 0.0,
+    }) {
+        Ok(r) => {
+            PRESET.with(|p| *p.borrow_mut() = Some(r.clone()));
+            Some(r)
+        }
+        Err(e) => {
+            eprintln!("kscale: gauge: {e:#}; the study is planned without it");
+            None
+        }
+    }
+}
+
+/// Every CPU a case of the run may use: what the gauge reads.
+pub fn used_cpus(opts: &super::args::RunOptions) -> Vec<usize> {
+    let mut cpus: Vec<usize> = opts
+        .plan
+        .iter()
+        .flat_map(|e| e.cpus.iter().copied())
+        .collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    cpus
+}
+
+/// The plan fitted to the noise `readings` show (docs/method.md, "Planning
+/// to the noise"): when the budget cannot decide every converging case at
+/// the noisiest CPU's spread, each workload keeps its representative
+/// sizes (the middle of its sweep, then its ends, then midpoints) and the
+/// rest are left out, one param combination on every configuration at a
+/// time, until the outlook decides what is kept; past that, workloads'
+/// representatives go too, down to one case a family. Cases that do not
+/// converge (median of N) and capacity searches are always kept; their
+/// time and the profiles' share come off the budget first. Returns the
+/// left-out cases, one line per workload, and the outlook of the plan.
+/// With `fit` false the plan is left whole and only its outlook returned.
+pub fn fit_plan(
+    opts: &mut super::args::RunOptions,
+    readings: &[Reading],
+    fit: bool,
+) -> (Vec<String>, Option<noise::Outlook>) {
+    let Some(budget_s) = opts.budget_s else {
+        return (Vec::new(), None);
+    };
+    let cv = worst_cv(readings);
+    let rule = opts.rule;
+    let costs = super::runner::guessed_costs(opts);
+    let searched = opts.capacity
+        && opts.plan.iter().any(|e| {
+            kscale_workloads::find(&e.workload)
+                .and_then(super::capacity::param_of)
+                .is_some()
+        });
+    let mut fixed_s = 0.0;
+    // Converging cases, in plan order, with their groups and ranks.
+    let mut cands = Vec::new();
+    let mut index = Vec::new();
+    let mut groups: Vec<(String, std::collections::BTreeMap<String, String>)> = Vec::new();
+    let mut cost = costs.iter();
+    for (i, e) in opts.plan.iter().enumerate() {
+        let Some(w) = kscale_workloads::find(&e.workload) else {
+            continue;
+        };
+        if searched && super::capacity::param_of(w).is_some() {
+            continue;
+        }
+        if w.rule != kscale_core::RunRule::Converge {
+            if let kscale_core::RunRule::MedianOf(n) = w.rule {
+                fixed_s += (n as f64 + 1.0) * (opts.trial_time_s + 1.0);
+            }
+            continue;
+        }
+        let Some(&(per_s, once_s)) = cost.next() else {
+            break;
+        };
+        let g = groups
+            .iter()
+            .position(|g| g.0 == e.workload && g.1 == e.params)
+            .unwrap_or_else(|| {
+                groups.push((e.workload.clone(), e.params.clone()));
+                groups.len() - 1
+            });
+        cands.push(noise::Candidate {
+            group: g,
+            rank: 0,
+            per_s,
+            fixed_s: once_s,
+        });
+        index.push(i);
+    }
+    // Each workload's groups ranked along its sweep; among the
+    // representatives (a sweep's middle), a family's first workload's is
+    // kept last, so that on the noisiest machine every family is still
+    // decided on one case, given all the trials it needs.
+    let mut workloads: Vec<&str> = groups.iter().map(|g| g.0.as_str()).collect();
+    workloads.dedup();
+    let mut rank_of = vec![0u32; groups.len()];
+    let mut families: Vec<&str> = Vec::new();
+    for w in workloads {
+        let family = w.split('.').next().unwrap_or(w);
+        let nth = families.iter().filter(|f| **f == family).count() as u32;
+        families.push(family);
+        let mine: Vec<usize> = (0..groups.len()).filter(|&g| groups[g].0 == w).collect();
+        for (g, r) in mine.iter().zip(noise::sweep_ranks(mine.len())) {
+            rank_of[*g] = r * 1000 + nth;
+        }
+    }
+    for c in &mut cands {
+        c.rank = rank_of[c.group];
+    }
+    let share = 1.0
+        - runner_profile_share(opts)
+        - if searched {
+            super::capacity::SHARE
+        } else {
+            0.0
+        };
+    let left = (budget_s * share - fixed_s).max(0.0);
+    // A quiet machine measures the whole plan.
+    if cv <= QUIET_CV || !fit {
+        let o = noise::outlook(
+            cv,
+            rule.width_pct / 100.0,
+            rule.confidence_pct / 100.0,
+            rule.max_trials,
+            &cands
+                .iter()
+                .map(|c| (c.per_s, c.fixed_s))
+                .collect::<Vec<_>>(),
+            Some(left),
+        );
+        return (Vec::new(), Some(o));
+    }
+    let (keep, o) = noise::choose(
+        &cands,
+        cv,
+        rule.width_pct / 100.0,
+        rule.confidence_pct / 100.0,
+        rule.max_trials,
+        left,
+    );
+    let dropped: std::collections::BTreeSet<usize> = index
+        .iter()
+        .zip(&keep)
+        .filter(|(_, k)| !**k)
+        .map(|(i, _)| *i)
+        .collect();
+    if dropped.is_empty() {
+        return (Vec::new(), Some(o));
+    }
+    // One line per workload: the param values left out.
+    let mut lines: Vec<(String, Vec<String>)> = Vec::new();
+    for &i in &dropped {
+        let e = &opts.plan[i];
+        let label = e
+            .params
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        match lines.iter_mut().find(|l| l.0 == e.workload) {
+            Some(l) => {
+                if !l.1.contains(&label) {
+                    l.1.push(label)
+                }
+            }
+            None => lines.push((e.workload.clone(), vec![label])),
+        }
+    }
+    let mut i = 0;
+    opts.plan.retain(|_| {
+        let k = !dropped.contains(&i);
+        i += 1;
+        k
+    });
+    (
+        lines
+            .into_iter()
+            .map(|(w, ps)| format!("{w} {}", ps.join(", ")))
+            .collect(),
+        Some(o),
+    )
+}
+
+/// A CPU-loop spread at or under which a study measures its whole plan.
+pub const QUIET_CV: f64 = 0.05;
+
+fn runner_profile_share(opts: &super::args::RunOptions) -> f64 {
+    if opts.profile {
+        super::runner::PROFILE_SHARE
+    } else {
+        0.0
+    }
 }

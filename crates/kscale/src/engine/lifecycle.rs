@@ -231,7 +231,7 @@ impl Active<'_> {
     /// the run's id.
     pub fn execute(mut self, progress: bool) -> Result<i64> {
         let (store, id) = (self.store, self.id);
-        let cpus = used_cpus(&self.opts);
+        let cpus = gauge::used_cpus(&self.opts);
         if let Some(before) = gauge::begin(store, id, &cpus) {
             say_noise(&before, &self.opts);
         }
@@ -272,18 +272,6 @@ impl Active<'_> {
     }
 }
 
-/// Every CPU a case of the run may use: what the gauge reads.
-fn used_cpus(opts: &RunOptions) -> Vec<usize> {
-    let mut cpus: Vec<usize> = opts
-        .plan
-        .iter()
-        .flat_map(|e| e.cpus.iter().copied())
-        .collect();
-    cpus.sort_unstable();
-    cpus.dedup();
-    cpus
-}
-
 /// What the gauge's noise means for this run, said before its first
 /// trial: each CPU's speed and spread, the trials a case needs for the
 /// run's interval at the noisiest CPU's spread, and, under a budget, how
@@ -294,15 +282,19 @@ fn say_noise(readings: &[kscale_core::noise::Reading], opts: &RunOptions) {
         eprintln!("kscale: gauge: {line}");
     }
     let rule = &opts.rule;
-    let costs = runner::guessed_costs(opts);
-    let o = kscale_core::noise::outlook(
-        gauge::worst_cv(readings),
-        rule.width_pct / 100.0,
-        rule.confidence_pct / 100.0,
-        rule.max_trials,
-        &costs,
-        opts.budget_s,
-    );
+    let Some(o) = (match opts.budget_s {
+        Some(_) => gauge::fit_plan(&mut opts.clone(), readings, false).1,
+        None => Some(kscale_core::noise::outlook(
+            gauge::worst_cv(readings),
+            rule.width_pct / 100.0,
+            rule.confidence_pct / 100.0,
+            rule.max_trials,
+            &runner::guessed_costs(opts),
+            None,
+        )),
+    }) else {
+        return;
+    };
     if o.of == 0 {
         return;
     }
@@ -317,8 +309,10 @@ fn say_noise(readings: &[kscale_core::noise::Reading], opts: &RunOptions) {
         rule.width_pct,
         match opts.budget_s {
             Some(b) => format!(
-                "; the {b:.0} s budget can decide about {} of {} converging cases",
-                o.decidable, o.of
+                "; the {b:.0} s budget can decide about {} of {} converging cases (predicted converged: {:.0} %)",
+                o.decidable,
+                o.of,
+                100.0 * o.decidable as f64 / o.of as f64
             ),
             None => String::new(),
         }

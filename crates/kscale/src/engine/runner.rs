@@ -644,7 +644,7 @@ const PROFILE_SAMPLES: f64 = 1000.0;
 /// The CPU clock's sampling rate (SampleSpec::DEFAULTS).
 const PROFILE_HZ: f64 = 997.0;
 /// The most of a run's budget its profiled trials may take.
-const PROFILE_SHARE: f64 = 0.20;
+pub const PROFILE_SHARE: f64 = 0.20;
 /// A profiled trial's cost beyond its length: the worker's start, perf's
 /// setup, the store.
 const PROFILE_START_S: f64 = 0.2;
