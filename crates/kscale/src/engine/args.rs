@@ -79,6 +79,9 @@ impl RunArgs {
     /// Whether to draw the progress bar: asked for and on a terminal.
     pub fn progress(&self) -> bool {
         use std::io::IsTerminal;
+        if self.no_progress {
+            super::progress::silence();
+        }
         !self.no_progress && std::io::stderr().is_terminal()
     }
 }

@@ -314,9 +314,49 @@ fn say_noise(readings: &[kscale_core::noise::Reading], opts: &RunOptions) {
                 o.of,
                 100.0 * o.decidable as f64 / o.of as f64
             ),
-            None => String::new(),
+            None => {
+                // Without a budget every case runs to its rule: how long
+                // that takes at this noise, said before it starts.
+                let n = o.trials.clamp(rule.min_trials, rule.max_trials) as f64;
+                let conv: f64 = runner::guessed_costs(opts)
+                    .iter()
+                    .map(|(per, once)| once + per * n)
+                    .sum();
+                let median: f64 = opts
+                    .plan
+                    .iter()
+                    .filter_map(|e| kscale_workloads::find(&e.workload))
+                    .filter_map(|w| match w.rule {
+                        kscale_core::RunRule::MedianOf(n) => {
+                            Some((n as f64 + 1.0) * (opts.trial_time_s + 1.0))
+                        }
+                        kscale_core::RunRule::Converge => None,
+                    })
+                    .sum();
+                format!(
+                    "; its {} cases take about {} at that{}",
+                    opts.plan.len(),
+                    duration(conv + median),
+                    if opts.capacity {
+                        ", capacity searches aside"
+                    } else {
+                        ""
+                    }
+                )
+            }
         }
     );
+}
+
+/// `45 s`, `12 min`, `2.3 h`.
+fn duration(s: f64) -> String {
+    if s < 90.0 {
+        format!("{s:.0} s")
+    } else if s < 5400.0 {
+        format!("{:.0} min", s / 60.0)
+    } else {
+        format!("{:.1} h", s / 3600.0)
+    }
 }
 
 /// The error of a run every case of which failed: `run` and `check` stop

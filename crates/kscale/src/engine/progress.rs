@@ -1,18 +1,24 @@
 //! A run's progress bar: drawn on the terminal for a person, or, when
 //! `KSCALE_PROGRESS=lines` asks for it, as `kscale-progress: POS/LEN MESSAGE`
 //! lines on standard error for a program to read (`kscale fleet` starts
-//! each remote run so and draws the lines into its own display).
+//! each remote run so and draws the lines into its own display). Off a
+//! terminal, without `--no-progress`, a `kscale: progress …` line every
+//! 30 s says a long run is alive and how far it is.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
-use std::io::Write;
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The run's bar: line mode when the environment asks for it, else drawn
 /// on stderr when `show`, else hidden.
 pub fn bar(show: bool, len: u64) -> ProgressBar {
     if let Some(bar) = line_bar(len) {
         return bar;
+    }
+    if !show && !SILENT.load(Ordering::Relaxed) && !std::io::stderr().is_terminal() {
+        return periodic_bar(len);
     }
     let bar = ProgressBar::with_draw_target(
         Some(len),
@@ -32,6 +38,46 @@ pub fn bar(show: bool, len: u64) -> ProgressBar {
     bar
 }
 
+/// `--no-progress` was given: no bar, and no periodic lines either.
+static SILENT: AtomicBool = AtomicBool::new(false);
+
+/// Says that the user asked for no progress at all.
+pub fn silence() {
+    SILENT.store(true, Ordering::Relaxed);
+}
+
+/// Seconds between two progress lines off a terminal: a log or a CI job
+/// shows the run is alive and how far it is, without a line per trial.
+pub const EVERY_S: u64 = 30;
+
+/// When the last periodic line was written (or the first bar made): one
+/// clock for the whole process, whose runs make several bars (a capacity
+/// search's steps).
+static LAST: Mutex<Option<Instant>> = Mutex::new(None);
+
+/// Off a terminal: a `kscale: progress …` line at most every
+/// [`EVERY_S`] seconds.
+fn periodic_bar(len: u64) -> ProgressBar {
+    if let Ok(mut last) = LAST.lock() {
+        last.get_or_insert_with(Instant::now);
+    }
+    let target = ProgressDrawTarget::term_like_with_hz(
+        Box::new(Lines {
+            prefix: "kscale: progress ",
+            every: Some(Duration::from_secs(EVERY_S)),
+            ..Lines::default()
+        }),
+        1,
+    );
+    let bar = ProgressBar::with_draw_target(Some(len), target);
+    bar.set_style(
+        ProgressStyle::with_template("[{elapsed_precise}] {pos}/{len} trials, ETA {eta}: {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.enable_steady_tick(Duration::from_secs(1));
+    bar
+}
+
 pub const ENV: &str = "KSCALE_PROGRESS";
 pub const PREFIX: &str = "kscale-progress: ";
 
@@ -40,7 +86,13 @@ pub fn line_bar(len: u64) -> Option<ProgressBar> {
     if std::env::var(ENV).ok()? != "lines" {
         return None;
     }
-    let target = ProgressDrawTarget::term_like_with_hz(Box::new(Lines::default()), 2);
+    let target = ProgressDrawTarget::term_like_with_hz(
+        Box::new(Lines {
+            prefix: PREFIX,
+            ..Lines::default()
+        }),
+        2,
+    );
     let bar = ProgressBar::with_draw_target(Some(len), target);
     bar.set_style(
         ProgressStyle::with_template("{pos}/{len} {msg}")
@@ -52,6 +104,9 @@ pub fn line_bar(len: u64) -> Option<ProgressBar> {
 /// A terminal that has no cursor: every drawn line is written once, whole.
 #[derive(Debug, Default)]
 struct Lines {
+    prefix: &'static str,
+    /// At most one line this often ([`LAST`]); `None`: every change.
+    every: Option<Duration>,
     pending: Mutex<String>,
     last: Mutex<String>,
 }
@@ -62,6 +117,15 @@ impl Lines {
         if s.is_empty() {
             return Ok(());
         }
+        if let Some(every) = self.every {
+            let Ok(mut at) = LAST.lock() else {
+                return Ok(());
+            };
+            if at.is_some_and(|t| t.elapsed() < every) {
+                return Ok(());
+            }
+            *at = Some(Instant::now());
+        }
         if let Ok(mut last) = self.last.lock() {
             if *last == s {
                 return Ok(());
@@ -69,7 +133,7 @@ impl Lines {
             *last = s.to_string();
         }
         let mut err = std::io::stderr().lock();
-        writeln!(err, "{PREFIX}{s}")?;
+        writeln!(err, "{}{s}", self.prefix)?;
         err.flush()
     }
 }
