@@ -21,7 +21,37 @@ fn test_delay() -> Option<Duration> {
     (ns > 0).then(|| Duration::from_nanos(ns))
 }
 
+/// Test-only: `KSCALE_TEST_WORK=K` adds K dependent xorshift rounds of
+/// user work after every `syscall.null` operation, inside the measured
+/// loop: a fixed extra cost per operation that follows the CPU's speed as
+/// the system call does, so that a regression of a stated size (~10 % at
+/// the K `scripts/check-false-alarms` calibrates) can be made on purpose.
+/// Read once, outside the loop.
+fn test_work() -> Option<u64> {
+    let k: u64 = std::env::var("KSCALE_TEST_WORK").ok()?.parse().ok()?;
+    (k > 0).then_some(k)
+}
+
 pub(super) fn null(ctx: &TrialCtx) -> Result<TrialOutput> {
+    if let Some(k) = test_work() {
+        let (per_op, n) = ctx.time_per_op(|n| {
+            timed(|| {
+                let mut x: u64 = std::hint::black_box(0x2545_f491_4f6c_dd1d);
+                for _ in 0..n {
+                    // SAFETY: as below.
+                    std::hint::black_box(unsafe { libc::syscall(libc::SYS_getppid) });
+                    for _ in 0..k {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                    }
+                    x = std::hint::black_box(x);
+                }
+                Ok(())
+            })
+        })?;
+        return Ok(TrialOutput::new(n).with(&LAT, per_op * 1e6));
+    }
     if let Some(delay) = test_delay() {
         let (per_op, n) = ctx.time_per_op(|n| {
             timed(|| {
