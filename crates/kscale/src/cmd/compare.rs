@@ -33,6 +33,34 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let refs: Vec<&kscale_store::RunData> = data.iter().collect();
     let cmp = compare_metric(&refs, &super::Registry, args.metric.as_deref())
         .map_err(|e| user(e.to_string()))?;
-    super::print_result(&cmp, &tables(&cmp), args.format)?;
+    let mut tables = tables(&cmp);
+    // How the machine itself moved between the runs, from their gauge
+    // readings (docs/method.md, "The gauge and the control"): a ratio
+    // within that is not the system's.
+    let gauges = data
+        .iter()
+        .map(|d| store.gauge(d.run.id))
+        .collect::<Result<Vec<_>, _>>()?;
+    let any = gauges.iter().any(|g| !g.is_empty());
+    if let Some(last) = tables.last_mut().filter(|_| any) {
+        for (i, g) in gauges.iter().enumerate().skip(1) {
+            let line = match kscale_core::noise::machine_move(&gauges[0], g, &[]) {
+                Some(m) => format!(
+                    "The machine: its CPU loop (the gauge) ran {:.1} % {} in run {} than in run {}; its spread between moments, ±{:.1} %, is not the system's.",
+                    ((m.slower - 1.0) * 100.0).abs(),
+                    if m.slower >= 1.0 { "slower" } else { "faster" },
+                    data[i].run.id,
+                    data[0].run.id,
+                    m.between_cv * 100.0
+                ),
+                None => format!(
+                    "The machine: run {} or run {} has no gauge readings, so how much the machine itself moved between them is unknown.",
+                    data[0].run.id, data[i].run.id
+                ),
+            };
+            last.notes.push(line);
+        }
+    }
+    super::print_result(&cmp, &tables, args.format)?;
     Ok(ExitCode::SUCCESS)
 }
