@@ -32,7 +32,8 @@ impl LogEstimate {
     /// estimate that is not positive and finite: a logarithm needs one.
     pub fn of_value(value: f64, e: Estimate) -> Option<LogEstimate> {
         let ok = |x: f64| x.is_finite() && x > 0.0;
-        if !ok(value) || !ok(e.center) || !e.se.is_finite() || e.se < 0.0 || !(e.df > 0.0) {
+        let spread = e.se.is_finite() && e.se >= 0.0;
+        if !(ok(value) && ok(e.center) && spread && ok(e.df)) {
             return None;
         }
         Some(LogEstimate {
@@ -115,11 +116,7 @@ impl Interval {
         let var: f64 = cases.iter().map(|c| c.se * c.se).sum();
         let se = var.sqrt() / k;
         let df = if var > 0.0 {
-            var * var
-                / cases
-                    .iter()
-                    .map(|c| c.se.powi(4) / c.df)
-                    .sum::<f64>()
+            var * var / cases.iter().map(|c| c.se.powi(4) / c.df).sum::<f64>()
         } else {
             f64::INFINITY
         };
@@ -329,13 +326,13 @@ mod tests {
     /// family they hold the true figure about 95 times in 100, for the
     /// geometric mean (independent cases, unequal spreads and trial counts)
     /// and for the paired scalability (a drift shared within each round).
-    /// With seed 0x5eed_31d: 94.1 % and 95.4 % under the mean, 95.1 % and
+    /// With seed 0x05ee_d31d: 94.1 % and 95.4 % under the mean, 95.1 % and
     /// 94.8 % under the trimmed mean (Welch–Satterthwaite on a case of
     /// three trials runs a little short); a normal quantile in place of t
     /// covers the geometric mean 91.8 % of the time, and fails it.
     #[test]
     fn intervals_cover_the_truth_about_95_in_100() {
-        let mut rng = SplitMix64::new(0x5eed_31d);
+        let mut rng = SplitMix64::new(0x05ee_d31d);
         let truth = [1.0, 7.5, 40.0, 0.3];
         let cv = [0.02, 0.05, 0.01, 0.08];
         let trials = [3, 5, 8, 12];
@@ -366,9 +363,7 @@ mod tests {
                         .collect();
                     let e = estimator.estimate(&flat).unwrap();
                     gm.push(LogEstimate::of_value(e.center, e).unwrap());
-                    sc.push(
-                        LogEstimate::paired(&one, &all, Direction::Higher, estimator).unwrap(),
-                    );
+                    sc.push(LogEstimate::paired(&one, &all, Direction::Higher, estimator).unwrap());
                 }
                 gm_in += usize::from(Interval::combine(&gm, 95.0).unwrap().contains(gm_true));
                 sc_in += usize::from(Interval::combine(&sc, 95.0).unwrap().contains(sc_true));

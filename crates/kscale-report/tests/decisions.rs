@@ -15,10 +15,30 @@ struct Cat;
 impl Catalog for Cat {
     fn workload(&self, id: &str) -> Option<WorkloadInfo> {
         let (family, family_title, title, params) = match id {
-            "syscall.null" => ("syscall", "Latency of simple functions", "Simple syscall", vec![]),
-            "syscall.pipe" => ("syscall", "Latency of simple functions", "Pipe latency", vec![]),
-            "ctx.lat" => ("ctx", "Context switching latency", "Context switch", vec!["procs"]),
-            "net.tcp_rr" => ("net", "Network round trips", "TCP request/response", vec!["conns"]),
+            "syscall.null" => (
+                "syscall",
+                "Latency of simple functions",
+                "Simple syscall",
+                vec![],
+            ),
+            "syscall.pipe" => (
+                "syscall",
+                "Latency of simple functions",
+                "Pipe latency",
+                vec![],
+            ),
+            "ctx.lat" => (
+                "ctx",
+                "Context switching latency",
+                "Context switch",
+                vec!["procs"],
+            ),
+            "net.tcp_rr" => (
+                "net",
+                "Network round trips",
+                "TCP request/response",
+                vec!["conns"],
+            ),
             "mem.bw" => ("mem", "Memory bandwidth", "Read bandwidth", vec![]),
             _ => return None,
         };
@@ -77,10 +97,38 @@ fn run() -> RunData {
     let ctx8_all = [5.0, 3.2, 4.1, 2.9, 4.8];
     // net: median of three on each configuration, throughput.
     let mut net = vec![
-        case(7, "net.tcp_rr", &[("conns", "4")], "1", TPS, &[40e3, 41e3, 39e3]),
-        case(8, "net.tcp_rr", &[("conns", "4")], "all", TPS, &[70e3, 73e3, 69e3]),
-        case(9, "net.tcp_rr", &[("conns", "16")], "1", TPS, &[42e3, 42e3, 43e3]),
-        case(10, "net.tcp_rr", &[("conns", "16")], "all", TPS, &[80e3, 79e3, 82e3]),
+        case(
+            7,
+            "net.tcp_rr",
+            &[("conns", "4")],
+            "1",
+            TPS,
+            &[40e3, 41e3, 39e3],
+        ),
+        case(
+            8,
+            "net.tcp_rr",
+            &[("conns", "4")],
+            "all",
+            TPS,
+            &[70e3, 73e3, 69e3],
+        ),
+        case(
+            9,
+            "net.tcp_rr",
+            &[("conns", "16")],
+            "1",
+            TPS,
+            &[42e3, 42e3, 43e3],
+        ),
+        case(
+            10,
+            "net.tcp_rr",
+            &[("conns", "16")],
+            "all",
+            TPS,
+            &[80e3, 79e3, 82e3],
+        ),
     ];
     for c in &mut net {
         c.rule = RunRule::MedianOf(3);
@@ -97,7 +145,14 @@ fn run() -> RunData {
         case(3, "syscall.pipe", &[], "1", LAT, &pipe),
         case(4, "syscall.pipe", &[], "all", LAT, &times(&pipe, 0.5)),
         case(5, "ctx.lat", &[("procs", "2")], "1", LAT, &ctx2),
-        case(6, "ctx.lat", &[("procs", "2")], "all", LAT, &times(&ctx2, 1.1)),
+        case(
+            6,
+            "ctx.lat",
+            &[("procs", "2")],
+            "all",
+            LAT,
+            &times(&ctx2, 1.1),
+        ),
         case(13, "ctx.lat", &[("procs", "8")], "1", LAT, &ctx8),
         case(14, "ctx.lat", &[("procs", "8")], "all", LAT, &ctx8_all),
         case(11, "mem.bw", &[], "1", BW, &[9000.0, 9100.0, 8950.0]),
@@ -170,7 +225,10 @@ fn scalability_is_from_the_pairs_and_faster_is_above_one() {
     assert!((1.7..2.0).contains(&scal), "{r:?}");
     // mem: one case, no geometric mean; it failed on all, no scalability.
     let r = row(&t, "Memory bandwidth");
-    assert_eq!((r[2].as_str(), r[5].as_str(), r[8].as_str()), ("–", "–", "–"));
+    assert_eq!(
+        (r[2].as_str(), r[5].as_str(), r[8].as_str()),
+        ("–", "–", "–")
+    );
 }
 
 #[test]
