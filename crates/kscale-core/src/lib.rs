@@ -5,6 +5,7 @@
 pub mod budget;
 pub mod changes;
 pub mod cpus;
+pub mod decision;
 pub mod hist;
 pub mod label;
 pub mod model;

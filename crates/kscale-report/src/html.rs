@@ -168,6 +168,7 @@ pub fn build(runs: &[&RunData], cat: &dyn Catalog) -> Report {
     report.sections.extend(profile_section(runs, &names, cat));
     for r in runs {
         let mut blocks: Vec<Block> = run_tables(r, cat).into_iter().map(Block::Table).collect();
+        blocks.extend(crate::decision::decision_table(r, cat).map(Block::Table));
         blocks.extend(
             crate::variants::variant_tables(r, cat, None)
                 .into_iter()

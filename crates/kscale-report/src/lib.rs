@@ -3,6 +3,7 @@
 //! view (show, compare, scale, HTML) shares one layout.
 
 pub mod compare;
+pub mod decision;
 pub mod format;
 pub mod html;
 pub mod machine;

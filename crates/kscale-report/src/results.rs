@@ -65,12 +65,12 @@ pub fn cpus_header(name: &str, count: usize) -> String {
 }
 
 /// Cases grouped as (params without cpus) → per-config case, in run order.
-struct Grouped<'a> {
-    configs: Vec<(String, usize)>,
-    rows: Vec<(CaseKey, BTreeMap<String, &'a CaseData>)>,
+pub(crate) struct Grouped<'a> {
+    pub(crate) configs: Vec<(String, usize)>,
+    pub(crate) rows: Vec<(CaseKey, BTreeMap<String, &'a CaseData>)>,
 }
 
-fn group<'a>(cases: &[&'a CaseData]) -> Grouped<'a> {
+pub(crate) fn group<'a>(cases: &[&'a CaseData]) -> Grouped<'a> {
     let mut configs: Vec<(String, usize)> = Vec::new();
     let mut rows: Vec<(CaseKey, BTreeMap<String, &'a CaseData>)> = Vec::new();
     for c in cases {
@@ -119,6 +119,18 @@ pub fn shown(run: &RunData, c: &CaseData) -> bool {
 
 pub fn run_tables(run: &RunData, cat: &dyn Catalog) -> Vec<Table> {
     let rule = RuleInfo::of(run);
+    family_cases(run, cat)
+        .iter()
+        .map(|(_, cases)| family_table(cases, cat, rule))
+        .collect()
+}
+
+/// The cases each family table shows, by family in the catalogue's order
+/// (families it does not know after).
+pub(crate) fn family_cases<'a>(
+    run: &'a RunData,
+    cat: &dyn Catalog,
+) -> Vec<(String, Vec<&'a CaseData>)> {
     let mut by_family: BTreeMap<String, Vec<&CaseData>> = BTreeMap::new();
     for c in run.cases.iter().filter(|c| shown(run, c)) {
         by_family
@@ -133,9 +145,63 @@ pub fn run_tables(run: &RunData, cat: &dyn Catalog) -> Vec<Table> {
         }
     }
     order
-        .iter()
-        .filter_map(|f| by_family.get(f).map(|cases| family_table(cases, cat, rule)))
+        .into_iter()
+        .filter_map(|f| by_family.remove(&f).map(|cases| (f, cases)))
         .collect()
+}
+
+/// The cases a family's "Geometric mean" row is over: its primary metric,
+/// and per configuration (in [`Grouped::configs`] order) the cases with a
+/// result there, or `None` where the column lost a case (failed, or not
+/// run) and would compare different cases. A case skipped in a
+/// configuration is left out of that column's mean. `None` as a whole for
+/// a family of one row, or one whose cases' primary metrics differ: only
+/// like with like enters it (the seed gives creations and removals each
+/// their own).
+pub(crate) struct GeomeanCases<'a> {
+    pub(crate) metric: String,
+    pub(crate) unit: String,
+    pub(crate) per_config: Vec<Option<Vec<&'a CaseData>>>,
+}
+
+pub(crate) fn geomean_cases<'a>(g: &Grouped<'a>, rule: RuleInfo) -> Option<GeomeanCases<'a>> {
+    let mut units = std::collections::BTreeSet::new();
+    for (_, per_cfg) in &g.rows {
+        let primary = per_cfg.values().next().and_then(|c| c.primary());
+        units.insert((
+            primary.map(|m| m.name.clone()).unwrap_or_default(),
+            primary.map(|m| m.unit.clone()).unwrap_or_default(),
+        ));
+    }
+    if g.rows.len() <= 1 || units.len() != 1 {
+        return None;
+    }
+    let (metric, unit) = units.into_iter().next()?;
+    let per_config = g
+        .configs
+        .iter()
+        .map(|(cfg, _)| {
+            let mut expected = 0;
+            let mut cases = Vec::new();
+            for (_, per_cfg) in &g.rows {
+                let case = per_cfg.get(cfg);
+                if case.is_none_or(|c| c.status != CaseStatus::Skipped) {
+                    expected += 1;
+                }
+                let with_result = case.filter(|c| {
+                    !matches!(c.status, CaseStatus::Skipped | CaseStatus::Failed)
+                        && c.summary(&metric, rule.confidence_pct).n > 0
+                });
+                cases.extend(with_result.copied());
+            }
+            (cases.len() == expected).then_some(cases)
+        })
+        .collect();
+    Some(GeomeanCases {
+        metric,
+        unit,
+        per_config,
+    })
 }
 
 fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table {
@@ -155,14 +221,8 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
     let mut failures = Vec::new();
     let mut stolen: Vec<String> = Vec::new();
     let mut skipped = Vec::new();
-    // Per config: data rows not skipped there, which the family's geometric
-    // mean must cover to be shown (a skipped row is left out of it).
-    let mut family_rows: Vec<usize> = vec![0; g.configs.len()];
     let mut not_converged = 0;
     let (mut medians, mut load_bound) = (None, 0);
-    let mut units = std::collections::BTreeSet::new();
-    // Per config: the primary means of the family's data rows, for the family geomean.
-    let mut family_means: Vec<Vec<f64>> = vec![Vec::new(); g.configs.len()];
 
     let mut workload_order: Vec<String> = Vec::new();
     for (k, _) in &g.rows {
@@ -182,12 +242,6 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
             let mut cells = vec![Cell::new(case_label(&info, key))];
             let primary = per_cfg.values().next().and_then(|c| c.primary().cloned());
             unit = primary.as_ref().map(|m| m.unit.clone()).unwrap_or_default();
-            // Only like with like enters the family's geometric mean: the
-            // seed gives creations and removals each their own.
-            units.insert((
-                primary.as_ref().map(|m| m.name.clone()).unwrap_or_default(),
-                unit.clone(),
-            ));
             cells.push(Cell::tone(unit.clone(), Tone::Dim));
             let mut rest = key.params.clone();
             if let Some(o) = &info.geomean_over {
@@ -203,14 +257,6 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
             };
             gm_rows[gi] += 1;
             for (ci, (cfg, _)) in g.configs.iter().enumerate() {
-                // A row not run in this configuration keeps the column
-                // incomplete; only a skipped one is left out of its mean.
-                if per_cfg
-                    .get(cfg)
-                    .is_none_or(|c| c.status != CaseStatus::Skipped)
-                {
-                    family_rows[ci] += 1;
-                }
                 let Some(case) = per_cfg.get(cfg) else {
                     cells.extend([Cell::new(""), Cell::new(""), Cell::new("")]);
                     continue;
@@ -292,7 +338,6 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
                                 format!("±{}", sig(s.half_width(), 2)),
                                 Tone::Dim,
                             ));
-                            family_means[ci].push(s.mean);
                             gm[gi].1[ci].push(s.mean);
                         } else {
                             cells.extend([Cell::new("–"), Cell::new("")]);
@@ -327,15 +372,19 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
             }
         }
     }
-    if g.rows.len() > 1 && units.len() == 1 {
-        let unit = units
-            .iter()
-            .next()
-            .map(|(_, u)| u.clone())
-            .unwrap_or_default();
-        let mut cells = vec![Cell::new("Geometric mean"), Cell::tone(unit, Tone::Dim)];
-        for (vals, rows) in family_means.iter().zip(&family_rows) {
-            cells.push(Cell::new(complete_geomean(vals, *rows)));
+    if let Some(gm) = geomean_cases(&g, rule) {
+        let mut cells = vec![Cell::new("Geometric mean"), Cell::tone(gm.unit, Tone::Dim)];
+        for cases in &gm.per_config {
+            let value = cases.as_ref().and_then(|cs| {
+                let means: Vec<f64> = cs
+                    .iter()
+                    .map(|c| c.summary(&gm.metric, rule.confidence_pct).mean)
+                    .collect();
+                geomean(&means)
+            });
+            cells.push(Cell::new(
+                value.map(|v| sig(v, 4)).unwrap_or_else(|| "–".into()),
+            ));
             cells.push(Cell::new(""));
             cells.push(Cell::new(""));
         }

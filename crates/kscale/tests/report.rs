@@ -224,9 +224,25 @@ fn study_quick_writes_the_report() {
         text.contains("== Direct results") && text.contains("== Scalability"),
         "{text}"
     );
+    // The decisions come first: they are the answer the rest details.
+    let decisions = text.find("== Decisions").expect("no decisions");
+    assert!(
+        decisions < text.find("== Direct results").unwrap_or(0),
+        "{text}"
+    );
+    let table = &text[decisions..];
+    assert!(
+        table.contains("Decisions: each family's geometric mean and scalability")
+            && table.contains("scal. all÷1"),
+        "{text}"
+    );
     let file = env.path().join("kscale-study-st.html");
     assert!(text.contains("kscale-study-st.html"), "{text}");
     let html = check_report(&file, 3);
+    assert!(
+        html.contains("Decisions: each family"),
+        "no decisions in the report"
+    );
     let j = env.export("st");
     let cpus: std::collections::BTreeSet<&str> = j["results"]
         .as_array()

@@ -3,6 +3,7 @@
 use crate::output::out;
 use anyhow::Result;
 use kscale_core::noise::Reading;
+use kscale_report::decision::decision_table;
 use kscale_report::machine::machine_table;
 use kscale_report::results::{accounting_table, run_tables};
 use kscale_report::variants::variant_tables;
@@ -103,11 +104,12 @@ fn concurrent(data: &RunData) -> String {
     )
 }
 
-/// The family tables, then the variant tables the definitions declare
-/// (seed 001's thread-library implementations), then the CPU accounting and
-/// the kernel profiles of every case.
+/// The family tables and the decisions on them, then the variant tables
+/// the definitions declare (seed 001's thread-library implementations),
+/// then the CPU accounting and the kernel profiles of every case.
 fn tables(data: &RunData, gauge: &[Reading], baseline: Option<&str>) -> Vec<Table> {
     let mut tables = run_tables(data, &super::Registry);
+    tables.extend(decision_table(data, &super::Registry));
     tables.extend(machine_table(gauge));
     tables.extend(variant_tables(data, &super::Registry, baseline));
     tables.extend(accounting_table(data, &super::Registry));

@@ -128,6 +128,11 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let data = store.load_run(run_id)?;
     let color = super::use_color();
     outln!("{}", super::show::header(&data))?;
+    if let Some(t) = kscale_report::decision::decision_table(&data, &super::Registry) {
+        outln!("== Decisions\n")?;
+        out!("{}", t.to_terminal(color))?;
+        outln!()?;
+    }
     outln!("== Direct results")?;
     for t in run_tables(&data, &super::Registry) {
         outln!()?;

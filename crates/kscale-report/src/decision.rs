@@ -1,0 +1,257 @@
+//! The decisions table (docs/method.md, "Decisions: a family's geometric
+//! mean and scalability with intervals"): one row per family, its
+//! geometric mean on each CPU configuration and its scalability, each with
+//! the interval that says whether the run decided it. The per-case tables
+//! give every case an interval, but a study's question is asked of a
+//! family, and a family of converged cases can still be known only to
+//! ±15 % as a whole (or be known well although one case did not converge).
+
+use crate::format::sig;
+use crate::results::{cpus_header, family_cases, geomean_cases, group, Grouped, RuleInfo};
+use crate::table::{Cell, RowKind, Table, Tone};
+use crate::Catalog;
+use kscale_core::decision::{Interval, LogEstimate};
+use kscale_core::{Estimator, RunRule};
+use kscale_store::{CaseData, CaseStatus, RunData};
+
+/// The estimator behind a case's interval: the case's own, and for a
+/// median-of-N case (whose table "interval" is the range of its trials)
+/// the mean, so that its trials' spread still gives a standard error.
+fn estimator(c: &CaseData) -> Estimator {
+    match c.rule {
+        RunRule::Converge => c.estimator,
+        RunRule::MedianOf(_) => Estimator::Mean,
+    }
+}
+
+/// A family's geometric mean on one configuration over `cases` (those of
+/// its table's "Geometric mean" row): the point is the table's (each
+/// case's printed value), the interval from each case's estimate. `Err`
+/// with the point alone when a case has fewer than two counted trials.
+fn family_geomean(
+    cases: &[&CaseData],
+    metric: &str,
+    confidence_pct: f64,
+) -> Result<Interval, Option<f64>> {
+    let values: Vec<f64> = cases
+        .iter()
+        .map(|c| c.summary(metric, confidence_pct).mean)
+        .collect();
+    let logs: Option<Vec<LogEstimate>> = cases
+        .iter()
+        .zip(&values)
+        .map(|(c, v)| LogEstimate::of_value(*v, estimator(c).estimate(&c.values(metric))?))
+        .collect();
+    logs.and_then(|l| Interval::combine(&l, confidence_pct))
+        .ok_or_else(|| kscale_core::stats::geomean(&values))
+}
+
+/// A family's scalability of configuration `other` over `base`, from each
+/// case's trials paired by position ([`LogEstimate::paired`]). Pairing by
+/// position pairs trials of the same round: the runner measures a
+/// workload's cases on every configuration round-robin, one turn each per
+/// round (`run_group` in crates/kscale/src/engine/runner.rs), so while both
+/// of a case's configurations are measuring, their k-th counted trials are
+/// taken in the same round, warm-ups in the first. One that finished first
+/// has fewer trials, and only the first min(n_base, n_other) of each pair.
+/// Under `--budget` the planner picks the next trial by need, so beyond
+/// each case's first `--min-trials` (taken in turn) the k-th trials are
+/// only near each other in the run; pairing the first min(n) still holds
+/// the interval (it comes from the pairs' own spread), only less of the
+/// drift cancels. Pairing by start time was not chosen: `started_at` is
+/// stored to the second and quick trials last 0.05 s.
+///
+/// Every case of the family with a result on both configurations enters;
+/// a case skipped on either is left out, as the tables leave it out of
+/// their means; one failed or lost on either leaves no figure, as it would
+/// compare different cases.
+fn family_scalability(
+    g: &Grouped<'_>,
+    base: &str,
+    other: &str,
+    confidence_pct: f64,
+) -> Option<Interval> {
+    let mut logs = Vec::new();
+    for (_, per_cfg) in &g.rows {
+        let (b, o) = (per_cfg.get(base), per_cfg.get(other));
+        if [b, o]
+            .iter()
+            .any(|c| c.is_some_and(|c| c.status == CaseStatus::Skipped))
+        {
+            continue;
+        }
+        let (b, o) = (b?, o?);
+        if [b, o].iter().any(|c| c.status == CaseStatus::Failed) {
+            return None;
+        }
+        let m = b.primary()?;
+        let est = match (b.rule, b.estimator) {
+            (RunRule::Converge, e) if o.estimator == e => e,
+            _ => Estimator::Mean,
+        };
+        logs.push(LogEstimate::paired(
+            &b.values(&m.name),
+            &o.values(&m.name),
+            m.direction,
+            est,
+        )?);
+    }
+    Interval::combine(&logs, confidence_pct)
+}
+
+fn decided(i: &Interval, width_pct: f64) -> Cell {
+    if i.decided(width_pct) {
+        Cell::tone("✓", Tone::Good)
+    } else {
+        Cell::tone("✗", Tone::Warn)
+    }
+}
+
+fn width(i: &Interval) -> Cell {
+    Cell::tone(format!("{}%", sig(i.width_pct(), 2)), Tone::Dim)
+}
+
+fn times(x: f64) -> String {
+    format!("{x:.2}×")
+}
+
+/// The run's decisions table; `None` for a run with no family to decide.
+pub fn decision_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
+    let rule = RuleInfo::of(run);
+    let families = family_cases(run, cat);
+    let grouped: Vec<(String, Grouped<'_>)> = families
+        .iter()
+        .map(|(f, cases)| (f.clone(), group(cases)))
+        .collect();
+    // Every configuration of the run, in the order the tables show them;
+    // scalability is against the one with the fewest CPUs, as `scale`'s.
+    let mut configs: Vec<(String, usize)> = Vec::new();
+    for (_, g) in &grouped {
+        for c in &g.configs {
+            if !configs.iter().any(|(n, _)| *n == c.0) {
+                configs.push(c.clone());
+            }
+        }
+    }
+    let base = configs.iter().min_by_key(|(_, n)| *n)?.clone();
+    let others: Vec<(String, usize)> = configs
+        .iter()
+        .filter(|(n, _)| *n != base.0)
+        .cloned()
+        .collect();
+    let short = |name: &str| kscale_core::cpus::base_name(name).to_string();
+    let mut headers = vec!["Family".to_string(), "Unit".to_string()];
+    for (name, count) in &configs {
+        headers.push(format!("GM {}", cpus_header(name, *count)));
+        headers.push("width".into());
+        headers.push("decided".into());
+    }
+    for (name, _) in &others {
+        headers.push(format!("scal. {}÷{}", short(name), short(&base.0)));
+        headers.push(format!("{}% interval", rule.confidence_pct));
+        headers.push("decided".into());
+    }
+    let mut t = Table::new(
+        format!(
+            "Decisions: each family's geometric mean and scalability, with {} % intervals",
+            rule.confidence_pct
+        ),
+        headers,
+    );
+    let mut one_trial = false;
+    for ((family, _), (_, g)) in families.iter().zip(&grouped) {
+        let Some((first, _)) = g.rows.first() else {
+            continue;
+        };
+        let info = cat.info(&first.workload);
+        let gm = geomean_cases(g, rule);
+        let mut cells = vec![
+            Cell::new(format!("{} ({family})", info.family_title)),
+            Cell::tone(
+                gm.as_ref().map(|gm| gm.unit.clone()).unwrap_or_default(),
+                Tone::Dim,
+            ),
+        ];
+        for (name, _) in &configs {
+            let cases = g
+                .configs
+                .iter()
+                .position(|(n, _)| n == name)
+                .and_then(|i| gm.as_ref()?.per_config.get(i)?.as_ref());
+            match (cases, &gm) {
+                (Some(cases), Some(gm)) => {
+                    match family_geomean(cases, &gm.metric, rule.confidence_pct) {
+                        Ok(i) => {
+                            cells.push(Cell::new(sig(i.value, 4)));
+                            cells.push(width(&i));
+                            cells.push(decided(&i, rule.width_pct));
+                        }
+                        Err(point) => {
+                            one_trial = true;
+                            cells.push(Cell::new(
+                                point.map(|v| sig(v, 4)).unwrap_or_else(|| "–".into()),
+                            ));
+                            cells.push(Cell::tone("–", Tone::Dim));
+                            cells.push(Cell::tone("✗", Tone::Warn));
+                        }
+                    }
+                }
+                _ => cells.extend([Cell::new("–"), Cell::new(""), Cell::new("")]),
+            }
+        }
+        for (name, _) in &others {
+            match family_scalability(g, &base.0, name, rule.confidence_pct) {
+                Some(i) => {
+                    let tone = if i.low > 1.0 {
+                        Tone::Good
+                    } else if i.high < 1.0 {
+                        Tone::Bad
+                    } else {
+                        Tone::Plain
+                    };
+                    cells.push(Cell::tone(times(i.value), tone));
+                    cells.push(Cell::tone(
+                        format!("{}–{}", times(i.low), times(i.high)),
+                        Tone::Dim,
+                    ));
+                    cells.push(decided(&i, rule.width_pct));
+                }
+                None => cells.extend([Cell::new("–"), Cell::new(""), Cell::new("")]),
+            }
+        }
+        t.push(RowKind::Summary, cells);
+    }
+    if t.rows.is_empty() {
+        return None;
+    }
+    t.notes.push(format!(
+        "GM: the family's geometric mean, as its table's \"Geometric mean\" row; its interval \
+         combines each case's estimate ({}; the mean's for a median of N) by the delta method \
+         in log space, with Welch–Satterthwaite degrees of freedom; width: the interval's full \
+         width as % of the GM; decided ✓: width ≤ {} %, the run's rule for each case.",
+        rule.estimator.describe(),
+        rule.width_pct
+    ));
+    if !others.is_empty() {
+        t.notes.push(format!(
+            "scal.: the geometric mean over the family's cases of each case's ratio of trials \
+             paired within a round (counted trial k on one configuration with trial k on the \
+             other), inverted where lower is better so above 1× is faster; its interval from \
+             the pairs' spread; decided ✓: full width ≤ {} % of the value.",
+            rule.width_pct
+        ));
+    }
+    t.notes.push(
+        "–: no figure (a family of one case or of unlike metrics has no geometric mean; a \
+         case failed or not measured on a configuration leaves its column without one)."
+            .into(),
+    );
+    if one_trial {
+        t.notes.push(
+            "✗ with no width: a case has a single counted trial, so the family's interval \
+             cannot be known."
+                .into(),
+        );
+    }
+    Some(t)
+}

@@ -1,0 +1,247 @@
+//! The decisions table: each family's geometric mean and scalability with
+//! their intervals, on hand-built runs whose figures can be checked.
+
+use kscale_core::{Direction, RunRule};
+use kscale_report::decision::decision_table;
+use kscale_report::results::run_tables;
+use kscale_report::{Catalog, WorkloadInfo};
+mod common;
+use common::run_with;
+use kscale_store::{CaseData, CaseStatus, RunData};
+use std::collections::BTreeMap;
+
+struct Cat;
+
+impl Catalog for Cat {
+    fn workload(&self, id: &str) -> Option<WorkloadInfo> {
+        let (family, family_title, title, params) = match id {
+            "syscall.null" => (
+                "syscall",
+                "Latency of simple functions",
+                "Simple syscall",
+                vec![],
+            ),
+            "syscall.pipe" => (
+                "syscall",
+                "Latency of simple functions",
+                "Pipe latency",
+                vec![],
+            ),
+            "ctx.lat" => (
+                "ctx",
+                "Context switching latency",
+                "Context switch",
+                vec!["procs"],
+            ),
+            "net.tcp_rr" => (
+                "net",
+                "Network round trips",
+                "TCP request/response",
+                vec!["conns"],
+            ),
+            "mem.bw" => ("mem", "Memory bandwidth", "Read bandwidth", vec![]),
+            _ => return None,
+        };
+        Some(WorkloadInfo {
+            id: id.into(),
+            family: family.into(),
+            family_title: family_title.into(),
+            title: title.into(),
+            params: common::params(&params),
+            ..Default::default()
+        })
+    }
+    fn family_order(&self) -> Vec<String> {
+        ["syscall", "ctx", "net", "mem"].map(String::from).to_vec()
+    }
+}
+
+/// A case whose counted trials are `vals` (a warm-up before them).
+fn case(
+    id: i64,
+    w: &str,
+    params: &[(&str, &str)],
+    cpus: &str,
+    (metric, unit, direction): (&str, &str, Direction),
+    vals: &[f64],
+) -> CaseData {
+    let trials = std::iter::once(vals[0] * 1.3)
+        .chain(vals.iter().copied())
+        .map(|v| BTreeMap::from([(metric.to_string(), v)]))
+        .collect();
+    common::case(
+        id,
+        w,
+        params,
+        cpus,
+        vec![common::metric(metric, unit, direction, true)],
+        trials,
+    )
+}
+
+const LAT: (&str, &str, Direction) = ("latency", "µs", Direction::Lower);
+const TPS: (&str, &str, Direction) = ("tps", "tps", Direction::Higher);
+const BW: (&str, &str, Direction) = ("bw", "MB/s", Direction::Higher);
+
+/// Each trial of `vals` times `k`: a case whose every pair has ratio `k`.
+fn times(vals: &[f64], k: f64) -> Vec<f64> {
+    vals.iter().map(|v| v * k).collect()
+}
+
+fn run() -> RunData {
+    let null = [0.2600, 0.2610, 0.2590, 0.2605, 0.2595];
+    let pipe = [2.10, 2.14, 2.08, 2.12, 2.11];
+    // ctx: tight on 1 CPU; on all, one case spreads by ±20 %.
+    let ctx2 = [1.50, 1.52, 1.49, 1.51, 1.50];
+    let ctx8 = [2.00, 2.02, 1.98, 2.01, 1.99];
+    let ctx8_all = [5.0, 3.2, 4.1, 2.9, 4.8];
+    // net: median of three on each configuration, throughput.
+    let mut net = vec![
+        case(
+            7,
+            "net.tcp_rr",
+            &[("conns", "4")],
+            "1",
+            TPS,
+            &[40e3, 41e3, 39e3],
+        ),
+        case(
+            8,
+            "net.tcp_rr",
+            &[("conns", "4")],
+            "all",
+            TPS,
+            &[70e3, 73e3, 69e3],
+        ),
+        case(
+            9,
+            "net.tcp_rr",
+            &[("conns", "16")],
+            "1",
+            TPS,
+            &[42e3, 42e3, 43e3],
+        ),
+        case(
+            10,
+            "net.tcp_rr",
+            &[("conns", "16")],
+            "all",
+            TPS,
+            &[80e3, 79e3, 82e3],
+        ),
+    ];
+    for c in &mut net {
+        c.rule = RunRule::MedianOf(3);
+        c.converged = None;
+    }
+    // mem: one case, so no geometric mean, and it failed on all.
+    let mut failed = case(12, "mem.bw", &[], "all", BW, &[1.0]);
+    failed.status = CaseStatus::Failed;
+    failed.error = Some("worker killed by signal 9".into());
+    failed.trials.clear();
+    let mut cases = vec![
+        case(1, "syscall.null", &[], "1", LAT, &null),
+        case(2, "syscall.null", &[], "all", LAT, &times(&null, 1.04)),
+        case(3, "syscall.pipe", &[], "1", LAT, &pipe),
+        case(4, "syscall.pipe", &[], "all", LAT, &times(&pipe, 0.5)),
+        case(5, "ctx.lat", &[("procs", "2")], "1", LAT, &ctx2),
+        case(
+            6,
+            "ctx.lat",
+            &[("procs", "2")],
+            "all",
+            LAT,
+            &times(&ctx2, 1.1),
+        ),
+        case(13, "ctx.lat", &[("procs", "8")], "1", LAT, &ctx8),
+        case(14, "ctx.lat", &[("procs", "8")], "all", LAT, &ctx8_all),
+        case(11, "mem.bw", &[], "1", BW, &[9000.0, 9100.0, 8950.0]),
+        failed,
+    ];
+    cases.extend(net);
+    let mut run = run_with(cases);
+    run.run.options = serde_json::json!({
+        "rule": {"width_pct": 10.0, "confidence_pct": 95.0, "estimator": "mean"}
+    });
+    run
+}
+
+#[test]
+fn terminal_table() {
+    let t = decision_table(&run(), &Cat).expect("a table");
+    insta::assert_snapshot!(t.to_terminal(false));
+}
+
+/// Cells of the family row whose first cell starts with `title`.
+fn row(t: &kscale_report::Table, title: &str) -> Vec<String> {
+    t.rows
+        .iter()
+        .find(|r| r.cells[0].text.starts_with(title))
+        .unwrap_or_else(|| panic!("no row {title}"))
+        .cells
+        .iter()
+        .map(|c| c.text.clone())
+        .collect()
+}
+
+#[test]
+fn the_geometric_mean_is_the_family_tables() {
+    let run = run();
+    let t = decision_table(&run, &Cat).unwrap();
+    // The family table's "Geometric mean" row, per configuration.
+    let tables = run_tables(&run, &Cat);
+    let family = tables
+        .iter()
+        .find(|t| t.title.contains("(syscall)"))
+        .unwrap();
+    let gm = family
+        .rows
+        .iter()
+        .find(|r| r.cells[0].text == "Geometric mean")
+        .unwrap();
+    let r = row(&t, "Latency of simple functions");
+    assert_eq!(r[2], gm.cells[2].text);
+    assert_eq!(r[5], gm.cells[5].text);
+    assert_eq!(r[1], "µs");
+}
+
+#[test]
+fn scalability_is_from_the_pairs_and_faster_is_above_one() {
+    let t = decision_table(&run(), &Cat).unwrap();
+    // syscall: every pair of null is 1.04× slower on all, of pipe 2×
+    // faster: √(2 / 1.04) = 1.387, exactly (no spread in any pair).
+    let r = row(&t, "Latency of simple functions");
+    assert_eq!(r[8], "1.39×");
+    assert_eq!(r[9], "1.39×–1.39×");
+    assert_eq!(r[10], "✓");
+    // ctx on all: one case spreads by ±20 %, so neither its geometric
+    // mean nor its scalability is decided at 10 %.
+    let r = row(&t, "Context switching latency");
+    assert_eq!((r[4].as_str(), r[7].as_str()), ("✓", "✗"));
+    assert_eq!(r[10], "✗");
+    // net: medians of three; higher is better, so all ÷ 1 is above 1.
+    let r = row(&t, "Network round trips");
+    let scal: f64 = r[8].trim_end_matches('×').parse().unwrap();
+    assert!((1.7..2.0).contains(&scal), "{r:?}");
+    // mem: one case, no geometric mean; it failed on all, no scalability.
+    let r = row(&t, "Memory bandwidth");
+    assert_eq!(
+        (r[2].as_str(), r[5].as_str(), r[8].as_str()),
+        ("–", "–", "–")
+    );
+}
+
+#[test]
+fn one_configuration_has_no_scalability_columns() {
+    let run = run();
+    let one: Vec<CaseData> = run
+        .cases
+        .iter()
+        .filter(|c| c.key.cpus == "1")
+        .cloned()
+        .collect();
+    let t = decision_table(&run_with(one), &Cat).unwrap();
+    assert_eq!(t.headers.len(), 5, "{:?}", t.headers);
+    assert!(t.notes.iter().all(|n| !n.starts_with("scal.")));
+    assert_eq!(decision_table(&run_with(vec![]), &Cat), None);
+}
