@@ -243,10 +243,14 @@ pub fn moments(span_s: f64) -> f64 {
 }
 
 /// A two-run comparison whose spread includes the machine's between-run
-/// component: each side's standard error is widened by `between_cv` × its
-/// estimate ÷ √`moments` of it. Returns the two-sided p of Welch's t on the
-/// widened errors and the minimum detectable change at `alpha` and
-/// `power`, as a fraction of the baseline.
+/// component, on the log scale where the machine's noise is
+/// multiplicative (a host spell slows every operation by a share, not by
+/// nanoseconds): d = ln(now ÷ base), with variance (se_base ÷ base)² +
+/// (se_now ÷ now)² + b²÷k_base + b²÷k_now, b being `between_cv` and k the
+/// moments each side spans. Returns the two-sided p of Welch's t on d
+/// (the within parts' Welch–Satterthwaite degrees of freedom, at least 2)
+/// and the minimum detectable change at `alpha` and `power`, as a
+/// fraction of the baseline.
 pub fn across_runs(
     base: Estimate,
     now: Estimate,
@@ -256,30 +260,33 @@ pub fn across_runs(
     alpha: f64,
     power: f64,
 ) -> Option<(f64, f64)> {
-    if !(base.center.is_finite() && now.center.is_finite()) || base.center == 0.0 {
+    if !(base.center.is_finite() && now.center.is_finite())
+        || base.center <= 0.0
+        || now.center <= 0.0
+    {
         return None;
     }
-    let widen = |e: Estimate, k: f64| -> Estimate {
-        let b = between_cv * e.center.abs() / k.max(1.0).sqrt();
-        Estimate {
-            se: (e.se.powi(2) + b.powi(2)).sqrt(),
-            ..e
-        }
-    };
-    let (a, b) = (widen(base, moments_base), widen(now, moments_now));
-    let (p, _) = crate::twosample::t_test(a, b);
-    let se = (a.se.powi(2) + b.se.powi(2)).sqrt();
-    if se == 0.0 {
-        return Some((p, 0.0));
+    let (ra, rb) = (base.se / base.center, now.se / now.center);
+    let (va, vb) = (ra * ra, rb * rb);
+    let between = between_cv.powi(2) * (1.0 / moments_base.max(1.0) + 1.0 / moments_now.max(1.0));
+    let var = va + vb + between;
+    let d = (now.center / base.center).ln();
+    if var == 0.0 {
+        return Some((if d == 0.0 { 1.0 } else { 0.0 }, 0.0));
     }
-    // Welch–Satterthwaite df with the between part counted as known as
-    // the within part's: conservative enough, and never below 2.
-    let (va, vb) = (a.se.powi(2), b.se.powi(2));
-    let df =
-        ((va + vb).powi(2) / (va.powi(2) / a.df.max(1.0) + vb.powi(2) / b.df.max(1.0))).max(2.0);
-    let d = StudentsT::new(0.0, 1.0, df).ok()?;
-    let k = d.inverse_cdf(1.0 - alpha / 2.0) + d.inverse_cdf(power);
-    Some((p, k * se / base.center.abs()))
+    // The between part is counted as known as well as the within part
+    // with more degrees of freedom: conservative enough, never below 2.
+    let within = va + vb;
+    let df = if within > 0.0 {
+        (within.powi(2) / (va.powi(2) / base.df.max(1.0) + vb.powi(2) / now.df.max(1.0))).max(2.0)
+    } else {
+        base.df.max(now.df).max(2.0)
+    };
+    let t = StudentsT::new(0.0, 1.0, df).ok()?;
+    let se = var.sqrt();
+    let p = (2.0 * (1.0 - t.cdf(d.abs() / se))).clamp(0.0, 1.0);
+    let k = t.inverse_cdf(1.0 - alpha / 2.0) + t.inverse_cdf(power);
+    Some((p, (k * se).exp() - 1.0))
 }
 
 /// What a run can expect at this noise: the trials a case needs for its

@@ -45,6 +45,8 @@ thread_local! {
     /// Other measuring kscale processes seen at a control reading of the
     /// current run.
     static OTHERS: RefCell<Vec<kscale_sys::process::OtherRun>> = const { RefCell::new(Vec::new()) };
+    /// When [`tick`] last looked for other runs.
+    static LOOKED: RefCell<Option<Instant>> = const { RefCell::new(None) };
 }
 
 /// Other measuring kscale processes seen while this run measured (at its
@@ -186,6 +188,19 @@ fn start_control(
 /// One control reading of every CPU when [`EVERY`] has passed since the
 /// last: called between trials, never during one.
 pub fn tick(store: &Store) {
+    // Another run is looked for more often than the machine is read: a
+    // /proc scan costs well under a millisecond.
+    let due = LOOKED.with(|l| {
+        let mut l = l.borrow_mut();
+        let due = l.is_none_or(|t: Instant| t.elapsed() >= Duration::from_secs(1));
+        if due {
+            *l = Some(Instant::now());
+        }
+        due
+    });
+    if due && CONTROL.with(|c| c.borrow().is_some()) {
+        look_for_others();
+    }
     sample(store, false);
 }
 

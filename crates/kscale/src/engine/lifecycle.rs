@@ -80,19 +80,7 @@ pub fn prepare(
     opts.capacity = capacity;
     super::args::check_label(&label)?;
     let mut snapshot = kscale_sys::snapshot::take(VERSION, GIT_REV);
-    let others = kscale_sys::process::other_runs();
-    if !others.is_empty() {
-        for o in &others {
-            eprintln!(
-                "kscale: warning: another kscale is measuring on this machine (pid {}: {}); the two runs measure each other",
-                o.pid, o.cmdline
-            );
-        }
-        snapshot["concurrent"] = serde_json::json!(others
-            .iter()
-            .map(|o| serde_json::json!({"pid": o.pid, "cmdline": o.cmdline}))
-            .collect::<Vec<_>>());
-    }
+
     let idle = crate::idle::hold_for_run(opts.cpu_idle, &mut snapshot)?;
     let mut peers = None;
     if !opts.peers.is_empty() {
@@ -133,6 +121,13 @@ impl Prepared {
             snapshot: self.snapshot,
         };
         let id = store.create_run(&new)?;
+        // Said once the run exists, after everything that can refuse it.
+        for o in kscale_sys::process::other_runs() {
+            eprintln!(
+                "kscale: warning: another kscale is measuring on this machine (pid {}: {}); the two runs measure each other",
+                o.pid, o.cmdline
+            );
+        }
         let rule = &self.opts.rule;
         eprintln!(
             "kscale: run {id} ({}): {} cases, CI {}@{}, {}–{} trials{}, db {}",

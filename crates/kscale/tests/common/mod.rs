@@ -4,7 +4,11 @@ use std::path::{Path, PathBuf};
 
 pub fn kscale() -> Command {
     let mut c = Command::cargo_bin("kscale").expect("kscale binary");
-    c.env_remove("KSCALE_DB").env("NO_COLOR", "1");
+    // The tests run kscale in parallel on purpose: each run would warn of
+    // the others (tests/concurrent.rs tests that warning itself).
+    c.env_remove("KSCALE_DB")
+        .env("NO_COLOR", "1")
+        .env("KSCALE_OTHER_RUNS", "ignore");
     c
 }
 
@@ -126,6 +130,7 @@ impl Env {
         c.current_dir(self.path())
             .env("KSCALE_TEST_MARK", mark)
             .env("NO_COLOR", "1")
+            .env("KSCALE_OTHER_RUNS", "ignore")
             .arg("--db")
             .arg(self.db())
             .args(args)
@@ -388,6 +393,7 @@ pub fn in_mount_ns(
         ])
         .args(args)
         .env("NO_COLOR", "1")
+        .env("KSCALE_OTHER_RUNS", "ignore")
         .output();
     match out {
         Ok(o)

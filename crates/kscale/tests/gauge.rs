@@ -1,0 +1,254 @@
+//! The gauge and the control (docs/method.md): a run reads the machine
+//! before its first trial and through it, stores the readings and shows
+//! them; `check` puts the machine's move in its verdict; `doctor`'s exit
+//! status follows its findings; two runs at once say so.
+
+mod common;
+use common::{assert_exit, Env};
+
+/// A run stores at least the gauge's eight readings of each CPU it uses and
+/// one at its end, says what the noise means at its start, and `show`
+/// prints the machine over the run.
+#[test]
+fn a_run_reads_and_shows_the_machine() {
+    let env = Env::new();
+    let out = env
+        .tiny_run(&["syscall.null"], "1,all", "g")
+        .output()
+        .expect("kscale");
+    assert_exit(&out, 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("kscale: gauge: CPU "), "{err}");
+    assert!(err.contains("a 10 % interval needs"), "{err}");
+    let show = env.cmd(&["show", "g"]).output().expect("kscale");
+    let text = String::from_utf8_lossy(&show.stdout);
+    assert!(text.contains("The machine over the run"), "{text}");
+    // Every CPU row has at least 9 readings: 8 before, 1 at the end.
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.contains("The machine over the run"))
+        .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .take_while(|l| l.contains('%'))
+        .collect();
+    assert!(!rows.is_empty(), "{text}");
+    for r in rows {
+        let n: usize = r
+            .split_whitespace()
+            .nth(1)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        assert!(n >= 9, "{r}\n{text}");
+    }
+}
+
+/// `KSCALE_NO_GAUGE=1`: no readings, no machine table, and `check` says
+/// the machine's move is unknown instead of guessing it.
+#[test]
+fn without_the_gauge_check_says_the_move_is_unknown() {
+    let env = Env::new();
+    let run = |label: &str| {
+        env.tiny_run(&["syscall.null"], "1", label)
+            .env("KSCALE_NO_GAUGE", "1")
+            .output()
+            .expect("kscale")
+    };
+    assert_exit(&run("base"), 0);
+    let out = env
+        .cmd(&[
+            "check",
+            "--baseline",
+            "base",
+            "--threshold",
+            "50%",
+            "syscall.null",
+            "--quick",
+            "--trial-time",
+            "0.02",
+            "--cpus",
+            "1",
+            "--no-progress",
+        ])
+        .env("KSCALE_NO_GAUGE", "1")
+        .output()
+        .expect("kscale");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(matches!(out.status.code(), Some(0 | 125)), "{text}");
+    assert!(text.contains("no gauge readings"), "{text}");
+}
+
+/// `check --format json` carries the machine's move over all CPUs and on
+/// each case's, from both runs' readings.
+#[test]
+fn check_reports_the_machine_move() {
+    let env = Env::new();
+    assert_exit(
+        &env.tiny_run(&["syscall.null"], "1", "base")
+            .output()
+            .expect("kscale"),
+        0,
+    );
+    let out = env
+        .cmd(&[
+            "check",
+            "--baseline",
+            "base",
+            "--threshold",
+            "50%",
+            "syscall.null",
+            "--quick",
+            "--trial-time",
+            "0.02",
+            "--cpus",
+            "1",
+            "--no-progress",
+            "--format",
+            "json",
+        ])
+        .output()
+        .expect("kscale");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert!(doc["machine"]["slower_pct"].is_number(), "{doc}");
+    assert!(
+        doc["machine"]["between_pct"]
+            .as_f64()
+            .is_some_and(|b| b >= 0.0),
+        "{doc}"
+    );
+    let case = &doc["cases"][0];
+    assert!(case["machine"]["slower_pct"].is_number(), "{doc}");
+    // Never "regressed" on the same binary by half its value.
+    assert_ne!(out.status.code(), Some(1), "{doc}");
+}
+
+/// doctor: 0 when the machine can run what was asked, 1 when a named
+/// target's program is missing (one FAIL line naming the package), 2 on
+/// bad input.
+#[test]
+fn doctor_exit_status_follows_its_findings() {
+    let env = Env::new();
+    let ok = env
+        .cmd(&["doctor", "--seconds", "1", "syscall.null"])
+        .output()
+        .expect("kscale");
+    let text = String::from_utf8_lossy(&ok.stdout);
+    assert_eq!(ok.status.code(), Some(0), "{text}");
+    assert!(text.contains("gauge: CPU "), "{text}");
+    assert!(text.contains("kscale doctor: "), "{text}");
+
+    let missing = env
+        .cmd(&["doctor", "--seconds", "1", "web.nginx"])
+        .env("KSCALE_NGINX", env.path().join("no-nginx-here"))
+        .output()
+        .expect("kscale");
+    let text = String::from_utf8_lossy(&missing.stdout);
+    assert_eq!(missing.status.code(), Some(1), "{text}");
+    let fails: Vec<&str> = text.lines().filter(|l| l.starts_with("FAIL")).collect();
+    assert_eq!(fails.len(), 1, "{text}");
+    assert!(
+        fails[0].contains("web.nginx") && fails[0].contains("nginx-light"),
+        "{text}"
+    );
+
+    let json = env
+        .cmd(&["doctor", "--seconds", "1", "--format", "json", "web.nginx"])
+        .env("KSCALE_NGINX", env.path().join("no-nginx-here"))
+        .output()
+        .expect("kscale");
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+    assert_eq!(doc["status"], "fail", "{doc}");
+
+    for (args, needle) in [
+        (vec!["doctor", "no.such"], "unknown target `no.such`"),
+        (vec!["doctor", "--seconds", "0"], "bad --seconds 0"),
+    ] {
+        let out = env.cmd(&args).output().expect("kscale");
+        common::assert_refused(&out, needle, &args.join(" "));
+    }
+}
+
+/// Without nginx, `run web.nginx --capacity` says so in one line and
+/// measures nothing: no failure per step, no capacity of 0.
+#[test]
+fn a_missing_server_is_one_line_not_a_zero_capacity() {
+    let env = Env::new();
+    let out = env
+        .cmd(&[
+            "run",
+            "web.nginx",
+            "--quick",
+            "--capacity",
+            "--cpus",
+            "1",
+            "--no-progress",
+        ])
+        .env("KSCALE_NGINX", env.path().join("no-nginx-here"))
+        .output()
+        .expect("kscale");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let about: Vec<&str> = err.lines().filter(|l| l.contains("nginx")).collect();
+    assert_eq!(about.len(), 1, "{err}");
+    assert!(about[0].contains("nginx-light"), "{err}");
+    assert!(!err.contains("failed"), "{err}");
+    assert!(!text.contains("capacity: 0"), "{text}");
+}
+
+/// Two runs at once: the second says so when it starts, and the first
+/// says so at its end and in its results.
+#[test]
+fn two_runs_at_once_say_so() {
+    let env = Env::new();
+    let long = std::process::Command::new(common::bin())
+        .current_dir(env.path())
+        .args(["--db"])
+        .arg(env.path().join("a.db"))
+        .args([
+            "run",
+            "syscall.null",
+            "--cpus",
+            "1",
+            "--trial-time",
+            "0.2",
+            "--min-trials",
+            "25",
+            "--max-trials",
+            "25",
+            "--no-progress",
+            "--label",
+            "first",
+        ])
+        .env("NO_COLOR", "1")
+        .env_remove("KSCALE_OTHER_RUNS")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn kscale");
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let second = env
+        .tiny_run(&["syscall.null"], "1", "second")
+        .env_remove("KSCALE_OTHER_RUNS")
+        .output()
+        .expect("kscale");
+    let first = long.wait_with_output().expect("wait");
+    assert_exit(&first, 0);
+    assert_exit(&second, 0);
+    let err2 = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        err2.contains("another kscale is measuring on this machine"),
+        "{err2}"
+    );
+    let err1 = String::from_utf8_lossy(&first.stderr);
+    assert!(
+        err1.contains("other kscale runs measured on this machine during run"),
+        "{err1}"
+    );
+    let show = common::kscale()
+        .current_dir(env.path())
+        .arg("--db")
+        .arg(env.path().join("a.db"))
+        .args(["show", "first"])
+        .output()
+        .expect("kscale");
+    let text = String::from_utf8_lossy(&show.stdout);
+    assert!(text.contains("other kscale runs measured"), "{text}");
+}
