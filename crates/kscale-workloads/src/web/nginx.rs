@@ -15,7 +15,10 @@ fn find_nginx() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("KSCALE_NGINX") {
         let p = PathBuf::from(p);
         if !p.is_file() {
-            bail!("nginx not found at KSCALE_NGINX={}", p.display());
+            bail!(
+                "nginx not found at KSCALE_NGINX={} (web.nginx needs Debian's nginx-light)",
+                p.display()
+            );
         }
         return Ok(p);
     }
@@ -31,9 +34,7 @@ fn find_nginx() -> Result<PathBuf> {
 
 /// [`crate::WorkloadDef::unavailable`] of `web.nginx`: nginx not installed.
 pub fn unavailable(_: &crate::WorkloadDef, _: &kscale_core::Params) -> Option<String> {
-    find_nginx()
-        .err()
-        .map(|_| "nginx is not installed (Debian package nginx-light)".to_string())
+    find_nginx().err().map(|e| format!("{e:#}"))
 }
 
 /// nginx's configuration: the file set as document root, sendfile,
