@@ -86,6 +86,27 @@ impl RunArgs {
     }
 }
 
+/// The run flags `run --resume` accepts: neither is part of the stored
+/// run (`--no-progress` only draws, and the peers' token is never stored,
+/// so a resumed run that uses peers needs it again). Every other run flag
+/// is restored from the stored run's options, so `--resume` refuses it
+/// rather than drop it silently; a flag added to [`RunArgs`] or
+/// [`Targets`] is refused until it is named here.
+pub const GIVEN_WITH_RESUME: &[&str] = &["no_progress", "token"];
+
+/// The ids of the run flags `--resume` refuses: every argument of
+/// [`Targets`] and [`RunArgs`] as clap defines them, less
+/// [`GIVEN_WITH_RESUME`]. Read from the definition, so a new run flag
+/// cannot be left out of `--resume`'s conflicts by hand.
+pub fn refused_with_resume() -> Vec<clap::Id> {
+    use clap::Args;
+    let cmd = RunArgs::augment_args(Targets::augment_args(clap::Command::new("run")));
+    cmd.get_arguments()
+        .map(|a| a.get_id().clone())
+        .filter(|id| !GIVEN_WITH_RESUME.contains(&id.as_str()))
+        .collect()
+}
+
 /// What a run measures: workloads or families, suites, CPU configurations,
 /// params, and where macro workloads' load runs.
 #[derive(clap::Args, Clone, Debug, Default)]
