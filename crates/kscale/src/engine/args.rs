@@ -371,7 +371,7 @@ pub fn options(sel: &Targets, args: &RunArgs) -> Result<RunOptions> {
     if sel.capacity {
         let without: Vec<String> = workloads
             .iter()
-            .filter(|w| super::capacity::param_of(w).is_none())
+            .filter(|w| super::plan::param_of(w).is_none())
             .map(|w| w.id())
             .collect();
         if !without.is_empty() {
@@ -380,7 +380,7 @@ pub fn options(sel: &Targets, args: &RunArgs) -> Result<RunOptions> {
                 without.join(", ")
             )));
         }
-        plan = super::capacity::seeds(&plan);
+        plan = super::plan::seeds(&plan);
     }
     Ok(RunOptions {
         targets: sel.targets.clone(),

@@ -373,7 +373,7 @@ pub fn fit_plan(
     let searched = opts.capacity
         && opts.plan.iter().any(|e| {
             kscale_workloads::find(&e.workload)
-                .and_then(super::capacity::param_of)
+                .and_then(super::plan::param_of)
                 .is_some()
         });
     let mut fixed_s = 0.0;
@@ -386,7 +386,7 @@ pub fn fit_plan(
         let Some(w) = kscale_workloads::find(&e.workload) else {
             continue;
         };
-        if searched && super::capacity::param_of(w).is_some() {
+        if searched && super::plan::param_of(w).is_some() {
             continue;
         }
         if w.rule != kscale_core::RunRule::Converge {
@@ -433,13 +433,7 @@ pub fn fit_plan(
     for c in &mut cands {
         c.rank = rank_of[c.group];
     }
-    let share = 1.0
-        - runner_profile_share(opts)
-        - if searched {
-            super::capacity::SHARE
-        } else {
-            0.0
-        };
+    let share = 1.0 - runner_profile_share(opts) - if searched { super::plan::SHARE } else { 0.0 };
     let left = (budget_s * share - fixed_s).max(0.0);
     // A quiet machine measures the whole plan.
     if cv <= QUIET_CV || !fit {

@@ -5,7 +5,7 @@
 use crate::error::user;
 use anyhow::Result;
 use kscale_core::params::cartesian;
-use kscale_core::{CpuConfig, ParamError};
+use kscale_core::{CpuConfig, ParamError, ParamKind};
 use kscale_workloads::{suites, WorkloadDef, REGISTRY};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -211,6 +211,51 @@ pub fn expand(
         }
     }
     Ok(out)
+}
+
+// What a capacity search plans from: the searches are a client of the
+// planner (engine::capacity runs them), so their shape lives here.
+
+/// The most of a run's budget its capacity searches take when the run
+/// measures other cases too, split evenly over the searches: 60 s of
+/// `study --quick`'s five minutes, 30 s per CPU configuration — what the
+/// six swept web cases cost before (three offered loads × warm-up and
+/// three 2 s windows on each configuration). A run of searches alone
+/// (`run --capacity --budget`) gives them all of it.
+pub const SHARE: f64 = 0.2;
+
+/// The searched param of a workload, or why it has none.
+pub fn param_of(w: &WorkloadDef) -> Option<&'static str> {
+    w.capacity.filter(|p| {
+        w.param(p)
+            .is_some_and(|d| matches!(d.kind, ParamKind::Int { .. }))
+    })
+}
+
+/// The plan reduced to one starting case per search: for each workload,
+/// other params and CPU set, the largest value of the capacity param —
+/// the sweep's value nearest a capacity it was chosen to show.
+pub fn seeds(plan: &[PlanEntry]) -> Vec<PlanEntry> {
+    let mut out: Vec<PlanEntry> = Vec::new();
+    for e in plan {
+        let Some(p) = kscale_workloads::find(&e.workload).and_then(param_of) else {
+            continue;
+        };
+        let value = |o: &PlanEntry| o.params.get(p).and_then(|v| v.parse::<u64>().ok());
+        let same = |o: &PlanEntry| {
+            o.workload == e.workload
+                && o.cpus_name == e.cpus_name
+                && o.params
+                    .iter()
+                    .all(|(k, v)| k == p || e.params.get(k) == Some(v))
+        };
+        match out.iter_mut().find(|o| same(o)) {
+            Some(o) if value(e) > value(o) => *o = e.clone(),
+            Some(_) => {}
+            None => out.push(e.clone()),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
