@@ -188,14 +188,12 @@ fn execute_with(
     peers: Option<&mut PeerSet>,
     hotplug: Option<&Hotplug<'_>>,
 ) -> Result<()> {
-    let scratch = scratch_dir(&opts.dir)?;
     let mut units = units(store, run_id, opts)?;
-    say_caveats(&units, &opts.dir);
+    let (scratch, available) = open(&opts.dir, &units)?;
     let pending = units.iter().filter(|u| !u.finished).count();
     let per_case = 1 + opts.rule.min_trials as u64;
     let bar = super::progress::bar(show_progress, pending as u64 * per_case);
     let mut profiler = Profiler::new(opts.profile);
-    let available = kscale_sys::affinity::available_cpus()?;
 
     let env = Env::new(scratch.path(), &bar, &available, opts, hotplug);
     let scale = opts
@@ -218,19 +216,42 @@ fn execute_with(
         }
     }
     bar.finish_and_clear();
+    close(scratch, &opts.dir, &units);
+    Ok(())
+}
+
+/// What every execution does before its first trial, whether one run's or
+/// several runs' interleaved (`runner::interleave`): its scratch directory
+/// (after removing those of killed runs), each workload's caveat said
+/// once, and the CPUs kscale may use.
+fn open<'u>(
+    dir: &std::path::Path,
+    units: impl IntoIterator<Item = &'u Unit>,
+) -> Result<(tempfile::TempDir, Vec<usize>)> {
+    let scratch = scratch_dir(dir)?;
+    say_caveats(units, dir);
+    Ok((scratch, kscale_sys::affinity::available_cpus()?))
+}
+
+/// What every execution does after its last trial: the scratch directory
+/// removed, and, where trials left files behind (fs.create's kept files)
+/// on ext4 without a journal, the filesystem written back, since the next
+/// run's creations skip their freed inodes for six minutes unless the
+/// inode tables are written back, one minute if they are
+/// (docs/families/fs.md).
+fn close<'u>(
+    scratch: tempfile::TempDir,
+    dir: &std::path::Path,
+    units: impl IntoIterator<Item = &'u Unit>,
+) {
     drop(scratch);
-    // Trials left files behind (fs.create's kept files), now removed: on
-    // ext4 without a journal, the next run's creations skip their inodes
-    // for six minutes unless the inode tables are written back, one minute
-    // if they are (docs/families/fs.md).
-    if units.iter().any(|u| u.cleanup_s > 0.0)
-        && kscale_sys::fsinfo::ext4_without_journal(&opts.dir).is_some()
+    if units.into_iter().any(|u| u.cleanup_s > 0.0)
+        && kscale_sys::fsinfo::ext4_without_journal(dir).is_some()
     {
-        if let Err(e) = kscale_sys::fsinfo::sync_fs(&opts.dir) {
-            eprintln!("kscale: could not write back {}: {e}", opts.dir.display());
+        if let Err(e) = kscale_sys::fsinfo::sync_fs(dir) {
+            eprintln!("kscale: could not write back {}: {e}", dir.display());
         }
     }
-    Ok(())
 }
 
 /// The run's scratch directory in `dir`, after removing those of runs

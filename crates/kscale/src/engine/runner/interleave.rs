@@ -9,7 +9,7 @@
 //! trials: the turns are the runner's own ([`Runner::turn`]), only their
 //! order is this module's.
 
-use super::{say_caveats, scratch_dir, units, with_hotplug, Env, Runner, Unit};
+use super::{close, open, units, with_hotplug, Env, Runner, Unit};
 use crate::engine::args::RunOptions;
 use crate::engine::hotplug::Hotplug;
 use crate::engine::peers::PeerSet;
@@ -54,12 +54,11 @@ fn execute_with(
     hotplug: Option<&Hotplug<'_>>,
 ) -> Result<()> {
     let opts = arms[0].opts;
-    let scratch = scratch_dir(&opts.dir)?;
     let mut sets: Vec<Vec<Unit>> = arms
         .iter()
         .map(|a| units(store, a.run_id, a.opts))
         .collect::<Result<_>>()?;
-    say_caveats(sets.iter().flatten(), &opts.dir);
+    let (scratch, available) = open(&opts.dir, sets.iter().flatten())?;
     let len: u64 = arms
         .iter()
         .zip(&sets)
@@ -68,7 +67,6 @@ fn execute_with(
         })
         .sum();
     let bar = crate::engine::progress::bar(show_progress, len);
-    let available = kscale_sys::affinity::available_cpus()?;
     let env = Env::new(scratch.path(), &bar, &available, opts, hotplug);
     let mut profilers: Vec<Profiler> = arms.iter().map(|a| Profiler::new(a.opts.profile)).collect();
     let budget_s = opts.budget_s.map(|b| b * arms.len() as f64);
@@ -106,6 +104,6 @@ fn execute_with(
         }
     }
     bar.finish_and_clear();
-    drop(scratch);
+    close(scratch, &opts.dir, sets.iter().flatten());
     Ok(())
 }
