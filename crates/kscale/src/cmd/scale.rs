@@ -35,6 +35,38 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     };
     let report = scale_metric(&data, up.as_ref(), &super::Registry, args.metric.as_deref())
         .map_err(|e| user(e.to_string()))?;
-    super::print_result(&report, &tables(&report), args.format)?;
+    let mut tables = tables(&report);
+    // The CPUs a scalability compares are not equally fast on a virtual
+    // machine: the gauge's CPU loop per CPU over the run says by how much
+    // (docs/method.md, "The gauge and the control").
+    let mut gauges = vec![(data.run.id, store.gauge(data.run.id)?)];
+    if let Some(u) = &up {
+        gauges.push((u.run.id, store.gauge(u.run.id)?));
+    }
+    if let Some(last) = tables.last_mut() {
+        for (id, g) in gauges.iter().filter(|(_, g)| !g.is_empty()) {
+            let cpus = kscale_core::noise::per_cpu(g);
+            let fastest = cpus
+                .iter()
+                .map(|n| n.median_ns)
+                .fold(f64::INFINITY, f64::min);
+            let each: Vec<String> = cpus
+                .iter()
+                .map(|n| {
+                    format!(
+                        "CPU {} {:+.1} % (CV {:.0} %)",
+                        n.cpu,
+                        (n.median_ns / fastest - 1.0) * 100.0,
+                        n.cv * 100.0
+                    )
+                })
+                .collect();
+            last.notes.push(format!(
+                "The machine in run {id}: each CPU's loop time (the gauge) against the fastest: {}: a scalability that differs from 1 by as little may be the machine's, not the kernel's.",
+                each.join(", ")
+            ));
+        }
+    }
+    super::print_result(&report, &tables, args.format)?;
     Ok(ExitCode::SUCCESS)
 }
