@@ -502,7 +502,12 @@ pub fn fit_plan(
 }
 
 /// A CPU-loop spread at or under which a study measures its whole plan.
-pub const QUIET_CV: f64 = 0.05;
+/// The outlook plans every case at the machine's spread, but most cases
+/// converge in a few trials where the machine is moderately quiet: at a
+/// gauge CV of 13 %, a study trimmed to 38 of its 130 cases (the outlook
+/// deciding all of them) converged 72 % of those it kept. Below this the
+/// budget planner's own futility stops leave out what cannot converge.
+pub const QUIET_CV: f64 = 0.10;
 
 fn runner_profile_share(opts: &super::args::RunOptions) -> f64 {
     if opts.profile {
