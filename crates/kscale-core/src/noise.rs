@@ -46,6 +46,12 @@ pub struct CpuNoise {
     pub drift: f64,
     /// The CPU loop's median, ns.
     pub median_ns: f64,
+    /// The memory pass's and the wake-up's spreads ([`winsorized_cv`];
+    /// 0 without readings): a host's other tenants that share the caches
+    /// and memory slow a kernel path (a system call's data, a page's
+    /// struct) without slowing a loop that stays in registers.
+    pub mem_cv: f64,
+    pub wake_cv: f64,
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -126,9 +132,13 @@ pub fn per_cpu(readings: &[Reading]) -> Vec<CpuNoise> {
         .map(|cpu| {
             let mine: Vec<&Reading> = readings.iter().filter(|r| r.cpu == cpu).collect();
             let mut ns: Vec<f64> = mine.iter().map(|r| r.cpu_ns).collect();
+            let mem: Vec<f64> = mine.iter().filter_map(|r| r.mem_mbs).collect();
+            let wake: Vec<f64> = mine.iter().filter_map(|r| r.wake_us).collect();
             CpuNoise {
                 cpu,
                 readings: mine.len(),
+                mem_cv: winsorized_cv(&mem),
+                wake_cv: winsorized_cv(&wake),
                 cv: winsorized_cv(&ns),
                 drift: drift(&mine),
                 median_ns: median(&mut ns),

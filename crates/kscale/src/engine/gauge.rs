@@ -286,10 +286,10 @@ pub fn describe(readings: &[Reading]) -> Vec<String> {
                 s += &format!(", drift {}", pct(n.drift));
             }
             if let Some(m) = med(mem) {
-                s += &format!("; memory {:.1} GB/s", m / 1000.0);
+                s += &format!("; memory {:.1} GB/s, CV {}", m / 1000.0, pct(n.mem_cv));
             }
             if let Some(w) = med(wake) {
-                s += &format!("; wake-up {w:.1} µs");
+                s += &format!("; wake-up {w:.1} µs, CV {}", pct(n.wake_cv));
             }
             s
         })
