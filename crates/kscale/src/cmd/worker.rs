@@ -33,18 +33,10 @@ pub fn main() -> ExitCode {
     inject_fault(&req.workload, req.role.as_ref().map(|r| r.role.as_str()));
     if let Some(role) = &req.role {
         kscale_sys::process::set_name(&format!("kscale-{}", role.role.as_str()));
-        return match kscale_workloads::roles::run_role(&req, role, input)
-            .and_then(|out| kscale_workloads::roles::output_line(&out))
-        {
-            Ok(line) => {
-                println!("{line}");
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("{e:#}");
-                ExitCode::from(1)
-            }
-        };
+        return reply(
+            kscale_workloads::roles::run_role(&req, role, input)
+                .and_then(|out| kscale_workloads::roles::output_line(&out)),
+        );
     }
     let before = kscale_sys::procstat::read();
     let result = kscale_workloads::run_trial(&req);
@@ -87,7 +79,13 @@ pub fn gauge_main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match kscale_workloads::gauge::take(&req).and_then(|r| Ok(serde_json::to_string(&r)?)) {
+    reply(kscale_workloads::gauge::take(&req).and_then(|r| Ok(serde_json::to_string(&r)?)))
+}
+
+/// A worker's answer: its one line on stdout, or its error on stderr and
+/// status 1.
+fn reply(line: anyhow::Result<String>) -> ExitCode {
+    match line {
         Ok(line) => {
             println!("{line}");
             ExitCode::SUCCESS
