@@ -107,6 +107,23 @@ struct CaseCheck {
     machine_moved: bool,
 }
 
+impl CaseCheck {
+    /// `syscall.null (Simple syscall [1 CPU]): latency 0.12 → 0.15 µs
+    /// (+22.4% worse`: what every verdict line begins with.
+    fn head(&self) -> String {
+        format!(
+            "{} ({}): {} {} → {} {} ({}",
+            self.workload,
+            self.case,
+            self.metric,
+            sig(self.baseline),
+            sig(self.now),
+            self.unit,
+            change(self.worse_pct)
+        )
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 enum Verdict {
@@ -394,29 +411,17 @@ fn report(
             };
             for c in cases.iter().filter(|c| c.regressed) {
                 outln!(
-                    "{} {} ({}): {} {} → {} {} ({}, p = {})",
+                    "{} {}, p = {})",
                     paint("REGRESSED"),
-                    c.workload,
-                    c.case,
-                    c.metric,
-                    sig(c.baseline),
-                    sig(c.now),
-                    c.unit,
-                    change(c.worse_pct),
+                    c.head(),
                     c.p.map(p_value).unwrap_or_else(|| "-".into()),
                 )?;
             }
             for c in cases.iter().filter(|c| c.machine_moved) {
                 let m = c.machine.as_ref().map_or(0.0, |m| m.slower_pct);
                 outln!(
-                    "CANNOT TELL {} ({}): {} {} → {} {} ({}): the machine ran {:.1}% {} than at the baseline (the gauge's CPU loop on cpus {}), more than the {}% threshold",
-                    c.workload,
-                    c.case,
-                    c.metric,
-                    sig(c.baseline),
-                    sig(c.now),
-                    c.unit,
-                    change(c.worse_pct),
+                    "CANNOT TELL {}): the machine ran {:.1}% {} than at the baseline (the gauge's CPU loop on cpus {}), more than the {}% threshold",
+                    c.head(),
                     m.abs(),
                     if m > 0.0 { "slower" } else { "faster" },
                     c.cpus,
@@ -428,14 +433,8 @@ fn report(
                 .filter(|c| c.verdict == Verdict::CannotTell && !c.machine_moved)
             {
                 outln!(
-                    "CANNOT TELL {} ({}): {} {} → {} {} ({}, {}): the smallest change this comparison could see is {}, above the {}% threshold{}",
-                    c.workload,
-                    c.case,
-                    c.metric,
-                    sig(c.baseline),
-                    sig(c.now),
-                    c.unit,
-                    change(c.worse_pct),
+                    "CANNOT TELL {}, {}): the smallest change this comparison could see is {}, above the {}% threshold{}",
+                    c.head(),
                     match (c.test, c.p) {
                         (Some(t), Some(p)) => format!("{}, p = {}", t.name(), p_value(p)),
                         _ => "no test".into(),

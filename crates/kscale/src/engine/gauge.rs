@@ -389,10 +389,8 @@ pub fn fit_plan(
         if searched && super::plan::param_of(w).is_some() {
             continue;
         }
-        if w.rule != kscale_core::RunRule::Converge {
-            if let kscale_core::RunRule::MedianOf(n) = w.rule {
-                fixed_s += (n as f64 + 1.0) * (opts.trial_time_s + 1.0);
-            }
+        if let Some(s) = super::runner::guessed_median_cost(w, opts) {
+            fixed_s += s;
             continue;
         }
         let Some(&(per_s, once_s)) = cost.next() else {

@@ -321,12 +321,7 @@ fn say_noise(readings: &[kscale_core::noise::Reading], opts: &RunOptions) {
                     .plan
                     .iter()
                     .filter_map(|e| kscale_workloads::find(&e.workload))
-                    .filter_map(|w| match w.rule {
-                        kscale_core::RunRule::MedianOf(n) => {
-                            Some((n as f64 + 1.0) * (opts.trial_time_s + 1.0))
-                        }
-                        kscale_core::RunRule::Converge => None,
-                    })
+                    .filter_map(|w| runner::guessed_median_cost(w, opts))
                     .sum();
                 format!(
                     "; its {} cases take about {} at that{}",

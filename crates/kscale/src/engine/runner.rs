@@ -80,13 +80,7 @@ impl Unit {
 
     /// Its workload's seconds params (a window, a timed loop) as set.
     fn timed_params(&self) -> Vec<f64> {
-        let params = kscale_core::Params(self.entry.params.clone());
-        self.workload
-            .params
-            .iter()
-            .filter(|p| matches!(p.kind, kscale_core::ParamKind::Seconds { .. }))
-            .filter_map(|p| params.seconds(p.name).ok())
-            .collect()
+        timed_params(self.workload, &self.entry)
     }
 
     fn timed(&self) -> bool {
@@ -123,6 +117,25 @@ fn guess_secs(timed: &[f64], opts: &RunOptions) -> f64 {
     }
 }
 
+/// A case's seconds params (a window, a timed loop) as its entry sets them.
+fn timed_params(w: &WorkloadDef, e: &PlanEntry) -> Vec<f64> {
+    let params = kscale_core::Params(e.params.clone());
+    w.params
+        .iter()
+        .filter(|p| matches!(p.kind, kscale_core::ParamKind::Seconds { .. }))
+        .filter_map(|p| params.seconds(p.name).ok())
+        .collect()
+}
+
+/// A median-of-N case's guessed cost before anything has run: its N
+/// windows and a warm-up, each a trial time and a second of setup.
+pub fn guessed_median_cost(w: &WorkloadDef, opts: &RunOptions) -> Option<f64> {
+    match w.rule {
+        RunRule::MedianOf(n) => Some((n as f64 + 1.0) * (opts.trial_time_s + 1.0)),
+        RunRule::Converge => None,
+    }
+}
+
 /// Each converging case of the plan's guessed cost, (seconds a counted
 /// trial, seconds once for its warm-up), before anything has run: what
 /// the gauge's outlook plans with.
@@ -134,14 +147,7 @@ pub fn guessed_costs(opts: &RunOptions) -> Vec<(f64, f64)> {
             if w.rule != RunRule::Converge {
                 return None;
             }
-            let params = kscale_core::Params(e.params.clone());
-            let timed: Vec<f64> = w
-                .params
-                .iter()
-                .filter(|p| matches!(p.kind, kscale_core::ParamKind::Seconds { .. }))
-                .filter_map(|p| params.seconds(p.name).ok())
-                .collect();
-            let s = guess_secs(&timed, opts);
+            let s = guess_secs(&timed_params(w, e), opts);
             Some((s, s))
         })
         .collect()
