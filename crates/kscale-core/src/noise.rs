@@ -25,6 +25,13 @@ pub struct Reading {
     /// Microseconds of one cross-CPU wake-up round trip to the next CPU of
     /// the set; `None` on a one-CPU set.
     pub wake_us: Option<f64>,
+    /// Nanoseconds of one kernel crossing (`getppid`, the median of the
+    /// reading's repetitions): the host's spells that slow every system
+    /// call's entry and exit (its exits, its cache and TLB pressure) move
+    /// it many times more than a loop that stays in registers; `None` in
+    /// readings taken before it existed.
+    #[serde(default)]
+    pub sys_ns: Option<f64>,
 }
 
 /// Seconds within which the control's readings count as one moment of the
@@ -52,6 +59,25 @@ pub struct CpuNoise {
     /// struct) without slowing a loop that stays in registers.
     pub mem_cv: f64,
     pub wake_cv: f64,
+    /// The kernel crossing's spread ([`winsorized_cv`]) and drift (as
+    /// [`CpuNoise::drift`]), and its median in ns (NaN without readings).
+    pub sys_cv: f64,
+    pub sys_drift: f64,
+    pub sys_median_ns: f64,
+}
+
+impl CpuNoise {
+    /// The spread a case on this CPU is planned at: the larger of the CPU
+    /// loop's and the kernel crossing's, since a case's trials cross the
+    /// kernel as well as run code.
+    pub fn plan_cv(&self) -> f64 {
+        self.cv.max(self.sys_cv)
+    }
+
+    /// The larger drift of the two, as [`CpuNoise::plan_cv`].
+    pub fn plan_drift(&self) -> f64 {
+        self.drift.max(self.sys_drift)
+    }
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -134,27 +160,62 @@ pub fn per_cpu(readings: &[Reading]) -> Vec<CpuNoise> {
             let mut ns: Vec<f64> = mine.iter().map(|r| r.cpu_ns).collect();
             let mem: Vec<f64> = mine.iter().filter_map(|r| r.mem_mbs).collect();
             let wake: Vec<f64> = mine.iter().filter_map(|r| r.wake_us).collect();
+            let mut sys: Vec<f64> = mine.iter().filter_map(|r| r.sys_ns).collect();
             CpuNoise {
+                sys_cv: winsorized_cv(&sys),
+                sys_drift: drift(&mine, Probe::Syscall),
+                sys_median_ns: median(&mut sys),
                 cpu,
                 readings: mine.len(),
                 mem_cv: winsorized_cv(&mem),
                 wake_cv: winsorized_cv(&wake),
                 cv: winsorized_cv(&ns),
-                drift: drift(&mine),
+                drift: drift(&mine, Probe::Loop),
                 median_ns: median(&mut ns),
             }
         })
         .collect()
 }
 
-/// The largest ratio − 1 between two [`MOMENT_S`] windows' medians.
-fn drift(readings: &[&Reading]) -> f64 {
+/// Which of a reading's probes a figure is read from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Probe {
+    /// The CPU loop: the core's speed as the host gives it.
+    Loop,
+    /// The kernel crossing: a system call's entry and exit on this machine.
+    Syscall,
+}
+
+impl Probe {
+    /// The probe's time in `r` (larger: slower), when it was read.
+    pub fn of(self, r: &Reading) -> Option<f64> {
+        let v = match self {
+            Probe::Loop => Some(r.cpu_ns),
+            Probe::Syscall => r.sys_ns,
+        };
+        v.filter(|v| v.is_finite() && *v > 0.0)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Probe::Loop => "CPU loop",
+            Probe::Syscall => "kernel crossing",
+        }
+    }
+}
+
+/// The largest ratio − 1 between two [`MOMENT_S`] windows' medians of
+/// `probe`.
+fn drift(readings: &[&Reading], probe: Probe) -> f64 {
     let mut windows: std::collections::BTreeMap<i64, Vec<f64>> = Default::default();
     for r in readings {
-        windows
-            .entry((r.t_s / MOMENT_S).floor() as i64)
-            .or_default()
-            .push(r.cpu_ns);
+        if let Some(v) = probe.of(r) {
+            windows
+                .entry((r.t_s / MOMENT_S).floor() as i64)
+                .or_default()
+                .push(v);
+        }
     }
     let meds: Vec<f64> = windows.into_values().map(|mut v| median(&mut v)).collect();
     if meds.len() < 2 {
@@ -206,16 +267,23 @@ pub struct Move {
     /// Readings on each side.
     pub n_base: usize,
     pub n_now: usize,
+    /// The standard error of ln(`slower`) from the two sides' readings:
+    /// what dividing a case's ratio by `slower` adds to its spread.
+    pub ratio_se: f64,
 }
 
 /// The move between `base` and `now` on `cpus` (all their CPUs when
-/// empty); `None` when either side has no reading there.
+/// empty) by the CPU loop; `None` when either side has no reading there.
 pub fn machine_move(base: &[Reading], now: &[Reading], cpus: &[usize]) -> Option<Move> {
+    probe_move(base, now, cpus, Probe::Loop)
+}
+
+/// The move by `probe`, as [`machine_move`] reads the loop.
+pub fn probe_move(base: &[Reading], now: &[Reading], cpus: &[usize], probe: Probe) -> Option<Move> {
     let pick = |rs: &[Reading]| -> Vec<f64> {
         rs.iter()
             .filter(|r| cpus.is_empty() || cpus.contains(&r.cpu))
-            .map(|r| r.cpu_ns)
-            .filter(|v| v.is_finite() && *v > 0.0)
+            .filter_map(|r| probe.of(r))
             .collect()
     };
     let (a, b) = (pick(base), pick(now));
@@ -233,12 +301,42 @@ pub fn machine_move(base: &[Reading], now: &[Reading], cpus: &[usize]) -> Option
         0.0
     };
     let shift = (slower - 1.0).abs() / 2.0;
+    let se = |v: &[f64]| winsorized_cv(v).powi(2) / v.len() as f64;
     Some(Move {
         slower,
         between_cv: pooled.max(shift),
+        ratio_se: (se(&a) + se(&b)).sqrt(),
         n_base: a.len(),
         n_now: b.len(),
     })
+}
+
+/// The fewest earlier runs of a case from which its own between-run
+/// spread is estimated ([`between_runs`]); with fewer, `check` takes the
+/// machine's from the gauge.
+pub const MIN_RUNS: usize = 3;
+
+/// A case's own between-run spread, from its estimates in `runs` (each
+/// run's center and standard error) on one machine: Kalibera and Jones's
+/// run-level variance component, var(ln center) − mean((se ÷ center)²),
+/// never below 0 — what the runs' means spread beyond what their own
+/// trials explain. It holds everything that moves a case from run to run
+/// (the host's minute-scale spells on the kernel's paths, where it placed
+/// the vCPUs, the page cache), which no probe taken beside the trials
+/// sees whole. Returns the relative spread and its degrees of freedom
+/// (runs − 1); `None` under [`MIN_RUNS`] runs or with a value ≤ 0.
+pub fn between_runs(runs: &[(f64, f64)]) -> Option<(f64, f64)> {
+    if runs.len() < MIN_RUNS
+        || runs
+            .iter()
+            .any(|(c, s)| !(c.is_finite() && *c > 0.0 && s.is_finite()))
+    {
+        return None;
+    }
+    let logs: Vec<f64> = runs.iter().map(|(c, _)| c.ln()).collect();
+    let (_, sd) = mean_sd(&logs);
+    let within = runs.iter().map(|(c, s)| (s / c).powi(2)).sum::<f64>() / runs.len() as f64;
+    Some(((sd * sd - within).max(0.0).sqrt(), (runs.len() - 1) as f64))
 }
 
 /// How many independent moments of the machine a case's trials span: its
@@ -261,10 +359,12 @@ pub fn moments(span_s: f64) -> f64 {
 /// (the within parts' Welch–Satterthwaite degrees of freedom, at least 2)
 /// and the minimum detectable change at `alpha` and `power`, as a
 /// fraction of the baseline.
+#[allow(clippy::too_many_arguments)]
 pub fn across_runs(
     base: Estimate,
     now: Estimate,
     between_cv: f64,
+    between_df: Option<f64>,
     moments_base: f64,
     moments_now: f64,
     alpha: f64,
@@ -287,10 +387,18 @@ pub fn across_runs(
     // The between part is counted as known as well as the within part
     // with more degrees of freedom: conservative enough, never below 2.
     let within = va + vb;
-    let df = if within > 0.0 {
-        (within.powi(2) / (va.powi(2) / base.df.max(1.0) + vb.powi(2) / now.df.max(1.0))).max(2.0)
-    } else {
-        base.df.max(now.df).max(2.0)
+    let df = match between_df {
+        // Estimated from a case's earlier runs: Welch–Satterthwaite over
+        // all three parts, the between part known to its runs − 1.
+        Some(k) if between > 0.0 => (var.powi(2)
+            / (va.powi(2) / base.df.max(1.0)
+                + vb.powi(2) / now.df.max(1.0)
+                + between.powi(2) / k.max(1.0)))
+        .max(2.0),
+        _ if within > 0.0 => (within.powi(2)
+            / (va.powi(2) / base.df.max(1.0) + vb.powi(2) / now.df.max(1.0)))
+        .max(2.0),
+        _ => base.df.max(now.df).max(2.0),
     };
     let t = StudentsT::new(0.0, 1.0, df).ok()?;
     let se = var.sqrt();
@@ -465,6 +573,7 @@ mod tests {
             cpu_ns,
             mem_mbs: None,
             wake_us: None,
+            sys_ns: None,
         }
     }
 
@@ -496,6 +605,42 @@ mod tests {
         ];
         assert!(winsorized_cv(&w) > 0.1);
         assert_eq!(winsorized_cv(&[5.0]), 0.0);
+    }
+
+    #[test]
+    fn a_case_between_run_spread_is_what_its_runs_spread_beyond_their_trials() {
+        // Too few runs, or a bad value: no estimate.
+        assert_eq!(between_runs(&[(1.0, 0.01), (1.1, 0.01)]), None);
+        assert_eq!(between_runs(&[(1.0, 0.01), (0.0, 0.01), (1.1, 0.01)]), None);
+        // Runs whose means differ exactly as their own errors say: none.
+        let quiet = [(1.0, 0.05), (1.0, 0.05), (1.0, 0.05), (1.0, 0.05)];
+        assert_eq!(between_runs(&quiet), Some((0.0, 3.0)));
+        // Means 10 % apart with tight trials: about the means' own spread.
+        let (b, df) = between_runs(&[(1.0, 0.001), (1.1, 0.001), (1.0, 0.001), (1.1, 0.001)])
+            .expect("four runs");
+        assert!((b - 0.055).abs() < 0.002, "{b}");
+        assert_eq!(df, 3.0);
+        // Known from few runs, it widens the test more than the same spread
+        // taken as known.
+        let e = |c: f64, se: f64| Estimate {
+            center: c,
+            se,
+            df: 30.0,
+        };
+        let (p_known, mdc_known) =
+            across_runs(e(1.0, 0.01), e(1.1, 0.01), 0.03, None, 1.0, 1.0, 0.05, 0.8).expect("p");
+        let (p_few, mdc_few) = across_runs(
+            e(1.0, 0.01),
+            e(1.1, 0.01),
+            0.03,
+            Some(2.0),
+            1.0,
+            1.0,
+            0.05,
+            0.8,
+        )
+        .expect("p");
+        assert!(p_few > p_known && mdc_few > mdc_known, "{p_few} {p_known}");
     }
 
     #[test]
@@ -533,16 +678,43 @@ mod tests {
             df: 4.0,
         };
         // Two tight runs 20 % apart: on their own trials, certain.
-        let (p0, mdc0) =
-            across_runs(e(0.12, 0.001), e(0.144, 0.001), 0.0, 1.0, 1.0, 0.05, 0.8).unwrap();
+        let (p0, mdc0) = across_runs(
+            e(0.12, 0.001),
+            e(0.144, 0.001),
+            0.0,
+            None,
+            1.0,
+            1.0,
+            0.05,
+            0.8,
+        )
+        .unwrap();
         assert!(p0 < 1e-3 && mdc0 < 0.05, "{p0} {mdc0}");
         // With a machine that moves 12 % between moments, not so.
-        let (p1, mdc1) =
-            across_runs(e(0.12, 0.001), e(0.144, 0.001), 0.12, 1.0, 1.0, 0.05, 0.8).unwrap();
+        let (p1, mdc1) = across_runs(
+            e(0.12, 0.001),
+            e(0.144, 0.001),
+            0.12,
+            None,
+            1.0,
+            1.0,
+            0.05,
+            0.8,
+        )
+        .unwrap();
         assert!(p1 > 0.05 && mdc1 > 0.2, "{p1} {mdc1}");
         // A case spanning many moments averages the machine out.
-        let (p2, _) =
-            across_runs(e(0.12, 0.001), e(0.144, 0.001), 0.12, 25.0, 25.0, 0.05, 0.8).unwrap();
+        let (p2, _) = across_runs(
+            e(0.12, 0.001),
+            e(0.144, 0.001),
+            0.12,
+            None,
+            25.0,
+            25.0,
+            0.05,
+            0.8,
+        )
+        .unwrap();
         assert!(p2 < 0.01, "{p2}");
     }
 

@@ -31,6 +31,9 @@ pub fn machine_table(readings: &[Reading]) -> Option<Table> {
             "drift",
             "memory GB/s",
             "wake-up µs",
+            "syscall ns",
+            "syscall CV",
+            "syscall drift",
         ]
         .iter()
         .map(|s| s.to_string())
@@ -71,6 +74,19 @@ pub fn machine_table(readings: &[Reading]) -> Option<Table> {
                     med(mine.iter().filter_map(|r| r.wake_us).collect()),
                     1.0,
                 )),
+                Cell::new(opt(
+                    n.sys_median_ns.is_finite().then_some(n.sys_median_ns),
+                    1.0,
+                )),
+                Cell::tone(
+                    format!("{:.1} %", n.sys_cv * 100.0),
+                    if n.sys_cv > NOISY_CV {
+                        Tone::Warn
+                    } else {
+                        Tone::Plain
+                    },
+                ),
+                Cell::new(format!("{:.1} %", n.sys_drift * 100.0)),
             ],
         );
     }
@@ -131,6 +147,7 @@ mod tests {
                     cpu_ns: if cpu == 1 && i >= 4 { 3.0e6 } else { 2.0e6 },
                     mem_mbs: Some(9000.0),
                     wake_us: Some(12.5),
+                    sys_ns: Some(110.0),
                 })
             })
             .collect();

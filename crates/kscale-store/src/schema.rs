@@ -162,6 +162,10 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // v9 → v10 (history and change points, docs/history.md): a case across
     // runs is found by its workload, not run by run (series.rs).
     "CREATE INDEX cases_workload ON cases(workload, cpus_name);",
+    // v10 → v11 (the gauge's kernel crossing, docs/method.md): a system
+    // call's time at each reading, which moves when the host slows kernel
+    // paths and the CPU loop does not.
+    "ALTER TABLE gauge ADD COLUMN sys_ns REAL;",
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -1,11 +1,16 @@
 //! The gauge: a short fixed-work probe of each CPU a run uses, taken
 //! before the run and again through it as a control (docs/method.md, "The
-//! gauge and the control"). It measures the machine, not the kernel paths
-//! under test: a CPU-bound loop (no system call, no memory traffic beyond
-//! L1), one pass over a buffer larger than the caches, and a cross-CPU
-//! wake-up round trip. The parent runs it in a worker process like any
-//! trial, so that no measured code runs in the orchestrating process.
-
+//! gauge and the control"). It measures the machine: a CPU-bound loop (no
+//! system call, no memory traffic beyond L1), one pass over a buffer
+//! larger than the caches, a cross-CPU wake-up round trip, and a kernel
+//! crossing (the cheapest system call). The crossing is the one probe that
+//! runs kernel code: on this kind of VM the host's spells slow every
+//! system call by 10–30 % for tens of seconds while the loop moves 2 %, so
+//! a gauge without it reads a quiet machine where the cases see a noisy
+//! one. Between two runs of different kernels it measures the kernels too,
+//! and `check` reads it as the machine's only when the kernel is the same.
+//! The parent runs it in a worker process like any trial, so that no
+//! measured code runs in the orchestrating process.
 use anyhow::{Context, Result};
 use kscale_core::noise::Reading;
 use serde::{Deserialize, Serialize};
@@ -35,6 +40,9 @@ const LOOP_REPS: usize = 3;
 const MEM_BYTES: usize = 64 << 20;
 /// Round trips of one wake-up probe.
 const WAKES: u32 = 200;
+/// System calls of one kernel-crossing repetition: about 2 ms at the
+/// ~0.1 µs a crossing takes in a VM, as long as the CPU loop.
+const CROSSINGS: u32 = 20_000;
 
 /// A fixed chain of dependent integer operations the compiler cannot fold:
 /// its time is the core's speed as the host gives it now.
@@ -49,6 +57,17 @@ fn cpu_loop() -> Duration {
     }
     std::hint::black_box(x);
     start.elapsed()
+}
+
+/// Nanoseconds of one kernel crossing: `getppid`, the system call with
+/// the least work inside the kernel (glibc does not cache it), so its time
+/// is the entry and exit the host lets a guest's system call have.
+fn crossing() -> f64 {
+    let start = Instant::now();
+    for _ in 0..CROSSINGS {
+        std::hint::black_box(nix::unistd::getppid());
+    }
+    start.elapsed().as_secs_f64() * 1e9 / f64::from(CROSSINGS)
 }
 
 /// One pass of reads over `buf`, in MB/s.
@@ -128,6 +147,9 @@ pub fn take(req: &GaugeRequest) -> Result<Vec<Reading>> {
                 .collect();
             reps.sort_by(f64::total_cmp);
             let cpu_ns = reps[reps.len() / 2];
+            let mut crossings: Vec<f64> = (0..LOOP_REPS).map(|_| crossing()).collect();
+            crossings.sort_by(f64::total_cmp);
+            let sys_ns = Some(crossings[crossings.len() / 2]);
             let mem_mbs = Some(mem_pass(&buf));
             let partner = req.cpus[(i + 1) % req.cpus.len()];
             let wake_us = if partner != cpu {
@@ -141,6 +163,7 @@ pub fn take(req: &GaugeRequest) -> Result<Vec<Reading>> {
                 cpu_ns,
                 mem_mbs,
                 wake_us,
+                sys_ns,
             });
         }
     }
@@ -171,6 +194,8 @@ mod tests {
             assert!(r.cpu_ns > 1e5 && r.cpu_ns < 1e9, "{r:?}");
             assert!(r.mem_mbs.is_some_and(|m| m > 10.0), "{r:?}");
             assert_eq!(r.wake_us.is_some(), cpus.len() > 1, "{r:?}");
+            // A system call takes more than 10 ns and less than 100 µs.
+            assert!(r.sys_ns.is_some_and(|s| s > 10.0 && s < 1e5), "{r:?}");
         }
     }
 }

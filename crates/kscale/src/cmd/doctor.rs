@@ -158,8 +158,8 @@ pub fn run(args: Args, _db: Option<PathBuf>) -> Result<ExitCode> {
         .into_iter()
         .zip(noise::per_cpu(&scaled))
     {
-        let trials = noise::trials_needed(n.cv, 0.10, 0.95, 10_000);
-        let (level, todo) = if n.cv <= 0.05 && n.drift <= 0.10 {
+        let trials = noise::trials_needed(n.plan_cv(), 0.10, 0.95, 10_000);
+        let (level, todo) = if n.plan_cv() <= 0.05 && n.plan_drift() <= 0.10 {
             (Level::Ok, None)
         } else {
             (

@@ -100,12 +100,16 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         // The study searches capacities (below); the plan's outlook keeps
         // their share.
         opts.capacity = true;
+        // And past the gauge, the cases' own first trials: one whose
+        // spread the budget cannot fund after the cases ranked before it
+        // is left out, and named.
+        opts.leave_out = true;
         if let Some(readings) = gauge::before_plan(&opts) {
             let before = opts.plan.len();
             let (left_out, _) = gauge::fit_plan(&mut opts, &readings, true);
             if !left_out.is_empty() {
                 eprintln!(
-                    "kscale: the machine is noisy (CPU-loop CV {:.0} %): the study measures {} of its {} cases, each workload's representative sizes; it leaves out:",
+                    "kscale: the machine is noisy (gauge CV {:.0} %): the study measures {} of its {} cases, each workload's representative sizes; it leaves out:",
                     gauge::worst_cv(&readings) * 100.0,
                     opts.plan.len(),
                     before

@@ -285,6 +285,16 @@ pub fn describe(readings: &[Reading]) -> Vec<String> {
             if n.drift > 0.0 {
                 s += &format!(", drift {}", pct(n.drift));
             }
+            if n.sys_median_ns.is_finite() {
+                s += &format!(
+                    "; system call {:.0} ns, CV {}",
+                    n.sys_median_ns,
+                    pct(n.sys_cv)
+                );
+                if n.sys_drift > 0.0 {
+                    s += &format!(", drift {}", pct(n.sys_drift));
+                }
+            }
             if let Some(m) = med(mem) {
                 s += &format!("; memory {:.1} GB/s, CV {}", m / 1000.0, pct(n.mem_cv));
             }
@@ -296,11 +306,12 @@ pub fn describe(readings: &[Reading]) -> Vec<String> {
         .collect()
 }
 
-/// The noisiest CPU's CV in `readings` (0 when there are none).
+/// The noisiest CPU's CV in `readings`, the CPU loop's or the kernel
+/// crossing's, whichever is larger (0 when there are none).
 pub fn worst_cv(readings: &[Reading]) -> f64 {
     noise::per_cpu(readings)
         .iter()
-        .map(|n| n.cv)
+        .map(|n| n.plan_cv())
         .filter(|c| c.is_finite())
         .fold(0.0, f64::max)
 }
@@ -411,25 +422,10 @@ pub fn fit_plan(
         });
         index.push(i);
     }
-    // Each workload's groups ranked along its sweep; among the
-    // representatives (a sweep's middle), a family's first workload's is
-    // kept last, so that on the noisiest machine every family is still
-    // decided on one case, given all the trials it needs.
-    let mut workloads: Vec<&str> = groups.iter().map(|g| g.0.as_str()).collect();
-    workloads.dedup();
-    let mut rank_of = vec![0u32; groups.len()];
-    let mut families: Vec<&str> = Vec::new();
-    for w in workloads {
-        let family = w.split('.').next().unwrap_or(w);
-        let nth = families.iter().filter(|f| **f == family).count() as u32;
-        families.push(family);
-        let mine: Vec<usize> = (0..groups.len()).filter(|&g| groups[g].0 == w).collect();
-        for (g, r) in mine.iter().zip(noise::sweep_ranks(mine.len())) {
-            rank_of[*g] = r * 1000 + nth;
-        }
-    }
-    for c in &mut cands {
-        c.rank = rank_of[c.group];
+    // Each workload's groups ranked along its sweep (plan::ranks).
+    let ranks = super::plan::ranks(index.iter().map(|&i| &opts.plan[i]));
+    for (c, r) in cands.iter_mut().zip(ranks) {
+        c.rank = r;
     }
     let share = 1.0 - runner_profile_share(opts) - if searched { super::plan::SHARE } else { 0.0 };
     let left = (budget_s * share - fixed_s).max(0.0);

@@ -299,7 +299,7 @@ fn say_noise(readings: &[kscale_core::noise::Reading], opts: &RunOptions) {
         format!("~{} trials", o.trials)
     };
     eprintln!(
-        "kscale: gauge: at a CPU-loop CV of {:.0} %, a {} % interval needs {trials} a case here{}",
+        "kscale: gauge: at a gauge CV of {:.0} % (the CPU loop's or the system call's, the larger), a {} % interval needs {trials} a case here{}",
         o.cv * 100.0,
         rule.width_pct,
         match opts.budget_s {
