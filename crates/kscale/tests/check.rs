@@ -247,3 +247,33 @@ fn a_noisy_baseline_cannot_tell_and_skips_the_commit() {
     assert!(text.contains("MDC B/A") && text.contains("Test"), "{text}");
     assert!(text.contains("minimum detectable change"), "{text}");
 }
+
+/// With three runs under the baseline's label, each case's between-run
+/// spread is its own, estimated from them (docs/method.md, "The gauge and
+/// the control"); JSON says from how many runs. A run under another label
+/// is not one of them.
+#[test]
+fn repeated_baselines_give_a_case_its_own_between_run_spread() {
+    let env = Env::new();
+    for label in ["base", "other", "base", "base"] {
+        env.cmd(&["run", "--label", label])
+            .args(TARGET)
+            .assert()
+            .success();
+    }
+    let out = check(&env, &["--format", "json"], SLOW);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stdout));
+    });
+    let m = &v["cases"][0]["machine"];
+    assert_eq!(m["between_runs"], 3, "{v}");
+    assert!(m["between_pct"].as_f64().is_some_and(|b| b >= 0.0), "{v}");
+    // Many times slower is still a regression through the runs' spread,
+    // unless the gauge saw the machine itself move past the threshold.
+    let expected = if v["cases"][0]["machine_moved"] == true {
+        125
+    } else {
+        1
+    };
+    assert_eq!(out.status.code(), Some(expected), "{v}");
+}

@@ -215,6 +215,18 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
             let machine = Machine {
                 base: store.gauge(base.run.id)?,
                 now: store.gauge(id)?,
+                earlier: earlier_runs(&store, &base, id)?,
+                same_kernel: {
+                    let now_run = store.run(id)?;
+                    let k = |s: &serde_json::Value| {
+                        (
+                            s["kernel"]["release"].clone(),
+                            s["kernel"]["version"].clone(),
+                            s["kernel"]["cmdline"].clone(),
+                        )
+                    };
+                    k(&base.run.snapshot) == k(&now_run.snapshot)
+                },
             };
             (store.load_run(id)?, machine)
         }
@@ -238,20 +250,64 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
 }
 
 /// The gauge's readings of the two runs (docs/method.md, "The gauge and
-/// the control"): how much the machine itself moved between them.
+/// the control"): how much the machine itself moved between them; and the
+/// baseline's repeated runs, from which a case's own between-run spread is
+/// estimated.
 struct Machine {
     base: Vec<Reading>,
     now: Vec<Reading>,
+    earlier: Vec<kscale_store::series::SeriesCase>,
+    /// Both runs on the same kernel (release, version and command line):
+    /// only then is the gauge's kernel crossing the machine's alone.
+    same_kernel: bool,
+}
+
+/// The cases of the baseline's repeated runs: every stored run with the
+/// baseline's label, host and kernel (the baseline among them), but the
+/// run just measured. A nightly lab that takes its baseline under one
+/// label has them; a first baseline has only itself.
+fn earlier_runs(
+    store: &Store,
+    base: &RunData,
+    now_id: i64,
+) -> Result<Vec<kscale_store::series::SeriesCase>> {
+    let mut workloads: Vec<String> = base.cases.iter().map(|c| c.key.workload.clone()).collect();
+    workloads.sort();
+    workloads.dedup();
+    let stored = store.series(&workloads)?;
+    let host = base.run.snapshot["hostname"].as_str();
+    let kernel = base.run.snapshot["kernel"]["release"].as_str();
+    Ok(stored
+        .cases
+        .into_iter()
+        .filter(|c| {
+            c.run_id != now_id
+                && stored.runs.get(&c.run_id).is_some_and(|r| {
+                    r.label == base.run.label
+                        && r.hostname.as_deref() == host
+                        && r.kernel.as_deref() == kernel
+                })
+        })
+        .collect())
 }
 
 /// The machine's part in one case's comparison.
 #[derive(Serialize)]
 struct MachinePart {
     /// How much slower the machine's CPU loop ran now than at the
-    /// baseline, in % (negative: faster), on the case's CPUs.
-    slower_pct: f64,
+    /// baseline, in % (negative: faster), on the case's CPUs; `None` when
+    /// a run has no gauge readings there.
+    slower_pct: Option<f64>,
     /// The between-run spread added to each side, in % of its value.
     between_pct: f64,
+    /// Where that spread came from: the case's own runs under the
+    /// baseline's label (how many), or the gauge (0).
+    between_runs: usize,
+    /// How much slower the kernel crossing ran now, in %, on the case's
+    /// CPUs, when both runs read it.
+    syscall_slower_pct: Option<f64>,
+    /// The probe whose move a `machine_moved` case reports.
+    moved_by: noise::Probe,
 }
 
 fn report(
@@ -288,33 +344,74 @@ fn report(
         let (Some(cb), Some(cn)) = (find(base), find(now)) else {
             continue;
         };
-        // The test across the two runs with the machine's between-run
-        // spread added, when both runs read the gauge on these CPUs.
+        // The test across the two runs with the between-run spread added:
+        // the case's own, from the baseline's repeated runs, where there
+        // are enough of them, else the machine's, when both runs read the
+        // gauge on these CPUs.
         let mv = noise::machine_move(&machine.base, &machine.now, &cn.cpus);
         let (mut p, mut mdc, mut significant) = (r.p, r.mdc, r.significant);
         let mut moved = false;
-        if let Some(m) = mv {
-            let est = |c: &kscale_store::CaseData| {
-                cmp.estimator
-                    .estimate(&c.values(&row.metric))
-                    .filter(|_| c.rule == kscale_core::RunRule::Converge)
-            };
-            if let (Some(eb), Some(en)) = (est(&cb), est(&cn)) {
-                if let Some((p2, mdc2)) = noise::across_runs(
-                    eb,
-                    en,
-                    m.between_cv,
+        let est = |c: &kscale_store::CaseData| {
+            cmp.estimator
+                .estimate(&c.values(&row.metric))
+                .filter(|_| c.rule == kscale_core::RunRule::Converge)
+        };
+        let runs: Vec<(f64, f64)> = machine
+            .earlier
+            .iter()
+            .filter(|s| {
+                s.case.key.workload == row.workload
+                    && s.case.key.params == row.params
+                    && base_name(&s.case.key.cpus) == base_name(&row.cpus)
+            })
+            .filter_map(|s| est(&s.case).map(|e| (e.center, e.se)))
+            .collect();
+        let own = noise::between_runs(&runs);
+        let mut part = None;
+        if mv.is_some() || own.is_some() {
+            // The case's own spread counts no less than half the machine's
+            // move since the baseline: a shift the gauge saw is between-run
+            // spread whatever the history says.
+            let shift = mv.map_or(0.0, |m| (m.slower - 1.0).abs() / 2.0);
+            let (between, between_df, mb, mn) = match own {
+                Some((b, df)) => (b.max(shift), Some(df), 1.0, 1.0),
+                None => (
+                    mv.map_or(0.0, |m| m.between_cv),
+                    None,
                     noise::moments(cb.span_s()),
                     noise::moments(cn.span_s()),
-                    ALPHA,
-                    POWER,
-                ) {
+                ),
+            };
+            if let (Some(eb), Some(en)) = (est(&cb), est(&cn)) {
+                if let Some((p2, mdc2)) =
+                    noise::across_runs(eb, en, between, between_df, mb, mn, ALPHA, POWER)
+                {
                     p = Some(p2);
                     mdc = Some(mdc2);
                     significant = p2 < ALPHA;
                 }
             }
-            moved = (m.slower - 1.0).abs() > threshold;
+            let sys =
+                noise::probe_move(&machine.base, &machine.now, &cn.cpus, noise::Probe::Syscall)
+                    .map(|s| (s.slower - 1.0) * 100.0);
+            let loop_pct = mv.map(|m| (m.slower - 1.0) * 100.0);
+            // The kernel crossing is the machine's only on the same kernel:
+            // across kernels it is part of what is compared.
+            let sys_moved = machine.same_kernel
+                && sys.is_some_and(|s| s.abs() > threshold * 100.0)
+                && loop_pct.is_none_or(|l| l.abs() <= threshold * 100.0);
+            moved = loop_pct.is_some_and(|l| l.abs() > threshold * 100.0) || sys_moved;
+            part = Some(MachinePart {
+                slower_pct: loop_pct,
+                between_pct: between * 100.0,
+                between_runs: if own.is_some() { runs.len() } else { 0 },
+                syscall_slower_pct: sys,
+                moved_by: if sys_moved {
+                    noise::Probe::Syscall
+                } else {
+                    noise::Probe::Loop
+                },
+            });
         }
         let verdict = if moved {
             Verdict::CannotTell
@@ -337,10 +434,7 @@ fn report(
             mdc_pct: mdc.map(|m| m * 100.0),
             regressed: verdict == Verdict::Regressed,
             verdict,
-            machine: mv.map(|m| MachinePart {
-                slower_pct: (m.slower - 1.0) * 100.0,
-                between_pct: m.between_cv * 100.0,
-            }),
+            machine: part,
             machine_moved: moved,
         });
     }
@@ -418,12 +512,23 @@ fn report(
                 )?;
             }
             for c in cases.iter().filter(|c| c.machine_moved) {
-                let m = c.machine.as_ref().map_or(0.0, |m| m.slower_pct);
+                let (m, probe): (f64, noise::Probe) = c
+                    .machine
+                    .as_ref()
+                    .map(|m| {
+                        let v = match m.moved_by {
+                            noise::Probe::Syscall => m.syscall_slower_pct,
+                            noise::Probe::Loop => m.slower_pct,
+                        };
+                        (v.unwrap_or(0.0), m.moved_by)
+                    })
+                    .unwrap_or((0.0, noise::Probe::Loop));
                 outln!(
-                    "CANNOT TELL {}): the machine ran {:.1}% {} than at the baseline (the gauge's CPU loop on cpus {}), more than the {}% threshold",
+                    "CANNOT TELL {}): the machine ran {:.1}% {} than at the baseline (the gauge's {} on cpus {}), more than the {}% threshold",
                     c.head(),
                     m.abs(),
                     if m > 0.0 { "slower" } else { "faster" },
+                    probe.name(),
                     c.cpus,
                     threshold * 100.0,
                 )?;
@@ -445,10 +550,17 @@ fn report(
                     threshold * 100.0,
                     c.machine
                         .as_ref()
-                        .map(|m| format!(
-                            " (the machine's own spread between runs, ±{:.1}%, included)",
-                            m.between_pct
-                        ))
+                        .map(|m| if m.between_runs > 0 {
+                            format!(
+                                " (the case's own spread between runs, ±{:.1}% from {} runs of the baseline's label, included)",
+                                m.between_pct, m.between_runs
+                            )
+                        } else {
+                            format!(
+                                " (the machine's own spread between runs, ±{:.1}%, included)",
+                                m.between_pct
+                            )
+                        })
                         .unwrap_or_default(),
                 )?;
             }
