@@ -31,6 +31,16 @@ pub struct CaseState<'a> {
     /// on one CPU configuration), while that part has no converged case
     /// yet; `None` once it has one, or when parts do not matter.
     pub part: Option<u32>,
+    /// How late it is kept when the budget cannot fund every case: 0 for
+    /// the case that represents its part best, larger for cases whose
+    /// sweep neighbours already say most of what they would (the runner's
+    /// ranks: a sweep's middle, then its ends, then midpoints).
+    pub rank: u32,
+    /// Whether the run may leave it out when its first judged trials show
+    /// the budget cannot fund it after the cases ranked before it
+    /// ([`Plan::Leave`]): a study planning to the noise, never a case its
+    /// part depends on.
+    pub may_leave: bool,
 }
 
 /// The trials a case still needs, at the spread it has shown.
@@ -96,6 +106,11 @@ pub enum Plan {
     Run { grant_s: f64, need: Need },
     /// It cannot converge in what is left; stop it now.
     Stop { need: Need, reason: StopReason },
+    /// Its first trials show a spread the budget cannot fund after the
+    /// cases ranked before it: the run leaves it out rather than spend
+    /// trials on an interval that will not close (docs/method.md,
+    /// "Planning to the noise").
+    Leave { need: Need },
 }
 
 impl Plan {
@@ -108,7 +123,7 @@ impl Plan {
 
     pub fn need(&self) -> Option<Need> {
         match self {
-            Plan::Run { need, .. } | Plan::Stop { need, .. } => Some(*need),
+            Plan::Run { need, .. } | Plan::Stop { need, .. } | Plan::Leave { need } => Some(*need),
             Plan::Converged => None,
         }
     }
@@ -337,15 +352,25 @@ pub fn allocate(rule: &StopRule, cases: &[CaseState<'_>], remaining_s: f64) -> V
         }
     }
     let mut unfunded = Vec::new();
+    // Where cases may be left out, the budget funds them by rank, the
+    // representative first, each that fits; one that does not fit and has
+    // been judged is left out. Otherwise cheapest first, while they fit.
+    let leaving = cases.iter().any(|c| c.may_leave);
+    if leaving {
+        order.sort_by_key(|&i| cases[i].rank);
+    }
     for i in order {
         if funded[i] {
             continue;
         }
         if let Plan::Run { grant_s, need } = &mut plans[i] {
             let extra = (need.more_s - *grant_s).max(0.0);
-            if extra <= left && unfunded.is_empty() {
+            if extra <= left && (leaving || unfunded.is_empty()) {
                 *grant_s += extra;
                 left -= extra;
+            } else if cases[i].may_leave && just_judged(rule, &cases[i]) {
+                let need = *need;
+                plans[i] = Plan::Leave { need };
             } else {
                 unfunded.push(i);
             }
@@ -368,6 +393,21 @@ pub fn allocate(rule: &StopRule, cases: &[CaseState<'_>], remaining_s: f64) -> V
         }
     }
     plans
+}
+
+/// Trials past [`StopRule::judged_after`] within which a case may still be
+/// left out: the planning after its first judged trial decides, and a
+/// trial or two of slack covers a planning that came late. A case funded
+/// then keeps its trials and ends converged or NOT CONVERGED: what runs
+/// out at the end of a budget is not left out for its spread.
+const PILOT_SLACK: usize = 2;
+
+/// Whether `c` has just been judged: its pilot trials are done, and no
+/// more than [`PILOT_SLACK`] beyond them.
+fn just_judged(rule: &StopRule, c: &CaseState<'_>) -> bool {
+    let n = c.values.len();
+    let first = rule.judged_after().max(2);
+    n >= first && n <= first + PILOT_SLACK
 }
 
 /// Seconds of the trials a case still needs before its spread may judge it
@@ -474,7 +514,75 @@ mod tests {
             secs_per_trial: spt,
             converged: RULE.is_converged(values),
             part: None,
+            rank: 0,
+            may_leave: false,
         }
+    }
+
+    #[test]
+    fn a_study_planning_to_the_noise_funds_by_rank_and_leaves_out_the_rest() {
+        // Five judged trials each; b and c spread twice as much as a.
+        let a = [0.9, 1.1, 0.9, 1.1, 1.0];
+        let b = [0.8, 1.2, 0.8, 1.2, 1.0];
+        let leavable = |v, rank| CaseState {
+            rank,
+            may_leave: true,
+            ..case(v, 1.0)
+        };
+        let cases = [
+            CaseState {
+                rank: 0,
+                ..case(&a, 1.0)
+            },
+            leavable(&b, 2000),
+            leavable(&b, 1000),
+            leavable(&a, 3000),
+        ];
+        let need_a = need(&RULE, &cases[0]).more_s;
+        let need_b = need(&RULE, &cases[1]).more_s;
+        assert!(need_b > 2.0 * need_a, "{need_a} {need_b}");
+        // Room for a, one b and the last a: the b ranked 1000 is funded
+        // before the b ranked 2000, which is left out; the cheaper case
+        // ranked after it is still funded.
+        let plans = allocate(&RULE, &cases, 2.0 * need_a + need_b + 0.5);
+        assert_eq!(plans[0].grant_s(), need_a);
+        assert!(matches!(plans[1], Plan::Leave { .. }), "{:?}", plans[1]);
+        assert_eq!(plans[2].grant_s(), need_b);
+        assert_eq!(plans[3].grant_s(), need_a);
+        // A case not yet judged (two trials, under the rule's minimum of
+        // three) is not left out, nor is one that may not be: they share
+        // what is left.
+        let young = [0.8, 1.2];
+        let cases = [
+            leavable(&young, 5000),
+            CaseState {
+                rank: 9000,
+                ..case(&b, 1.0)
+            },
+        ];
+        let plans = allocate(&RULE, &cases, need_b);
+        assert!(
+            plans.iter().all(|p| matches!(p, Plan::Run { .. })),
+            "{plans:?}"
+        );
+        assert!(plans[1].grant_s() < need_b, "{plans:?}");
+        // Nor is one judged long ago and funded then: what the budget's end
+        // leaves unfunded stays in the run as NOT CONVERGED.
+        let old: Vec<f64> = b.iter().cycle().take(12).copied().collect();
+        let plans = allocate(
+            &RULE,
+            &[leavable(&old, 5000)],
+            0.5 * need(&RULE, &leavable(&old, 0)).more_s,
+        );
+        assert!(!matches!(plans[0], Plan::Leave { .. }), "{plans:?}");
+        // Where nothing may be left out, the plan is cheapest first as before.
+        let cases = [case(&b, 1.0), case(&a, 1.0)];
+        let plans = allocate(&RULE, &cases, need_a + 0.9 * need_b);
+        assert_eq!(plans[1].grant_s(), need_a);
+        assert!(
+            matches!(plans[0], Plan::Run { grant_s, .. } if grant_s < need_b),
+            "{plans:?}"
+        );
     }
 
     #[test]

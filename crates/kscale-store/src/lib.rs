@@ -849,6 +849,30 @@ impl Store {
         Ok(())
     }
 
+    /// Removes a case a study left out after its first trials (its trials
+    /// with it) and adds `line` to the run's options' `left_out`, where
+    /// `show` and the report name it: a case the budget could not fund at
+    /// the noise it showed is not a result, and its NOT CONVERGED row
+    /// would only hide the ones that are.
+    pub fn leave_out_case(&self, run_id: i64, case_id: i64, line: &str) -> Result<()> {
+        let mut options = self.run(run_id)?.options;
+        let mut list: Vec<serde_json::Value> =
+            options["left_out"].as_array().cloned().unwrap_or_default();
+        list.push(serde_json::Value::from(line));
+        options["left_out"] = serde_json::Value::Array(list);
+        self.db.transaction(|db| {
+            db.execute(
+                "DELETE FROM cases WHERE id = $1 AND run_id = $2",
+                &[&case_id, &run_id],
+            )?;
+            db.execute(
+                "UPDATE runs SET options = $1 WHERE id = $2",
+                &[&serde_json::to_string(&mask_json(&options))?, &run_id],
+            )?;
+            Ok(())
+        })
+    }
+
     pub fn runs(&self) -> Result<Vec<RunRow>> {
         self.db
             .query_rows(&format!("{RUN_SELECT} ORDER BY r.id"), &[], run_from_row)

@@ -112,6 +112,7 @@ both!(
     concurrent_writers_lose_nothing,
     a_running_run_whose_process_is_gone_reads_killed,
     series_reads_a_workload_across_runs,
+    a_case_left_out_is_gone_and_named,
 );
 
 fn new_run(label: &str) -> NewRun {
@@ -834,4 +835,47 @@ fn series_finds_cases_through_the_workload_index() {
             .any(|l| l.contains("USING INDEX cases_workload")),
         "{plan:?}"
     );
+}
+
+fn a_case_left_out_is_gone_and_named(env: &Env) {
+    let s = env.open();
+    let run = s.create_run(&new_run("left")).unwrap();
+    let kept = mem_rd_4k(&s, run);
+    let gone = s
+        .ensure_case(
+            run,
+            1,
+            &key("mem.rd", "8m"),
+            &[0],
+            &metric(),
+            RunRule::Converge,
+        )
+        .unwrap();
+    for t in 0..3 {
+        trial(&s, kept, t, 1.0 + t as f64);
+        trial(&s, gone, t, 1.0 + 10.0 * t as f64);
+    }
+    s.leave_out_case(
+        run,
+        gone,
+        "mem.rd size=8m [cpus 1]: left out after 5 trials",
+    )
+    .unwrap();
+    s.leave_out_case(run, gone + 1000, "a second line").unwrap();
+    let data = s.load_run(run).unwrap();
+    assert_eq!(
+        data.cases.len(),
+        1,
+        "the left-out case is gone with its trials"
+    );
+    assert_eq!(data.cases[0].id, kept);
+    assert_eq!(
+        data.run.options["left_out"],
+        serde_json::json!([
+            "mem.rd size=8m [cpus 1]: left out after 5 trials",
+            "a second line"
+        ])
+    );
+    // The options it had are kept.
+    assert_eq!(data.run.options["quick"], true);
 }

@@ -76,10 +76,12 @@ fn left_out(data: &RunData) -> String {
         return String::new();
     };
     let names: Vec<&str> = list.iter().filter_map(|v| v.as_str()).collect();
-    format!(
-        "left out, the machine being too noisy for the budget to decide them: {}\n",
-        names.join("; ")
-    )
+    let mut s =
+        "left out, the machine being too noisy for the budget to decide them:\n".to_string();
+    for n in names {
+        s += &format!("  {n}\n");
+    }
+    s
 }
 
 /// A line naming the other kscale runs that measured on the machine while

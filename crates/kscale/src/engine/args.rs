@@ -216,6 +216,11 @@ pub struct RunOptions {
     /// (engine::gauge::fit_plan); empty when it measured its whole plan.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<String>,
+    /// Under a budget, cases whose first trials show a spread the budget
+    /// cannot fund after the cases ranked before them are left out
+    /// (kscale_core::budget::Plan::Leave): a study planning to the noise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub leave_out: bool,
     /// How a capacity search under a budget measures one step
     /// (engine::capacity). Set only on the options of one step, never
     /// stored.
@@ -405,6 +410,7 @@ pub fn options(sel: &Targets, args: &RunArgs) -> Result<RunOptions> {
         load_cpus,
         capacity: sel.capacity,
         left_out: Vec::new(),
+        leave_out: false,
         step: Step::Whole,
     })
 }

@@ -29,6 +29,44 @@ impl PlanEntry {
     }
 }
 
+/// How late each entry is kept when a study cannot measure all of them
+/// (docs/method.md, "Planning to the noise"), in plan order. The entries
+/// of one workload with the same params share a rank; along a workload's
+/// sweep the middle is 0, then its ends, then midpoints
+/// ([`kscale_core::noise::sweep_ranks`]), times 1000; a family's n-th
+/// workload adds n, so that among the representatives the family's first
+/// workload's is kept last and every family keeps one case (rank 0).
+pub fn ranks<'a>(entries: impl IntoIterator<Item = &'a PlanEntry>) -> Vec<u32> {
+    let entries: Vec<&PlanEntry> = entries.into_iter().collect();
+    let mut groups: Vec<(&str, &BTreeMap<String, String>)> = Vec::new();
+    let group: Vec<usize> = entries
+        .iter()
+        .map(|e| {
+            groups
+                .iter()
+                .position(|g| g.0 == e.workload && g.1 == &e.params)
+                .unwrap_or_else(|| {
+                    groups.push((&e.workload, &e.params));
+                    groups.len() - 1
+                })
+        })
+        .collect();
+    let mut workloads: Vec<&str> = groups.iter().map(|g| g.0).collect();
+    workloads.dedup();
+    let mut rank_of = vec![0u32; groups.len()];
+    let mut families: Vec<&str> = Vec::new();
+    for w in workloads {
+        let family = w.split('.').next().unwrap_or(w);
+        let nth = families.iter().filter(|f| **f == family).count() as u32;
+        families.push(family);
+        let mine: Vec<usize> = (0..groups.len()).filter(|&g| groups[g].0 == w).collect();
+        for (g, r) in mine.iter().zip(kscale_core::noise::sweep_ranks(mine.len())) {
+            rank_of[*g] = r * 1000 + nth;
+        }
+    }
+    group.into_iter().map(|g| rank_of[g]).collect()
+}
+
 fn known_targets() -> String {
     let fams: Vec<&str> = REGISTRY.iter().map(|f| f.name).collect();
     format!(

@@ -50,6 +50,13 @@ struct Unit {
 }
 
 impl Unit {
+    /// The same case on another CPU configuration.
+    fn twin_of(&self, other: &Unit) -> bool {
+        self.entry.workload == other.entry.workload
+            && self.entry.params == other.entry.params
+            && self.entry.cpus_name != other.entry.cpus_name
+    }
+
     /// The case's params, as tables print them.
     fn label(&self) -> String {
         let key = CaseKey {
@@ -558,6 +565,16 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Re
         .map_or((Instant::now(), 0.0), |c| (c.started, c.tail_s));
     let rule = r.opts.rule;
     let parts = parts(units);
+    // Ranks among the converging cases, as the study's plan ranked them.
+    let converging: Vec<usize> = (0..units.len())
+        .filter(|&i| units[i].workload.rule == RunRule::Converge)
+        .collect();
+    let mut ranks = vec![0u32; units.len()];
+    for (&i, rank) in converging.iter().zip(super::plan::ranks(
+        converging.iter().map(|&i| &units[i].entry),
+    )) {
+        ranks[i] = rank;
+    }
     let mut step = 0u64;
     loop {
         let reserve = if r.profiler.wanted() {
@@ -597,6 +614,12 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Re
                     secs_per_trial: units[i].secs_per_trial(r.opts),
                     converged: false,
                     part: Some(parts[i]).filter(|p| !covered.contains(p)),
+                    rank: ranks[i],
+                    // A case is left out on every configuration or on
+                    // none: a family's scalability pairs them.
+                    may_leave: r.opts.leave_out
+                        && ranks[i] > 0
+                        && !units.iter().any(|o| o.finished && o.twin_of(&units[i])),
                 })
                 .collect();
             let plans = budget::allocate(&rule, &states, left);
@@ -613,6 +636,49 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Re
             for (i, reason) in stops {
                 let why = format!("stopped early: {}", reason.describe());
                 r.finish(&mut units[i], Decision::NotConverged, Some(why))?;
+            }
+            let leaves: Vec<(usize, budget::Need)> = conv
+                .iter()
+                .zip(&plans)
+                .filter_map(|(&i, p)| match p {
+                    Plan::Leave { need } => Some((i, *need)),
+                    _ => None,
+                })
+                .collect();
+            if !leaves.is_empty() {
+                for (i, need) in leaves {
+                    if units[i].finished {
+                        continue;
+                    }
+                    r.leave_out(
+                        &mut units[i],
+                        need,
+                        "the budget funds the cases ranked before it",
+                    )?;
+                    let twins: Vec<usize> = (0..units.len())
+                        .filter(|&k| !units[k].finished && units[k].twin_of(&units[i]))
+                        .collect();
+                    for k in twins {
+                        let need = kscale_core::budget::need(
+                            &rule,
+                            &CaseState {
+                                values: &units[k].counted,
+                                secs_per_trial: units[k].secs_per_trial(r.opts),
+                                converged: false,
+                                part: None,
+                                rank: 0,
+                                may_leave: false,
+                            },
+                        );
+                        r.leave_out(
+                            &mut units[k],
+                            need,
+                            "left with its case on the other configuration, which scalability pairs it with",
+                        )?;
+                    }
+                }
+                // The plan without them: its next case may differ.
+                continue;
             }
             next
         };
@@ -915,6 +981,43 @@ impl<'a, 'p> Runner<'a, 'p> {
     /// Stores the case's end, with what it would have needed when it did
     /// not converge (`why` says why it stopped, when the budget stopped
     /// it).
+    /// Leaves `u` out of the run (kscale_core::budget::Plan::Leave): its
+    /// case and trials are removed from the store, and the run names it
+    /// with what its spread needed.
+    fn leave_out(
+        &mut self,
+        u: &mut Unit,
+        need: kscale_core::budget::Need,
+        why: &str,
+    ) -> Result<()> {
+        u.finished = true;
+        u.profiled = true;
+        let values = &u.counted;
+        let n = values.len() as f64;
+        let spread = if n >= 2.0 {
+            let m = values.iter().sum::<f64>() / n;
+            let sd = (values.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+            format!(", CV {:.0} %", 100.0 * sd / m)
+        } else {
+            String::new()
+        };
+        let line = format!(
+            "{} [cpus {}]: left out after {} trials{spread}: {}; {why}",
+            u.label(),
+            kscale_core::cpus::base_name(&u.entry.cpus_name),
+            values.len(),
+            need.message()
+        );
+        self.store.leave_out_case(self.run_id, u.case_id, &line)?;
+        let msg = format!("  {line}");
+        if self.env.bar.is_hidden() {
+            eprintln!("{msg}");
+        } else {
+            self.env.bar.println(msg);
+        }
+        Ok(())
+    }
+
     fn finish(&mut self, u: &mut Unit, d: Decision, why: Option<String>) -> Result<()> {
         let opts = self.opts;
         let started = Instant::now();
@@ -934,6 +1037,8 @@ impl<'a, 'p> Runner<'a, 'p> {
                     secs_per_trial: u.secs_per_trial(opts),
                     converged: false,
                     part: None,
+                    rank: 0,
+                    may_leave: false,
                 },
             );
             // Tables print a note after its workload's name.
