@@ -7,7 +7,7 @@
 //! ±15 % as a whole (or be known well although one case did not converge).
 
 use crate::format::sig;
-use crate::results::{cpus_header, family_cases, geomean_cases, group, Grouped, RuleInfo};
+use crate::results::{cpus_header, family_cases, group, like_cases, Grouped, RuleInfo};
 use crate::table::{Cell, RowKind, Table, Tone};
 use crate::Catalog;
 use kscale_core::decision::{Interval, LogEstimate};
@@ -118,7 +118,30 @@ fn times(x: f64) -> String {
 /// The run's decisions table; `None` for a run with no family to decide.
 pub fn decision_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
     let rule = RuleInfo::of(run);
-    let families = family_cases(run, cat);
+    // A family whose cases measure unlike things (fs: creations and
+    // removals) is decided per metric, as its table keeps them apart.
+    let mut families: Vec<(String, Vec<&CaseData>)> = Vec::new();
+    for (family, cases) in family_cases(run, cat) {
+        let mut metrics: Vec<String> = Vec::new();
+        for c in &cases {
+            let m = c.primary().map(|m| m.name.clone()).unwrap_or_default();
+            if !metrics.contains(&m) {
+                metrics.push(m);
+            }
+        }
+        if metrics.len() <= 1 {
+            families.push((family, cases));
+            continue;
+        }
+        for m in metrics {
+            let mine: Vec<&CaseData> = cases
+                .iter()
+                .copied()
+                .filter(|c| c.primary().map(|p| p.name.as_str()).unwrap_or_default() == m)
+                .collect();
+            families.push((format!("{family}: {m}"), mine));
+        }
+    }
     let grouped: Vec<(String, Grouped<'_>)> = families
         .iter()
         .map(|(f, cases)| (f.clone(), group(cases)))
@@ -164,7 +187,7 @@ pub fn decision_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
             continue;
         };
         let info = cat.info(&first.workload);
-        let gm = geomean_cases(g, rule);
+        let gm = like_cases(g, rule);
         let mut cells = vec![
             Cell::new(format!("{} ({family})", info.family_title)),
             Cell::tone(
@@ -242,8 +265,9 @@ pub fn decision_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
         ));
     }
     t.notes.push(
-        "–: no figure (a family of one case or of unlike metrics has no geometric mean; a \
-         case failed or not measured on a configuration leaves its column without one)."
+        "A family of unlike metrics is decided per metric (`fs: creates`); a family \
+         measured on one case is decided on it. –: no figure (a case failed or not measured \
+         on a configuration leaves its column without one)."
             .into(),
     );
     if one_trial {

@@ -165,6 +165,16 @@ pub(crate) struct GeomeanCases<'a> {
 }
 
 pub(crate) fn geomean_cases<'a>(g: &Grouped<'a>, rule: RuleInfo) -> Option<GeomeanCases<'a>> {
+    if g.rows.len() <= 1 {
+        return None;
+    }
+    like_cases(g, rule)
+}
+
+/// As [`geomean_cases`], a family of one case included (its "mean" is its
+/// value): the decisions table decides a family a noisy study measured on
+/// one representative case.
+pub(crate) fn like_cases<'a>(g: &Grouped<'a>, rule: RuleInfo) -> Option<GeomeanCases<'a>> {
     let mut units = std::collections::BTreeSet::new();
     for (_, per_cfg) in &g.rows {
         let primary = per_cfg.values().next().and_then(|c| c.primary());
@@ -173,7 +183,7 @@ pub(crate) fn geomean_cases<'a>(g: &Grouped<'a>, rule: RuleInfo) -> Option<Geome
             primary.map(|m| m.unit.clone()).unwrap_or_default(),
         ));
     }
-    if g.rows.len() <= 1 || units.len() != 1 {
+    if g.rows.is_empty() || units.len() != 1 {
         return None;
     }
     let (metric, unit) = units.into_iter().next()?;
