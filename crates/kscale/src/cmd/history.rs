@@ -46,6 +46,15 @@ pub struct Select {
     /// (`mem.rd:size=8m`).
     #[arg(value_name = "TARGET")]
     pub targets: Vec<String>,
+    #[command(flatten)]
+    pub runs: RunFilter,
+}
+
+/// The options that narrow and order a selection's series, apart from its
+/// targets, so that `report --history` can take its targets by its own
+/// flag and still read these the same way.
+#[derive(clap::Args)]
+pub struct RunFilter {
     /// Only this CPU configuration (as named in the runs: `1`, `all`, `0-1`).
     #[arg(long, value_name = "NAME")]
     pub cpus: Option<String>,
@@ -288,13 +297,22 @@ impl Select {
     /// The series the selection names, each in the asked order; an error
     /// (status 2) for bad flags or when nothing is stored for them.
     pub fn series(&self, store: &Store) -> Result<Vec<Series>> {
-        let targets: Vec<Target> = if self.targets.is_empty() {
+        self.runs.series(&self.targets, store)
+    }
+}
+
+impl RunFilter {
+    /// The series of `targets` (every stored case when empty) over the
+    /// runs these options keep, each in their order; an error (status 2)
+    /// for bad flags or when nothing is stored for them.
+    pub fn series(&self, target_specs: &[String], store: &Store) -> Result<Vec<Series>> {
+        let targets: Vec<Target> = if target_specs.is_empty() {
             vec![Target {
                 workloads: kscale_workloads::workloads().map(|w| w.id()).collect(),
                 params: Vec::new(),
             }]
         } else {
-            self.targets
+            target_specs
                 .iter()
                 .map(|t| target(t))
                 .collect::<Result<_>>()?
@@ -365,10 +383,10 @@ impl Select {
         if by_case.is_empty() {
             return Err(user(format!(
                 "no stored run has {}{}{} (`kscale results` lists the runs)",
-                if self.targets.is_empty() {
+                if target_specs.is_empty() {
                     "a measured case".to_string()
                 } else {
-                    format!("a measured case of {}", self.targets.join(", "))
+                    format!("a measured case of {}", target_specs.join(", "))
                 },
                 self.metric
                     .as_deref()
