@@ -89,6 +89,18 @@ pub enum Order {
     Git,
 }
 
+impl Order {
+    /// What the runs are sorted by, in words for a chart's axis.
+    pub fn words(self) -> &'static str {
+        match self {
+            Order::Time => "start time",
+            Order::Label => "label",
+            Order::Kernel => "kernel release",
+            Order::Git => "commit",
+        }
+    }
+}
+
 /// One run of a series.
 #[derive(Clone, Debug, Serialize)]
 pub struct Point {
@@ -302,6 +314,49 @@ impl Select {
 }
 
 impl RunFilter {
+    /// The first of these options given, for a command where they do not
+    /// apply; `--order time` is the default and passes unseen.
+    pub fn first_given(&self) -> Option<&'static str> {
+        [
+            ("--cpus", self.cpus.is_some()),
+            ("--metric", self.metric.is_some()),
+            ("--order", self.order != Order::Time),
+            ("--host", self.host.is_some()),
+            ("--label", self.label.is_some()),
+            ("--since", self.since.is_some()),
+            ("--until", self.until.is_some()),
+        ]
+        .into_iter()
+        .find_map(|(flag, given)| given.then_some(flag))
+    }
+
+    /// The options given, as they were typed (` --cpus 1 --order kernel`),
+    /// to name the selection in a report's title.
+    pub fn flags(&self) -> String {
+        let mut out = String::new();
+        let mut add = |flag: &str, v: Option<&str>| {
+            if let Some(v) = v {
+                out.push_str(&format!(" {flag} {v}"));
+            }
+        };
+        add("--cpus", self.cpus.as_deref());
+        add("--metric", self.metric.as_deref());
+        add(
+            "--order",
+            match self.order {
+                Order::Time => None,
+                Order::Label => Some("label"),
+                Order::Kernel => Some("kernel"),
+                Order::Git => Some("git"),
+            },
+        );
+        add("--host", self.host.as_deref());
+        add("--label", self.label.as_deref());
+        add("--since", self.since.as_deref());
+        add("--until", self.until.as_deref());
+        out
+    }
+
     /// The series of `targets` (every stored case when empty) over the
     /// runs these options keep, each in their order; an error (status 2)
     /// for bad flags or when nothing is stored for them.
