@@ -63,6 +63,20 @@ pub fn pct(r: f64) -> String {
     }
 }
 
+/// A change in percent with its sign: `+10.2 %`, `-3.14 %`, `0 %`.
+pub fn signed_pct(x: f64) -> String {
+    format!("{}{} %", if x > 0.0 { "+" } else { "" }, sig(x, 3))
+}
+
+/// A p-value: small ones in exponent notation rather than a row of zeros.
+pub fn p_value(p: f64) -> String {
+    if p > 0.0 && p < 0.001 {
+        format!("{p:.1e}")
+    } else {
+        sig(p, 2)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,6 +92,10 @@ mod tests {
         assert_eq!(sig(0.0, 4), "0");
         assert_eq!(sig(f64::NAN, 4), "–");
         assert_eq!(pct(1.08), "108%");
+        assert_eq!(signed_pct(10.24), "+10.2 %");
+        assert_eq!(signed_pct(-3.456), "-3.46 %");
+        assert_eq!(p_value(0.005), "0.0050");
+        assert_eq!(p_value(0.00002), "2.0e-5");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 pub mod compare;
 pub mod decision;
 pub mod format;
+pub mod history;
 pub mod html;
 pub mod machine;
 pub mod profile;

@@ -10,7 +10,10 @@ mod chart_fixtures;
 #[path = "common/svgcheck.rs"]
 mod svgcheck;
 
-use kscale_report::svg::{BarChart, Column, ColumnChart, LineChart, Point, Series};
+use kscale_report::svg::{
+    BarChart, ChangeMark, Column, ColumnChart, HistoryChart, Level, LineChart, Point, RunPoint,
+    Series,
+};
 use proptest::prelude::*;
 use svgcheck::{check, Drawn};
 
@@ -167,6 +170,56 @@ fn column_chart() -> impl Strategy<Value = ColumnChart> {
         })
 }
 
+/// A history of up to 60 runs with levels and change points anywhere,
+/// some of them out of range (which the chart must leave out).
+fn history_chart() -> impl Strategy<Value = HistoryChart> {
+    (
+        label(),
+        label(),
+        prop::collection::vec((point(), any::<i64>(), label()), 0..60),
+        prop::collection::vec((0usize..70, 0usize..70, value()), 0..5),
+        prop::collection::vec((0usize..70, label(), label()), 0..6),
+    )
+        .prop_map(|(title, y_label, runs, levels, changes)| HistoryChart {
+            title,
+            x_label: "runs".into(),
+            y_label,
+            runs: runs
+                .into_iter()
+                .map(|(point, run, what)| RunPoint { run, what, point })
+                .collect(),
+            levels: levels
+                .into_iter()
+                .map(|(from, to, value)| Level { from, to, value })
+                .collect(),
+            changes: changes
+                .into_iter()
+                .map(|(at, label, tip)| ChangeMark {
+                    at,
+                    run: at as i64,
+                    label,
+                    tip,
+                })
+                .collect(),
+            ..Default::default()
+        })
+}
+
+/// What a history draws: its finite values, at places 1 to n.
+fn drawn_history(c: &HistoryChart) -> Drawn {
+    let pts: Vec<(f64, f64)> = c
+        .runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (i as f64 + 1.0, r.point.value))
+        .filter(|(_, y)| y.is_finite())
+        .collect();
+    Drawn {
+        x: pts.iter().map(|p| p.0).collect(),
+        y: pts.iter().map(|p| p.1).collect(),
+    }
+}
+
 /// What a line chart draws: finite points (on a log axis only when every
 /// x is positive; otherwise the chart falls back to linear and draws all).
 fn drawn_line(c: &LineChart) -> Drawn {
@@ -213,6 +266,20 @@ proptest! {
         let svg = c.to_svg();
         let bad = check(&svg, Some(&drawn_bar(&c)));
         prop_assert!(bad.is_empty(), "{bad:#?}\n{svg}");
+    }
+
+    #[test]
+    fn history_charts_keep_their_geometry(c in history_chart()) {
+        let svg = c.to_svg();
+        let bad = check(&svg, Some(&drawn_history(&c)));
+        prop_assert!(bad.is_empty(), "{bad:#?}\n{svg}");
+        let drawn = drawn_history(&c).y.len();
+        prop_assert_eq!(svg.matches("<g class=\"point\">").count(), drawn);
+        // A marker for each change between two runs, none elsewhere.
+        let n = c.runs.len();
+        let inside = c.changes.iter().filter(|m| m.at >= 1 && m.at < n).count();
+        let expect = if drawn == 0 { 0 } else { inside };
+        prop_assert_eq!(svg.matches("class=\"change mark\"").count(), expect);
     }
 
     #[test]

@@ -22,12 +22,18 @@
 //! `data-ci-low`, `data-ci-high`, `data-converged`) and its error bar
 //! (`class="ci"`).
 //!
+//! A [`HistoryChart`] adds what a series of runs needs: each point sits in
+//! a `g.run` with `data-run` (the run's id), each level between change
+//! points is a `path.level` with `data-level`, and each change point a
+//! dashed `path.change` with `data-change-run` (the first run after it).
+//!
 //! The inputs are here; `text` lays out text and ticks, `parts` draws what
 //! every kind shares (title, legend, key, ticks, each point and its
-//! interval), and `line`, `bar` and `column` draw one kind each.
+//! interval), and `line`, `bar`, `column` and `history` draw one kind each.
 
 mod bar;
 mod column;
+mod history;
 mod line;
 mod parts;
 mod text;
@@ -223,11 +229,57 @@ pub struct Column {
     pub muted: bool,
 }
 
+/// One case's result over a series of runs in their order (a history):
+/// a point per run with its interval, the level between change points as
+/// a horizontal line, a dashed vertical line at each change point.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HistoryChart {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    /// In series order; the x axis counts them from 1.
+    pub runs: Vec<RunPoint>,
+    pub levels: Vec<Level>,
+    pub changes: Vec<ChangeMark>,
+    pub uncertainty: Uncertainty,
+}
+
+/// A run of a history and its result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunPoint {
+    /// The run's id (`data-run`).
+    pub run: i64,
+    /// Opens the point's tooltip: which run, when.
+    pub what: String,
+    pub point: Point,
+}
+
+/// The level of the runs `from..to` (indices into the runs).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Level {
+    pub from: usize,
+    pub to: usize,
+    pub value: f64,
+}
+
+/// A change point before run index `at` (the first run after it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChangeMark {
+    pub at: usize,
+    /// The id of the run at `at` (`data-change-run`).
+    pub run: i64,
+    /// Above the marker: short (`#21`).
+    pub label: String,
+    /// The marker's tooltip: what changed, by how much.
+    pub tip: String,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Chart {
     Line(LineChart),
     Bar(BarChart),
     Column(ColumnChart),
+    History(HistoryChart),
 }
 
 impl Chart {
@@ -236,6 +288,7 @@ impl Chart {
             Chart::Line(c) => &c.title,
             Chart::Bar(c) => &c.title,
             Chart::Column(c) => &c.title,
+            Chart::History(c) => &c.title,
         }
     }
     pub fn to_svg(&self) -> String {
@@ -243,6 +296,7 @@ impl Chart {
             Chart::Line(c) => c.to_svg(),
             Chart::Bar(c) => c.to_svg(),
             Chart::Column(c) => c.to_svg(),
+            Chart::History(c) => c.to_svg(),
         }
     }
 }

@@ -150,7 +150,7 @@ pub(super) fn no_data(title_text: &str, kind: &str) -> String {
 /// Labels along an axis thinned so that neighbours keep `gap` px apart,
 /// from the left; the tick lines stay, so the axis still covers the data.
 /// `pos` are pixel centres in order.
-fn thin(pos: &[f64], widths: &[f64], gap: f64) -> Vec<bool> {
+pub(super) fn thin(pos: &[f64], widths: &[f64], gap: f64) -> Vec<bool> {
     let mut right = f64::NEG_INFINITY;
     pos.iter()
         .zip(widths)
@@ -259,7 +259,7 @@ pub(super) enum Shape {
 
 /// An attribute's number: in full, and infinite bounds as JavaScript and
 /// Rust both read them.
-fn attr_num(v: f64) -> String {
+pub(super) fn attr_num(v: f64) -> String {
     if v == f64::INFINITY {
         "Infinity".into()
     } else if v == f64::NEG_INFINITY {

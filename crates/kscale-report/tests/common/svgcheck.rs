@@ -285,7 +285,7 @@ pub fn check(svg: &str, drawn: Option<&Drawn>) -> Vec<String> {
     };
     if let Some(d) = drawn {
         let kind = root.attribute("data-kind").unwrap_or("");
-        if kind == "line" {
+        if kind == "line" || kind == "history" {
             covers(&d.x, &ticks("xticks"), "x", &mut bad);
             covers(&d.y, &ticks("yticks"), "y", &mut bad);
         } else {

@@ -10,7 +10,7 @@ use crate::error::user;
 use crate::output::{outln, Format};
 use anyhow::Result;
 use kscale_core::changes::{detect, Change, Point, Settings};
-use kscale_report::format::{csv_field, sig};
+use kscale_report::format::{csv_field, p_value as p_text, sig, signed_pct as pct};
 use serde::Serialize;
 use serde_json::json;
 use std::path::PathBuf;
@@ -127,19 +127,6 @@ fn found(s: &Series, c: &Change, threshold: f64) -> Found {
     }
 }
 
-fn pct(x: f64) -> String {
-    format!("{}{} %", if x > 0.0 { "+" } else { "" }, sig(x, 3))
-}
-
-/// A p-value: small ones in exponent notation rather than a row of zeros.
-fn p_text(p: f64) -> String {
-    if p > 0.0 && p < 0.001 {
-        format!("{p:.1e}")
-    } else {
-        sig(p, 2)
-    }
-}
-
 fn line(f: &Found) -> String {
     let kernel = f
         .kernel
@@ -219,6 +206,29 @@ fn csv(all: &[Found]) -> String {
     out
 }
 
+/// The change points of one series, found as `changes` finds them; the
+/// HTML history report marks the same ones.
+pub fn detect_series(s: &Series) -> Vec<Change> {
+    let points: Vec<Point> = s
+        .points
+        .iter()
+        .map(|p| Point {
+            value: p.value,
+            trials: p.trials(&s.metric),
+        })
+        .collect();
+    let settings = Settings {
+        confidence_pct: CONFIDENCE_PCT,
+        estimator: s
+            .points
+            .last()
+            .map(|p| p.case.estimator)
+            .unwrap_or_default(),
+        ..Settings::default()
+    };
+    detect(&points, &settings)
+}
+
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let threshold = parse_threshold(&args.threshold)?;
     let store = super::open_existing(db)?;
@@ -226,27 +236,10 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let mut all: Vec<Found> = Vec::new();
     let mut searched = 0;
     for s in &series {
-        let points: Vec<Point> = s
-            .points
-            .iter()
-            .map(|p| Point {
-                value: p.value,
-                trials: p.trials(&s.metric),
-            })
-            .collect();
-        let settings = Settings {
-            confidence_pct: CONFIDENCE_PCT,
-            estimator: s
-                .points
-                .last()
-                .map(|p| p.case.estimator)
-                .unwrap_or_default(),
-            ..Settings::default()
-        };
-        if points.len() >= 2 * settings.min_runs {
+        if s.points.len() >= 2 * Settings::default().min_runs {
             searched += 1;
         }
-        for c in detect(&points, &settings) {
+        for c in detect_series(s) {
             let mut f = found(s, &c, threshold);
             let (a, b) = (&s.points[c.at - 1], &s.points[c.at]);
             let event = "cpu-clock";

@@ -46,6 +46,15 @@ pub struct Select {
     /// (`mem.rd:size=8m`).
     #[arg(value_name = "TARGET")]
     pub targets: Vec<String>,
+    #[command(flatten)]
+    pub runs: RunFilter,
+}
+
+/// The options that narrow and order a selection's series, apart from its
+/// targets, so that `report --history` can take its targets by its own
+/// flag and still read these the same way.
+#[derive(clap::Args)]
+pub struct RunFilter {
     /// Only this CPU configuration (as named in the runs: `1`, `all`, `0-1`).
     #[arg(long, value_name = "NAME")]
     pub cpus: Option<String>,
@@ -78,6 +87,18 @@ pub enum Order {
     Label,
     Kernel,
     Git,
+}
+
+impl Order {
+    /// What the runs are sorted by, in words for a chart's axis.
+    pub fn words(self) -> &'static str {
+        match self {
+            Order::Time => "start time",
+            Order::Label => "label",
+            Order::Kernel => "kernel release",
+            Order::Git => "commit",
+        }
+    }
 }
 
 /// One run of a series.
@@ -288,13 +309,65 @@ impl Select {
     /// The series the selection names, each in the asked order; an error
     /// (status 2) for bad flags or when nothing is stored for them.
     pub fn series(&self, store: &Store) -> Result<Vec<Series>> {
-        let targets: Vec<Target> = if self.targets.is_empty() {
+        self.runs.series(&self.targets, store)
+    }
+}
+
+impl RunFilter {
+    /// The first of these options given, for a command where they do not
+    /// apply; `--order time` is the default and passes unseen.
+    pub fn first_given(&self) -> Option<&'static str> {
+        [
+            ("--cpus", self.cpus.is_some()),
+            ("--metric", self.metric.is_some()),
+            ("--order", self.order != Order::Time),
+            ("--host", self.host.is_some()),
+            ("--label", self.label.is_some()),
+            ("--since", self.since.is_some()),
+            ("--until", self.until.is_some()),
+        ]
+        .into_iter()
+        .find_map(|(flag, given)| given.then_some(flag))
+    }
+
+    /// The options given, as they were typed (` --cpus 1 --order kernel`),
+    /// to name the selection in a report's title.
+    pub fn flags(&self) -> String {
+        let mut out = String::new();
+        let mut add = |flag: &str, v: Option<&str>| {
+            if let Some(v) = v {
+                out.push_str(&format!(" {flag} {v}"));
+            }
+        };
+        add("--cpus", self.cpus.as_deref());
+        add("--metric", self.metric.as_deref());
+        add(
+            "--order",
+            match self.order {
+                Order::Time => None,
+                Order::Label => Some("label"),
+                Order::Kernel => Some("kernel"),
+                Order::Git => Some("git"),
+            },
+        );
+        add("--host", self.host.as_deref());
+        add("--label", self.label.as_deref());
+        add("--since", self.since.as_deref());
+        add("--until", self.until.as_deref());
+        out
+    }
+
+    /// The series of `targets` (every stored case when empty) over the
+    /// runs these options keep, each in their order; an error (status 2)
+    /// for bad flags or when nothing is stored for them.
+    pub fn series(&self, target_specs: &[String], store: &Store) -> Result<Vec<Series>> {
+        let targets: Vec<Target> = if target_specs.is_empty() {
             vec![Target {
                 workloads: kscale_workloads::workloads().map(|w| w.id()).collect(),
                 params: Vec::new(),
             }]
         } else {
-            self.targets
+            target_specs
                 .iter()
                 .map(|t| target(t))
                 .collect::<Result<_>>()?
@@ -365,10 +438,10 @@ impl Select {
         if by_case.is_empty() {
             return Err(user(format!(
                 "no stored run has {}{}{} (`kscale results` lists the runs)",
-                if self.targets.is_empty() {
+                if target_specs.is_empty() {
                     "a measured case".to_string()
                 } else {
-                    format!("a measured case of {}", self.targets.join(", "))
+                    format!("a measured case of {}", target_specs.join(", "))
                 },
                 self.metric
                     .as_deref()

@@ -1,0 +1,267 @@
+//! [`HistoryChart`]: one case's result over a series of runs, its change
+//! points and the levels between them.
+
+use super::parts::*;
+use super::text::*;
+use super::*;
+use crate::format::{escape_html as esc, sig};
+use std::fmt::Write;
+
+/// Colour of the levels: the palette's second, apart from the points'.
+const LEVEL_COLOR: &str = "#D55E00";
+const CHANGE_COLOR: &str = "#555";
+const CHANGE_DASH: &str = "5 3";
+
+/// The values the value axis must show: every value and level, and each
+/// interval as far as it does not squash them (the values' span beyond
+/// them, or a twentieth of their size when they are all alike). Unlike
+/// the other charts it does not reach down to zero: a history is read for
+/// a step of a few percent, which an axis from zero would flatten.
+fn history_range(points: &[&Point], levels: &[f64]) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for v in points
+        .iter()
+        .map(|p| p.value)
+        .chain(levels.iter().copied())
+        .filter(|v| v.is_finite())
+    {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if lo > hi {
+        return (0.0, 1.0);
+    }
+    let reach = (hi - lo).max(0.05 * lo.abs().max(hi.abs()));
+    let (mut ci_lo, mut ci_hi) = (lo, hi);
+    for p in points {
+        let (a, b) = p.interval();
+        if a.is_finite() {
+            ci_lo = ci_lo.min(a);
+        }
+        if b.is_finite() {
+            ci_hi = ci_hi.max(b);
+        }
+    }
+    (ci_lo.max(lo - reach), ci_hi.min(hi + reach))
+}
+
+impl HistoryChart {
+    pub fn to_svg(&self) -> String {
+        let n = self.runs.len();
+        let drawn: Vec<(usize, &RunPoint)> = self
+            .runs
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.point.value.is_finite())
+            .collect();
+        if drawn.is_empty() {
+            return no_data(&self.title, "history");
+        }
+        // Runs sit at their place in the series, 1 to n; a change between
+        // the runs at places `at` and `at + 1`.
+        let levels: Vec<&Level> = self
+            .levels
+            .iter()
+            .filter(|l| l.value.is_finite() && l.from < l.to && l.to <= n)
+            .collect();
+        let changes: Vec<&ChangeMark> = self
+            .changes
+            .iter()
+            .filter(|c| c.at >= 1 && c.at < n)
+            .collect();
+        let (ymin, ymax) = history_range(
+            &drawn.iter().map(|(_, r)| &r.point).collect::<Vec<_>>(),
+            &levels.iter().map(|l| l.value).collect::<Vec<_>>(),
+        );
+        let (yt, ystep) = ticks(ymin, ymax, 5);
+        let (y0, y1) = (yt[0], yt[yt.len() - 1]);
+        let (xt, xstep) = if n <= 10 {
+            ((1..=n).map(|i| i as f64).collect(), 1.0)
+        } else {
+            ticks(1.0, n as f64, 6)
+        };
+        let (mut x0, mut x1) = (xt[0], xt[xt.len() - 1]);
+        if x1 - x0 <= 0.0 {
+            x0 -= 1.0;
+            x1 += 1.0;
+        }
+
+        let ylabels: Vec<String> = yt.iter().map(|v| tick_label(*v, ystep)).collect();
+        let xlabels: Vec<String> = xt.iter().map(|v| tick_label(*v, xstep)).collect();
+        let xw: Vec<f64> = xlabels.iter().map(|l| text_width(l, FONT)).collect();
+        let yw = ylabels
+            .iter()
+            .map(|l| text_width(l, FONT))
+            .fold(0.0, f64::max);
+        let axis_label_x = PAD + FONT;
+        let left = (axis_label_x + 6.0 + yw + 8.0)
+            .max(PAD + xw[0] / 2.0 - INSET)
+            .ceil();
+        let right = (PAD + xw[xw.len() - 1] / 2.0 - INSET)
+            .max(PAD + 10.0)
+            .ceil();
+        let pw = WIDTH - left - right;
+
+        let mut body = String::new();
+        let mut top = title(&mut body, &self.title);
+        // A row above the plot for the change points' run names.
+        let names_y = top + FONT;
+        if !changes.is_empty() {
+            top += FONT * LINE_GAP + 4.0;
+        }
+        let ph = PLOT_H;
+        let bottom = top + ph;
+        let sx = |x: f64| left + INSET + (x - x0) / (x1 - x0) * (pw - 2.0 * INSET);
+        let sy = |y: f64| bottom - (y - y0) / (y1 - y0) * ph;
+
+        let _ = write!(
+            body,
+            r##"<rect class="plot" x="{left:.2}" y="{top:.2}" width="{pw:.2}" height="{ph:.2}" fill="none" stroke="none"/>"##
+        );
+        body.push_str(r#"<g class="yticks">"#);
+        for (t, l) in yt.iter().zip(&ylabels) {
+            let y = sy(*t);
+            let _ = write!(
+                body,
+                r##"<line data-tick="{t}" x1="{left:.2}" y1="{y:.2}" x2="{:.2}" y2="{y:.2}" stroke="#e3e3e3"/><text x="{:.2}" y="{:.2}" text-anchor="end">{}</text>"##,
+                left + pw,
+                left - 6.0,
+                y + FONT * 0.35,
+                esc(l)
+            );
+        }
+        body.push_str("</g>");
+        let xpos: Vec<f64> = xt.iter().map(|t| sx(*t)).collect();
+        x_ticks(
+            &mut body,
+            &xt,
+            &xpos,
+            &xlabels,
+            (bottom, bottom + 5.0),
+            "#999",
+        );
+        let _ = write!(
+            body,
+            r##"<line x1="{left:.2}" y1="{top:.2}" x2="{left:.2}" y2="{bottom:.2}" stroke="#333"/><line x1="{left:.2}" y1="{bottom:.2}" x2="{:.2}" y2="{bottom:.2}" stroke="#333"/>"##,
+            left + pw
+        );
+        let x_title_y = bottom + 5.0 + 2.0 * FONT * LINE_GAP + 2.0;
+        let _ = write!(
+            body,
+            r#"<text x="{:.2}" y="{x_title_y:.2}" text-anchor="middle"><title>{}</title>{}</text>"#,
+            left + pw / 2.0,
+            esc(&self.x_label),
+            esc(&fit(&self.x_label, pw, FONT))
+        );
+        let _ = write!(
+            body,
+            r#"<text transform="translate({:.2} {:.2}) rotate(-90)" text-anchor="middle"><title>{}</title>{}</text>"#,
+            axis_label_x,
+            top + ph / 2.0,
+            esc(&self.y_label),
+            esc(&fit(&self.y_label, ph, FONT))
+        );
+
+        // The runs, each in a group naming it, then the levels and the
+        // change points over them so that many runs do not hide them.
+        let place = |x: f64| Place {
+            to_px: &sy,
+            ends: (bottom, top),
+            vertical: true,
+            across: sx(x),
+        };
+        let mut hollow = false;
+        for (i, r) in &drawn {
+            hollow |= !r.point.converged;
+            let _ = write!(
+                body,
+                r#"<g class="run" data-run="{}" data-index="{i}">"#,
+                r.run
+            );
+            draw_point(
+                &mut body,
+                &r.point,
+                &place(*i as f64 + 1.0),
+                Shape::Dot,
+                color(0),
+                &r.what,
+            );
+            body.push_str("</g>");
+        }
+        for l in &levels {
+            let y = sy(l.value);
+            let _ = write!(
+                body,
+                r#"<path class="level mark" data-level="{}" data-from="{}" data-to="{}" d="M{:.2},{y:.2}L{:.2},{y:.2}" fill="none" stroke="{LEVEL_COLOR}" stroke-width="2.5"><title>{}</title></path>"#,
+                attr_num(l.value),
+                l.from,
+                l.to,
+                sx(l.from as f64 + 1.0),
+                sx(l.to as f64),
+                esc(&format!(
+                    "level of runs {} to {}: {}",
+                    l.from + 1,
+                    l.to,
+                    sig(l.value, 4)
+                ))
+            );
+        }
+        let marker_x: Vec<f64> = changes.iter().map(|c| sx(c.at as f64 + 0.5)).collect();
+        for (c, x) in changes.iter().zip(&marker_x) {
+            let _ = write!(
+                body,
+                r#"<path class="change mark" data-change-run="{}" data-change-index="{}" d="M{x:.2},{top:.2}L{x:.2},{bottom:.2}" fill="none" stroke="{CHANGE_COLOR}" stroke-width="1.5" stroke-dasharray="{CHANGE_DASH}"><title>{}</title></path>"#,
+                c.run,
+                c.at,
+                esc(&c.tip)
+            );
+        }
+        // The names above the plot, thinned so none overlaps the one
+        // before; each marker keeps its tooltip.
+        let names: Vec<String> = changes.iter().map(|c| fit(&c.label, 120.0, FONT)).collect();
+        let widths: Vec<f64> = names.iter().map(|s| text_width(s, FONT)).collect();
+        let centres: Vec<f64> = marker_x
+            .iter()
+            .zip(&widths)
+            .map(|(x, w)| x.clamp(PAD + w / 2.0, WIDTH - PAD - w / 2.0))
+            .collect();
+        let keep = thin(&centres, &widths, 6.0);
+        for (((c, name), x), k) in changes.iter().zip(&names).zip(&centres).zip(&keep) {
+            if *k {
+                let _ = write!(
+                    body,
+                    r##"<text class="change-name" x="{x:.2}" y="{names_y:.2}" text-anchor="middle" fill="{CHANGE_COLOR}"><title>{}</title>{}</text>"##,
+                    esc(&c.tip),
+                    esc(name)
+                );
+            }
+        }
+
+        let mut entries = vec![
+            Entry {
+                label: "each run's result".into(),
+                color: color(0),
+                dash: "",
+            },
+            Entry {
+                label: "level: the mean of the runs between change points".into(),
+                color: LEVEL_COLOR,
+                dash: "",
+            },
+        ];
+        if !changes.is_empty() {
+            entries.push(Entry {
+                label: "change point, before the first run after it (named above)".into(),
+                color: CHANGE_COLOR,
+                dash: CHANGE_DASH,
+            });
+        }
+        let (leg, leg_h) = legend(&entries, x_title_y + 10.0);
+        body.push_str(&leg);
+        let key_top = x_title_y + 10.0 + leg_h + 4.0;
+        let (k, key_h) = key(&self.uncertainty, hollow, key_top);
+        body.push_str(&k);
+        let height = (key_top + key_h + PAD).ceil();
+        document("history", &self.title, height, &body)
+    }
+}
