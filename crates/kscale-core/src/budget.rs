@@ -34,7 +34,8 @@ pub struct CaseState<'a> {
     /// How late it is kept when the budget cannot fund every case: 0 for
     /// the case that represents its part best, larger for cases whose
     /// sweep neighbours already say most of what they would (the runner's
-    /// ranks: a sweep's middle, then its ends, then midpoints).
+    /// ranks: a sweep's middle, then its ends, then midpoints). Only rank
+    /// 0 matters to the planner: such a case is never left out.
     pub rank: u32,
     /// Whether the run may leave it out when its first judged trials show
     /// the budget cannot fund it after the cases ranked before it
@@ -352,13 +353,14 @@ pub fn allocate(rule: &StopRule, cases: &[CaseState<'_>], remaining_s: f64) -> V
         }
     }
     let mut unfunded = Vec::new();
-    // Where cases may be left out, the budget funds them by rank, the
-    // representative first, each that fits; one that does not fit and has
-    // been judged is left out. Otherwise cheapest first, while they fit.
+    // Where cases may be left out, each that fits is funded, cheapest
+    // first; one just judged that does not fit and needs more than an
+    // even share of the time is left out: a case that would cost the
+    // budget several cheaper ones. Otherwise cheapest first, while they
+    // fit.
     let leaving = cases.iter().any(|c| c.may_leave);
-    if leaving {
-        order.sort_by_key(|&i| cases[i].rank);
-    }
+    let open = plans.iter().filter(|p| matches!(p, Plan::Run { .. })).count();
+    let fair_s = remaining_s / open.max(1) as f64;
     for i in order {
         if funded[i] {
             continue;
@@ -368,7 +370,7 @@ pub fn allocate(rule: &StopRule, cases: &[CaseState<'_>], remaining_s: f64) -> V
             if extra <= left && (leaving || unfunded.is_empty()) {
                 *grant_s += extra;
                 left -= extra;
-            } else if cases[i].may_leave && just_judged(rule, &cases[i]) {
+            } else if cases[i].may_leave && just_judged(rule, &cases[i]) && need.more_s > fair_s {
                 let need = *need;
                 plans[i] = Plan::Leave { need };
             } else {
@@ -520,7 +522,7 @@ mod tests {
     }
 
     #[test]
-    fn a_study_planning_to_the_noise_funds_by_rank_and_leaves_out_the_rest() {
+    fn a_study_planning_to_the_noise_leaves_out_what_would_cost_several_others() {
         // Five judged trials each; b and c spread twice as much as a.
         let a = [0.9, 1.1, 0.9, 1.1, 1.0];
         let b = [0.8, 1.2, 0.8, 1.2, 1.0];
@@ -541,14 +543,20 @@ mod tests {
         let need_a = need(&RULE, &cases[0]).more_s;
         let need_b = need(&RULE, &cases[1]).more_s;
         assert!(need_b > 2.0 * need_a, "{need_a} {need_b}");
-        // Room for a, one b and the last a: the b ranked 1000 is funded
-        // before the b ranked 2000, which is left out; the cheaper case
-        // ranked after it is still funded.
+        // Room for both a's and one b: the a's are funded (cheapest first),
+        // then the first b; the second b needs more than an even share of
+        // the time and is left out.
         let plans = allocate(&RULE, &cases, 2.0 * need_a + need_b + 0.5);
         assert_eq!(plans[0].grant_s(), need_a);
-        assert!(matches!(plans[1], Plan::Leave { .. }), "{:?}", plans[1]);
-        assert_eq!(plans[2].grant_s(), need_b);
+        assert_eq!(plans[1].grant_s(), need_b);
+        assert!(matches!(plans[2], Plan::Leave { .. }), "{:?}", plans[2]);
         assert_eq!(plans[3].grant_s(), need_a);
+        // With room for everything nothing is left out.
+        let plans = allocate(&RULE, &cases, 2.0 * need_a + 2.0 * need_b + 0.5);
+        assert!(plans.iter().all(|p| matches!(p, Plan::Run { grant_s, need } if *grant_s >= need.more_s)), "{plans:?}");
+        // A rank-0 case is never left out, however costly.
+        let plans = allocate(&RULE, &[CaseState { rank: 0, ..case(&b, 1.0) }, cases[0]], need_a);
+        assert!(!matches!(plans[0], Plan::Leave { .. }), "{plans:?}");
         // A case not yet judged (two trials, under the rule's minimum of
         // three) is not left out, nor is one that may not be: they share
         // what is left.

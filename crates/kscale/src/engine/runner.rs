@@ -653,7 +653,7 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Re
                     r.leave_out(
                         &mut units[i],
                         need,
-                        "the budget funds the cases ranked before it",
+                        "it needs more than an even share of what is left",
                     )?;
                     let twins: Vec<usize> = (0..units.len())
                         .filter(|&k| !units[k].finished && units[k].twin_of(&units[i]))
