@@ -42,6 +42,13 @@ pub struct CaseState<'a> {
     /// ([`Plan::Leave`]): a study planning to the noise, never a case its
     /// part depends on.
     pub may_leave: bool,
+    /// An even share of the whole run's rounds: the trials every case
+    /// would get if the budget bought all of them the same number (0:
+    /// none). A leavable case whose spread, at any point, needs more trials
+    /// than this is left out too — the spread a case shows after its pilot
+    /// can grow with the host's minute drift, and one that then needs more
+    /// than its share would spend the trials of several others.
+    pub share_trials: f64,
 }
 
 /// The trials a case still needs, at the spread it has shown.
@@ -359,7 +366,10 @@ pub fn allocate(rule: &StopRule, cases: &[CaseState<'_>], remaining_s: f64) -> V
     // budget several cheaper ones. Otherwise cheapest first, while they
     // fit.
     let leaving = cases.iter().any(|c| c.may_leave);
-    let open = plans.iter().filter(|p| matches!(p, Plan::Run { .. })).count();
+    let open = plans
+        .iter()
+        .filter(|p| matches!(p, Plan::Run { .. }))
+        .count();
     let fair_s = remaining_s / open.max(1) as f64;
     for i in order {
         if funded[i] {
@@ -370,7 +380,10 @@ pub fn allocate(rule: &StopRule, cases: &[CaseState<'_>], remaining_s: f64) -> V
             if extra <= left && (leaving || unfunded.is_empty()) {
                 *grant_s += extra;
                 left -= extra;
-            } else if cases[i].may_leave && just_judged(rule, &cases[i]) && need.more_s > fair_s {
+            } else if cases[i].may_leave
+                && ((just_judged(rule, &cases[i]) && need.more_s > fair_s)
+                    || (cases[i].share_trials > 0.0 && need.more_trials > cases[i].share_trials))
+            {
                 let need = *need;
                 plans[i] = Plan::Leave { need };
             } else {
@@ -518,6 +531,7 @@ mod tests {
             part: None,
             rank: 0,
             may_leave: false,
+            share_trials: 0.0,
         }
     }
 
@@ -553,9 +567,36 @@ mod tests {
         assert_eq!(plans[3].grant_s(), need_a);
         // With room for everything nothing is left out.
         let plans = allocate(&RULE, &cases, 2.0 * need_a + 2.0 * need_b + 0.5);
-        assert!(plans.iter().all(|p| matches!(p, Plan::Run { grant_s, need } if *grant_s >= need.more_s)), "{plans:?}");
+        assert!(
+            plans
+                .iter()
+                .all(|p| matches!(p, Plan::Run { grant_s, need } if *grant_s >= need.more_s)),
+            "{plans:?}"
+        );
         // A rank-0 case is never left out, however costly.
-        let plans = allocate(&RULE, &[CaseState { rank: 0, ..case(&b, 1.0) }, cases[0]], need_a);
+        let plans = allocate(
+            &RULE,
+            &[
+                CaseState {
+                    rank: 0,
+                    ..case(&b, 1.0)
+                },
+                cases[0],
+            ],
+            need_a,
+        );
+        assert!(!matches!(plans[0], Plan::Leave { .. }), "{plans:?}");
+        // Judged long ago, a case whose spread grew past its share of the
+        // run is left out; one within its share is not.
+        let grown: Vec<f64> = b.iter().cycle().take(12).copied().collect();
+        let need_g = need(&RULE, &case(&grown, 1.0)).more_s;
+        let with_share = |share_trials| CaseState {
+            share_trials,
+            ..leavable(&grown, 5000)
+        };
+        let plans = allocate(&RULE, &[with_share(need_g / 2.0)], need_g / 2.0);
+        assert!(matches!(plans[0], Plan::Leave { .. }), "{plans:?}");
+        let plans = allocate(&RULE, &[with_share(need_g * 2.0)], need_g / 2.0);
         assert!(!matches!(plans[0], Plan::Leave { .. }), "{plans:?}");
         // A case not yet judged (two trials, under the rule's minimum of
         // three) is not left out, nor is one that may not be: they share

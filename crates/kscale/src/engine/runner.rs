@@ -607,6 +607,18 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Re
                 .filter(|&i| units[i].converged)
                 .map(|i| parts[i])
                 .collect();
+            // An even share of the run's rounds: the whole budget over what
+            // one trial of every converging case costs (generous: the
+            // profiles and capacity searches take their part of it too).
+            let round_s: f64 = converging
+                .iter()
+                .map(|&i| units[i].secs_per_trial(r.opts))
+                .sum();
+            let share_trials = if round_s > 0.0 {
+                budget_s / round_s
+            } else {
+                0.0
+            };
             let states: Vec<CaseState> = conv
                 .iter()
                 .map(|&i| CaseState {
@@ -620,6 +632,7 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Re
                     may_leave: r.opts.leave_out
                         && ranks[i] > 0
                         && !units.iter().any(|o| o.finished && o.twin_of(&units[i])),
+                    share_trials,
                 })
                 .collect();
             let plans = budget::allocate(&rule, &states, left);
@@ -653,7 +666,7 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Re
                     r.leave_out(
                         &mut units[i],
                         need,
-                        "it needs more than an even share of what is left",
+                        "it needs more than an even share of the run",
                     )?;
                     let twins: Vec<usize> = (0..units.len())
                         .filter(|&k| !units[k].finished && units[k].twin_of(&units[i]))
@@ -668,6 +681,7 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Re
                                 part: None,
                                 rank: 0,
                                 may_leave: false,
+                                share_trials: 0.0,
                             },
                         );
                         r.leave_out(
@@ -1039,6 +1053,7 @@ impl<'a, 'p> Runner<'a, 'p> {
                     part: None,
                     rank: 0,
                     may_leave: false,
+                    share_trials: 0.0,
                 },
             );
             // Tables print a note after its workload's name.
