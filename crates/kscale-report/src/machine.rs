@@ -15,6 +15,18 @@ const NOISY_CV: f64 = 0.10;
 /// [`MOMENT_S`] windows, memory and wake-up medians) and one row per
 /// window of the run's time with each CPU's loop median, so the machine's
 /// speed can be followed over the run. `None` for a run without readings.
+/// A spread, marked when it is above [`NOISY_CV`].
+fn cv_cell(cv: f64) -> Cell {
+    Cell::tone(
+        format!("{:.1} %", cv * 100.0),
+        if cv > NOISY_CV {
+            Tone::Warn
+        } else {
+            Tone::Plain
+        },
+    )
+}
+
 pub fn machine_table(readings: &[Reading]) -> Option<Table> {
     if readings.is_empty() {
         return None;
@@ -57,14 +69,7 @@ pub fn machine_table(readings: &[Reading]) -> Option<Table> {
                 Cell::new(sig(n.median_ns / 1e6, 3)),
                 Cell::new(sig(lo / 1e6, 3)),
                 Cell::new(sig(hi / 1e6, 3)),
-                Cell::tone(
-                    format!("{:.1} %", n.cv * 100.0),
-                    if n.cv > NOISY_CV {
-                        Tone::Warn
-                    } else {
-                        Tone::Plain
-                    },
-                ),
+                cv_cell(n.cv),
                 Cell::new(format!("{:.1} %", n.drift * 100.0)),
                 Cell::new(opt(
                     med(mine.iter().filter_map(|r| r.mem_mbs).collect()),
@@ -78,14 +83,7 @@ pub fn machine_table(readings: &[Reading]) -> Option<Table> {
                     n.sys_median_ns.is_finite().then_some(n.sys_median_ns),
                     1.0,
                 )),
-                Cell::tone(
-                    format!("{:.1} %", n.sys_cv * 100.0),
-                    if n.sys_cv > NOISY_CV {
-                        Tone::Warn
-                    } else {
-                        Tone::Plain
-                    },
-                ),
+                cv_cell(n.sys_cv),
                 Cell::new(format!("{:.1} %", n.sys_drift * 100.0)),
             ],
         );
