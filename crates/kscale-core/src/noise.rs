@@ -264,6 +264,9 @@ pub struct Move {
     /// and never below half the shift between the runs (a shift of the
     /// machine between runs is itself between-run spread).
     pub between_cv: f64,
+    /// The pooled spread between moments alone, without the shift: what
+    /// is left once the shift itself is divided out of a case.
+    pub moment_cv: f64,
     /// Readings on each side.
     pub n_base: usize,
     pub n_now: usize,
@@ -305,6 +308,7 @@ pub fn probe_move(base: &[Reading], now: &[Reading], cpus: &[usize], probe: Prob
     Some(Move {
         slower,
         between_cv: pooled.max(shift),
+        moment_cv: pooled,
         ratio_se: (se(&a) + se(&b)).sqrt(),
         n_base: a.len(),
         n_now: b.len(),

@@ -157,6 +157,15 @@ impl Verdict {
     }
 }
 
+/// How much worse than the baseline a case is once a machine that ran
+/// `slower` times slower is given the benefit: a fraction, like `worse`.
+fn beyond_machine(direction: Direction, ratio: f64, slower: f64) -> f64 {
+    match direction {
+        Direction::Lower => ratio / slower - 1.0,
+        Direction::Higher => 1.0 - ratio * slower,
+    }
+}
+
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let threshold = parse_threshold(&args.threshold)?;
     if args.run.resume.is_some() {
@@ -414,7 +423,61 @@ fn report(
             });
         }
         let verdict = if moved {
-            Verdict::CannotTell
+            // A machine that ran s times slower explains a case up to s
+            // times worse, no more: tested against the baseline as the
+            // slower machine would have measured it, with the spread
+            // between moments and the move's own uncertainty, a case worse
+            // beyond that by more than the threshold is still a regression.
+            let sys = machine
+                .same_kernel
+                .then(|| {
+                    noise::probe_move(&machine.base, &machine.now, &cn.cpus, noise::Probe::Syscall)
+                })
+                .flatten();
+            let by = [mv, sys]
+                .into_iter()
+                .flatten()
+                .filter(|m| m.slower > 1.0)
+                .max_by(|a, b| a.slower.total_cmp(&b.slower));
+            let s = by.map_or(1.0, |m| m.slower);
+            let beyond = beyond_machine(row.direction, r.ratio, s);
+            let adjusted = match (est(&cb), est(&cn)) {
+                (Some(eb), Some(en)) => {
+                    let k = match row.direction {
+                        Direction::Lower => s,
+                        Direction::Higher => 1.0 / s,
+                    };
+                    let eb = kscale_core::stats::Estimate {
+                        center: eb.center * k,
+                        se: eb.se * k,
+                        ..eb
+                    };
+                    let (b, df, mb, mn) = match own {
+                        Some((b, df)) => (b, Some(df), 1.0, 1.0),
+                        None => (
+                            mv.map_or(0.0, |m| m.moment_cv),
+                            None,
+                            noise::moments(cb.span_s()),
+                            noise::moments(cn.span_s()),
+                        ),
+                    };
+                    let rse = by.map_or(0.0, |m| m.ratio_se);
+                    let b = (b * b + rse * rse / (1.0 / mb.max(1.0) + 1.0 / mn.max(1.0))).sqrt();
+                    noise::across_runs(eb, en, b, df, mb, mn, ALPHA, POWER)
+                }
+                _ => None,
+            };
+            match adjusted {
+                Some((p2, mdc2))
+                    if Verdict::of(p2 < ALPHA, r.better, beyond, Some(mdc2), threshold)
+                        == Verdict::Regressed =>
+                {
+                    p = Some(p2);
+                    significant = true;
+                    Verdict::Regressed
+                }
+                _ => Verdict::CannotTell,
+            }
         } else {
             Verdict::of(significant, r.better, worse, mdc, threshold)
         };
@@ -511,7 +574,7 @@ fn report(
                     c.p.map(p_value).unwrap_or_else(|| "-".into()),
                 )?;
             }
-            for c in cases.iter().filter(|c| c.machine_moved) {
+            for c in cases.iter().filter(|c| c.machine_moved && !c.regressed) {
                 let (m, probe): (f64, noise::Probe) = c
                     .machine
                     .as_ref()
@@ -637,6 +700,19 @@ mod tests {
         assert_eq!(v(false, None, 0.0, None), Verdict::CannotTell);
         // Significantly better is no regression, however noisy.
         assert_eq!(v(true, Some(true), -0.4, Some(0.3)), Verdict::Ok);
+    }
+
+    #[test]
+    fn a_slower_machine_explains_only_its_own_share() {
+        use super::{beyond_machine, Direction};
+        // Latency 100x with the machine 1.6x slower: still 61x worse.
+        assert!((beyond_machine(Direction::Lower, 100.0, 1.6) - 61.5).abs() < 1e-9);
+        // Latency 1.5x on a 1.6x slower machine: nothing left over.
+        assert!(beyond_machine(Direction::Lower, 1.5, 1.6) < 0.0);
+        // Throughput at a tenth on a 2x slower machine: 80 % worse.
+        assert!((beyond_machine(Direction::Higher, 0.1, 2.0) - 0.8).abs() < 1e-9);
+        // Throughput at 60 % on a 2x slower machine: better than explained.
+        assert!(beyond_machine(Direction::Higher, 0.6, 2.0) < 0.0);
     }
 
     #[test]
