@@ -44,8 +44,11 @@ HEADLINE = {
                       "chat-against-perf-bench-sched-messaging"),
     "validate-web": ("`web`", "wrk", "web-against-wrk"),
     "validate-fileserver": ("`fileserver`", "dbench", "fileserver-against-dbench"),
-    "validate-fileserver-trace": ("`fileserver.trace`", "dbench (the same loadfile)",
-                                  "fileserver-trace-against-dbench"),
+    "validate-fileserver-trace-tmpfs": ("`fileserver.trace` on tmpfs", "dbench (the same loadfile)",
+                                        "fileserver-trace-against-dbench"),
+    "validate-fileserver-trace-ext4": ("`fileserver.trace` on journalled ext4",
+                                       "dbench (the same loadfile)",
+                                       "fileserver-trace-against-dbench"),
     "validate-cmd": ("`cmd`", "hyperfine", "cmd-against-hyperfine"),
 }
 

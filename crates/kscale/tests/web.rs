@@ -463,15 +463,25 @@ fn a_budgeted_capacity_search_stops_at_a_bracket_and_stores_its_figure() {
             .find(|r| r["params"]["conns"] == conns)
             .unwrap_or_else(|| panic!("no case at conns={conns}: {results:?}"))
     };
+    let lo = steps.iter().filter(|s| s.1).map(|s| s.0).max();
     for (v, ok) in &steps {
         let r = at(&v.to_string());
         let mean = r["mean"].as_f64().unwrap();
-        assert_eq!(*ok, mean >= *v as f64, "{r}");
+        // A step is judged on one window; the capacity's case then gets
+        // the run rule's other windows, whose median may fall a hair
+        // short, which the answer's line then says.
+        let short_after = *ok
+            && Some(*v) == lo
+            && line.contains(&format!("the median of the run rule's windows at {v}"));
+        assert!(
+            short_after || *ok == (mean >= *v as f64),
+            "{line}
+{r}"
+        );
     }
     let answer = at("capacity");
     assert_eq!(answer["status"], "done", "{answer}");
     assert_eq!(answer["metric"], "conforming");
-    let lo = steps.iter().filter(|s| s.1).map(|s| s.0).max();
     match lo {
         // Its windows are those measured at the capacity: one step's, with
         // the run rule's others when they fitted.
