@@ -441,8 +441,11 @@ fn report(
                 .max_by(|a, b| a.slower.total_cmp(&b.slower));
             let s = by.map_or(1.0, |m| m.slower);
             let beyond = beyond_machine(row.direction, r.ratio, s);
-            let adjusted = match (est(&cb), est(&cn)) {
-                (Some(eb), Some(en)) => {
+            // Only a slower machine is given the benefit: one the gauge saw
+            // run faster while the case got worse is one whose probes do
+            // not follow this case, and that stays cannot tell.
+            let adjusted = match (by, est(&cb), est(&cn)) {
+                (Some(m), Some(eb), Some(en)) => {
                     let k = match row.direction {
                         Direction::Lower => s,
                         Direction::Higher => 1.0 / s,
@@ -461,7 +464,7 @@ fn report(
                             noise::moments(cn.span_s()),
                         ),
                     };
-                    let rse = by.map_or(0.0, |m| m.ratio_se);
+                    let rse = m.ratio_se;
                     let b = (b * b + rse * rse / (1.0 / mb.max(1.0) + 1.0 / mn.max(1.0))).sqrt();
                     noise::across_runs(eb, en, b, df, mb, mn, ALPHA, POWER)
                 }
