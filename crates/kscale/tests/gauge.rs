@@ -6,6 +6,27 @@
 mod common;
 use common::{assert_exit, Env};
 
+/// `check` of a short `syscall.null` on one CPU against the run labelled
+/// `base`, at a 50 % threshold, with `extra` arguments.
+fn check_base(env: &Env, extra: &[&str]) -> assert_cmd::Command {
+    let mut c = env.cmd(&[
+        "check",
+        "--baseline",
+        "base",
+        "--threshold",
+        "50%",
+        "syscall.null",
+        "--quick",
+        "--trial-time",
+        "0.02",
+        "--cpus",
+        "1",
+        "--no-progress",
+    ]);
+    c.args(extra);
+    c
+}
+
 /// A run stores at least the gauge's eight readings of each CPU it uses and
 /// one at its end, says what the noise means at its start, and `show`
 /// prints the machine over the run.
@@ -53,21 +74,7 @@ fn without_the_gauge_check_says_the_move_is_unknown() {
             .expect("kscale")
     };
     assert_exit(&run("base"), 0);
-    let out = env
-        .cmd(&[
-            "check",
-            "--baseline",
-            "base",
-            "--threshold",
-            "50%",
-            "syscall.null",
-            "--quick",
-            "--trial-time",
-            "0.02",
-            "--cpus",
-            "1",
-            "--no-progress",
-        ])
+    let out = check_base(&env, &[])
         .env("KSCALE_NO_GAUGE", "1")
         .output()
         .expect("kscale");
@@ -90,23 +97,7 @@ fn check_reports_the_machine_move() {
             .expect("kscale"),
         0,
     );
-    let out = env
-        .cmd(&[
-            "check",
-            "--baseline",
-            "base",
-            "--threshold",
-            "50%",
-            "syscall.null",
-            "--quick",
-            "--trial-time",
-            "0.02",
-            "--cpus",
-            "1",
-            "--no-progress",
-            "--format",
-            "json",
-        ])
+    let out = check_base(&env, &["--format", "json"])
         .output()
         .expect("kscale");
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
@@ -146,20 +137,7 @@ fn a_slower_machine_hides_small_changes_not_large_ones() {
     assert!(n > 0, "the baseline has gauge readings");
     drop(db);
     let check = |slow: bool| {
-        let mut c = env.cmd(&[
-            "check",
-            "--baseline",
-            "base",
-            "--threshold",
-            "50%",
-            "syscall.null",
-            "--quick",
-            "--trial-time",
-            "0.02",
-            "--cpus",
-            "1",
-            "--no-progress",
-        ]);
+        let mut c = check_base(&env, &[]);
         if slow {
             c.env("KSCALE_TEST_DELAY_NS", "20000");
         }
