@@ -376,21 +376,42 @@ fn report(
             .filter_map(|s| est(&s.case).map(|e| (e.center, e.se)))
             .collect();
         let own = noise::between_runs(&runs);
+        let sys_move =
+            noise::probe_move(&machine.base, &machine.now, &cn.cpus, noise::Probe::Syscall);
+        // The between-run spread, its degrees of freedom and the moments
+        // each side spans: the case's own from its earlier runs, else the
+        // gauge's. `with_shift` counts the machine's move between the two
+        // runs as spread (the plain test); without it the move is divided
+        // out instead (the test beyond the machine, below).
+        let spread = |with_shift: bool| {
+            let shift = mv.map_or(0.0, |m| (m.slower - 1.0).abs() / 2.0);
+            match own {
+                Some((b, df)) => (
+                    if with_shift { b.max(shift) } else { b },
+                    Some(df),
+                    1.0,
+                    1.0,
+                ),
+                None => (
+                    mv.map_or(0.0, |m| {
+                        if with_shift {
+                            m.between_cv
+                        } else {
+                            m.moment_cv
+                        }
+                    }),
+                    None,
+                    noise::moments(cb.span_s()),
+                    noise::moments(cn.span_s()),
+                ),
+            }
+        };
         let mut part = None;
         if mv.is_some() || own.is_some() {
             // The case's own spread counts no less than half the machine's
             // move since the baseline: a shift the gauge saw is between-run
             // spread whatever the history says.
-            let shift = mv.map_or(0.0, |m| (m.slower - 1.0).abs() / 2.0);
-            let (between, between_df, mb, mn) = match own {
-                Some((b, df)) => (b.max(shift), Some(df), 1.0, 1.0),
-                None => (
-                    mv.map_or(0.0, |m| m.between_cv),
-                    None,
-                    noise::moments(cb.span_s()),
-                    noise::moments(cn.span_s()),
-                ),
-            };
+            let (between, between_df, mb, mn) = spread(true);
             if let (Some(eb), Some(en)) = (est(&cb), est(&cn)) {
                 if let Some((p2, mdc2)) =
                     noise::across_runs(eb, en, between, between_df, mb, mn, ALPHA, POWER)
@@ -400,9 +421,7 @@ fn report(
                     significant = p2 < ALPHA;
                 }
             }
-            let sys =
-                noise::probe_move(&machine.base, &machine.now, &cn.cpus, noise::Probe::Syscall)
-                    .map(|s| (s.slower - 1.0) * 100.0);
+            let sys = sys_move.map(|s| (s.slower - 1.0) * 100.0);
             let loop_pct = mv.map(|m| (m.slower - 1.0) * 100.0);
             // The kernel crossing is the machine's only on the same kernel:
             // across kernels it is part of what is compared.
@@ -428,12 +447,7 @@ fn report(
             // slower machine would have measured it, with the spread
             // between moments and the move's own uncertainty, a case worse
             // beyond that by more than the threshold is still a regression.
-            let sys = machine
-                .same_kernel
-                .then(|| {
-                    noise::probe_move(&machine.base, &machine.now, &cn.cpus, noise::Probe::Syscall)
-                })
-                .flatten();
+            let sys = sys_move.filter(|_| machine.same_kernel);
             let by = [mv, sys]
                 .into_iter()
                 .flatten()
@@ -455,15 +469,7 @@ fn report(
                         se: eb.se * k,
                         ..eb
                     };
-                    let (b, df, mb, mn) = match own {
-                        Some((b, df)) => (b, Some(df), 1.0, 1.0),
-                        None => (
-                            mv.map_or(0.0, |m| m.moment_cv),
-                            None,
-                            noise::moments(cb.span_s()),
-                            noise::moments(cn.span_s()),
-                        ),
-                    };
+                    let (b, df, mb, mn) = spread(false);
                     let rse = m.ratio_se;
                     let b = (b * b + rse * rse / (1.0 / mb.max(1.0) + 1.0 / mn.max(1.0))).sqrt();
                     noise::across_runs(eb, en, b, df, mb, mn, ALPHA, POWER)
