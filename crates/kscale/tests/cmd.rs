@@ -183,30 +183,39 @@ fn a_missing_command_is_skipped_and_left_out_of_the_mean() {
 }
 
 /// A command that exits non-zero fails its case with its stderr's first
-/// line; the run's other cases stand.
+/// line; the run's other cases stand. So under both ways of starting it:
+/// posix_spawn's file actions redirect stderr, and enter the scratch
+/// directory, as the forked child does.
 #[test]
 fn a_failing_command_fails_its_case_with_its_stderr() {
     if !have(&["cat", "sh"]) {
         return;
     }
-    let env = Env::new();
-    let fake =
-        "#!/bin/sh\necho 'wc: simulated failure for kscale' >&2\necho 'second line' >&2\nexit 3\n";
-    let bin = path_without(env.path(), "wc", &[("wc", fake)]);
-    let mut args = vec!["run", "cmd.wc.all", "cmd.cat.large"];
-    args.extend(FAST);
-    let out = env.cmd(&args).env("PATH", &bin).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    let rows = rows(&env, "1");
-    let wc = row(&rows, "cmd.wc.all");
-    assert_eq!(wc["status"], "failed", "{wc}");
-    let e = wc["error"].as_str().unwrap_or("");
-    assert!(
-        e.contains("exited with status 3") && e.ends_with("wc: simulated failure for kscale"),
-        "{e}"
-    );
-    assert_eq!(row(&rows, "cmd.cat.large")["status"], "done");
+    for spawn in ["spawn=fork", "spawn=posix_spawn"] {
+        let env = Env::new();
+        let fake = "#!/bin/sh\necho 'wc: simulated failure for kscale' >&2\necho 'second line' >&2\nexit 3\n";
+        let bin = path_without(env.path(), "wc", &[("wc", fake)]);
+        let mut args = vec!["run", "cmd.wc.all", "cmd.cat.large", "--param", spawn];
+        args.extend(FAST);
+        let out = env.cmd(&args).env("PATH", &bin).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{spawn}: {err}");
+        let rows = rows(&env, "1");
+        let wc = row(&rows, "cmd.wc.all");
+        assert_eq!(wc["status"], "failed", "{spawn}: {wc}");
+        let e = wc["error"].as_str().unwrap_or("");
+        assert!(
+            e.contains("exited with status 3") && e.ends_with("wc: simulated failure for kscale"),
+            "{spawn}: {e}"
+        );
+        let cat = row(&rows, "cmd.cat.large");
+        assert_eq!(cat["status"], "done", "{spawn}");
+        assert_eq!(
+            cat["params"]["spawn"],
+            spawn.trim_start_matches("spawn="),
+            "{cat}"
+        );
+    }
 }
 
 /// `list` names every row of the table, from the first to the last.

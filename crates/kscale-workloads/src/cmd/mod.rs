@@ -14,7 +14,7 @@ pub use table::{Cmd, Input, Reset, CMDS};
 
 use crate::{Family, TrialCtx, TrialOutput, WorkloadDef};
 use anyhow::{bail, Context, Result};
-use kscale_core::MetricDef;
+use kscale_core::{MetricDef, ParamDef, ParamKind};
 use std::ffi::{CString, OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
@@ -24,6 +24,21 @@ const TIME: MetricDef = MetricDef::lower("time", "µs");
 const METRICS: &[MetricDef] = &[TIME];
 
 const N: usize = table::CMDS.len();
+
+/// How the worker starts each execution (docs/families/cmd.md,
+/// "Validation"): the seed's harness and lmbench fork, hyperfine and most
+/// process libraries `posix_spawn`, whose vfork-style clone skips copying
+/// the parent's page tables — a fixed cost per execution that the
+/// shortest rows show.
+const PARAMS: &[ParamDef] = &[ParamDef {
+    name: "spawn",
+    help: "fork: fork + exec + wait, as a shell, the seed's harness and lmbench start a \
+           command; posix_spawn: the C library's vfork-style spawn, as hyperfine and most \
+           process libraries do (no copy of the worker's page tables).",
+    kind: ParamKind::Choice(&["fork", "posix_spawn"]),
+    default: &["fork"],
+    quick: &[],
+}];
 
 /// The family's workloads, one per row of [`CMDS`], built at compile time so
 /// that `list`, help, units and tables come from the table.
@@ -39,6 +54,7 @@ const fn defs() -> [WorkloadDef; N] {
             name: c.name,
             title: c.title,
             help: c.line,
+            params: PARAMS,
             metrics: METRICS,
             timeout: Duration::from_secs(120),
             run,
@@ -318,9 +334,9 @@ impl Prepared {
         })
     }
 
-    /// One fork + exec + wait; the time from before the fork to after the
-    /// wait.
-    fn exec_once(&self) -> Result<Duration> {
+    /// One execution: fork (or spawn) + exec + wait; the time from before
+    /// the process is made to after the wait.
+    fn exec_once(&self, spawn: &Spawn) -> Result<Duration> {
         let mut argv: Vec<*const libc::c_char> = self.argv.iter().map(|a| a.as_ptr()).collect();
         argv.push(std::ptr::null());
         let mut envp: Vec<*const libc::c_char> = self.envp.iter().map(|a| a.as_ptr()).collect();
@@ -331,6 +347,39 @@ impl Prepared {
             return Err(std::io::Error::last_os_error()).context("emptying the stderr capture");
         }
         let start = Instant::now();
+        let pid = match spawn {
+            Spawn::Fork => self.fork(&argv, &envp, err)?,
+            Spawn::PosixSpawn(actions) => {
+                let mut pid = 0;
+                // SAFETY: every pointer is valid and NUL-terminated for the
+                // call; the file actions were initialised in Spawn::of.
+                let r = unsafe {
+                    libc::posix_spawn(
+                        &mut pid,
+                        self.path.as_ptr(),
+                        &actions.0,
+                        std::ptr::null(),
+                        argv.as_ptr().cast(),
+                        envp.as_ptr().cast(),
+                    )
+                };
+                if r != 0 {
+                    return Err(std::io::Error::from_raw_os_error(r))
+                        .with_context(|| format!("posix_spawn of `{}`", self.line));
+                }
+                pid
+            }
+        };
+        self.wait(pid, start)
+    }
+
+    /// The forked child: the scratch directory, the redirections, execve.
+    fn fork(
+        &self,
+        argv: &[*const libc::c_char],
+        envp: &[*const libc::c_char],
+        err: libc::c_int,
+    ) -> Result<libc::pid_t> {
         // SAFETY: the worker is single-threaded; the child only makes
         // async-signal-safe calls on memory prepared before the fork and
         // leaves with execve or _exit.
@@ -376,6 +425,11 @@ impl Prepared {
                 libc::_exit(127);
             }
         }
+        Ok(pid)
+    }
+
+    /// Waits for `pid`; its time since `start`, or why it failed.
+    fn wait(&self, pid: libc::pid_t, start: Instant) -> Result<Duration> {
         let mut status = 0;
         loop {
             // SAFETY: waits for the child just forked; status is a valid int.
@@ -428,6 +482,85 @@ impl Prepared {
     }
 }
 
+/// How [`Prepared::exec_once`] makes the process, from the `spawn` param.
+enum Spawn {
+    Fork,
+    PosixSpawn(SpawnActions),
+}
+
+/// posix_spawn's file actions for one prepared command: the same scratch
+/// directory and redirections the forked child makes itself.
+struct SpawnActions(libc::posix_spawn_file_actions_t);
+
+impl Drop for SpawnActions {
+    fn drop(&mut self) {
+        // SAFETY: initialised in Spawn::of and destroyed only here.
+        unsafe { libc::posix_spawn_file_actions_destroy(&mut self.0) };
+    }
+}
+
+impl Spawn {
+    fn of(name: &str, p: &Prepared) -> Result<Spawn> {
+        match name {
+            "fork" => Ok(Spawn::Fork),
+            "posix_spawn" => {
+                // SAFETY: a zeroed value is what init overwrites.
+                let mut a = SpawnActions(unsafe { std::mem::zeroed() });
+                let check = |r: libc::c_int, what: &str| {
+                    if r == 0 {
+                        Ok(())
+                    } else {
+                        Err(std::io::Error::from_raw_os_error(r)).context(what.to_string())
+                    }
+                };
+                // SAFETY: a is a valid file-actions object; the paths are
+                // NUL-terminated and outlive it (both live in `p`, dropped
+                // after the Spawn in `run`), and glibc copies them anyway.
+                unsafe {
+                    check(
+                        libc::posix_spawn_file_actions_init(&mut a.0),
+                        "posix_spawn_file_actions_init",
+                    )?;
+                    check(
+                        libc::posix_spawn_file_actions_addchdir_np(&mut a.0, p.cwd.as_ptr()),
+                        "posix_spawn: chdir into the scratch directory",
+                    )?;
+                    check(
+                        libc::posix_spawn_file_actions_addopen(
+                            &mut a.0,
+                            0,
+                            p.stdin.as_ptr(),
+                            libc::O_RDONLY,
+                            0,
+                        ),
+                        "posix_spawn: the command's input",
+                    )?;
+                    check(
+                        libc::posix_spawn_file_actions_addopen(
+                            &mut a.0,
+                            1,
+                            p.stdout.as_ptr(),
+                            libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC,
+                            0o644,
+                        ),
+                        "posix_spawn: the command's output",
+                    )?;
+                    check(
+                        libc::posix_spawn_file_actions_adddup2(
+                            &mut a.0,
+                            std::os::fd::AsRawFd::as_raw_fd(&p.stderr),
+                            2,
+                        ),
+                        "posix_spawn: the command's stderr",
+                    )?;
+                }
+                Ok(Spawn::PosixSpawn(a))
+            }
+            other => bail!("spawn={other}: expected fork or posix_spawn"),
+        }
+    }
+}
+
 /// The commands' environment: the worker's, with the locale fixed to C (a
 /// locale changes sort and grep by an order of magnitude) and HOME, TMPDIR
 /// and MAILRC inside the scratch directory, so no command reads the user's
@@ -466,11 +599,12 @@ fn run(ctx: &TrialCtx) -> Result<TrialOutput> {
     std::fs::create_dir(&work.0).with_context(|| format!("cannot create {}", work.0.display()))?;
     inputs::generate(&work.0, c.inputs)?;
     let p = Prepared::new(c, &work.0)?;
+    let spawn = Spawn::of(ctx.params.get("spawn").unwrap_or("fork"), &p)?;
     let (per_op, n) = ctx.time_per_op(|n| {
         let mut total = Duration::ZERO;
         for _ in 0..n {
             c.reset.apply(&work.0)?;
-            total += p.exec_once()?;
+            total += p.exec_once(&spawn)?;
         }
         Ok(total)
     })?;
