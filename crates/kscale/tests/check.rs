@@ -277,3 +277,86 @@ fn repeated_baselines_give_a_case_its_own_between_run_spread() {
     };
     assert_eq!(out.status.code(), Some(expected), "{v}");
 }
+
+/// The start times of a run's counted trials, in seconds since the first.
+fn counted_starts(env: &Env, run: &str) -> Vec<i64> {
+    let db = rusqlite::Connection::open(env.db()).unwrap();
+    let mut q = db
+        .prepare(
+            "SELECT t.started_at FROM trials t JOIN cases c ON c.id = t.case_id \
+             WHERE c.run_id = ?1 AND t.warmup = 0 ORDER BY t.id",
+        )
+        .unwrap();
+    let secs: Vec<i64> = q
+        .query_map([run.parse::<i64>().unwrap()], |r| r.get::<_, String>(0))
+        .unwrap()
+        .map(|s| {
+            let s = s.unwrap();
+            let t = &s[11..19];
+            let p: Vec<i64> = t.split(':').map(|x| x.parse().unwrap()).collect();
+            p[0] * 3600 + p[1] * 60 + p[2]
+        })
+        .collect();
+    secs.iter().map(|s| s - secs[0]).collect()
+}
+
+/// `--span 6s` paces a case's trials at least 1 s apart (seven of them,
+/// min-trials raised to fill the span), and a check of a paced baseline
+/// paces its own run the same way and says so.
+#[test]
+fn paced_trials_span_the_span_and_the_check_follows_its_baseline() {
+    let env = Env::new();
+    let started = std::time::Instant::now();
+    let out = env
+        .tiny_run(&["syscall.null"], "1", "paced")
+        .args(["--span", "6s"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(started.elapsed().as_secs_f64() >= 6.0);
+    let starts = counted_starts(&env, "1");
+    assert!(starts.len() >= 7, "{starts:?}");
+    // Second-resolution times: 1 s apart reads 0 to 2 s apart, and two
+    // steps at least 1 s.
+    for w in starts.windows(3).take(5) {
+        assert!(w[2] - w[0] >= 1, "{starts:?}");
+    }
+    assert!(starts[6] >= 5, "{starts:?}");
+
+    let started = std::time::Instant::now();
+    let out = env
+        .cmd(&[
+            "check",
+            "--baseline",
+            "paced",
+            "--threshold",
+            "50%",
+            "syscall.null",
+            "--cpus",
+            "1",
+            "--quick",
+            "--trial-time",
+            "0.02",
+            "--no-progress",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("paced over 6 s"), "{err}");
+    assert!(started.elapsed().as_secs_f64() >= 6.0);
+    assert!(counted_starts(&env, "2")[6] >= 5);
+
+    // A budget plans its own trials: --span with it is bad input.
+    for args in [
+        &["run", "syscall.null", "--span", "6s", "--budget", "30s"][..],
+        &["study", "--quick", "--span", "6s"][..],
+        &["run", "syscall.null", "--span", "soon"][..],
+    ] {
+        let out = env.cmd(args).output().unwrap();
+        common::assert_exit(&out, 2);
+    }
+}

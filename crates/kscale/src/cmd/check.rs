@@ -14,13 +14,21 @@ use kscale_core::cpus::base_name;
 use kscale_core::noise::{self, Reading};
 use kscale_core::twosample::{Test, POWER};
 use kscale_core::Direction;
-use kscale_report::compare::{compare_metric, ALPHA};
+use kscale_report::compare::compare_metric;
 use kscale_store::{CaseStatus, RunData, Store};
 use serde::Serialize;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+/// The chance, over all the cases one check compares, that it calls an
+/// unchanged build regressed: each case is tested at this over their
+/// number (Bonferroni). One check exits 1 when any case regressed, so at
+/// 0.05 per case (two-sided: 0.025 on the worse side) one check in five
+/// of ten unchanged cases would alarm; at 0.01 over them all, about one
+/// in two hundred (docs/fleet.md).
+pub const GATE_ALPHA: f64 = 0.01;
 
 /// `git bisect run` reads 125 as "this commit cannot be tested".
 pub const UNMEASURED: u8 = 125;
@@ -166,7 +174,7 @@ fn beyond_machine(direction: Direction, ratio: f64, slower: f64) -> f64 {
     }
 }
 
-pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
+pub fn run(mut args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let threshold = parse_threshold(&args.threshold)?;
     if args.run.resume.is_some() {
         return Err(user("check measures afresh; --resume is not accepted here"));
@@ -179,6 +187,17 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         let id = resolve_baseline(&store, &args.baseline)?;
         store.load_run(id)?
     };
+    // A baseline whose trials were paced is checked paced the same way,
+    // unless told otherwise: both sides then sample the machine's moments
+    // alike (docs/method.md, "Paced trials").
+    if args.run.run.span.is_none() && args.run.run.budget.is_none() {
+        if let Some(s) = base.run.options["span_s"].as_f64() {
+            args.run.run.span = Some(format!("{s}s"));
+            eprintln!(
+                "kscale check: the baseline's trials were paced over {s} s (--span); so are these"
+            );
+        }
+    }
     // Validated and matched before anything is measured: a typo costs one
     // line and status 2, not a run.
     let opts = crate::engine::args::options(&args.run.select, &args.run.run)?;
@@ -328,14 +347,21 @@ fn report(
 ) -> Result<ExitCode> {
     let cmp = compare_metric(&[base, now], &super::Registry, None)
         .map_err(|e| anyhow::anyhow!("cannot compare with the baseline: {e}"))?;
+    let rows: Vec<_> = cmp
+        .families
+        .iter()
+        .flat_map(|f| f.rows.iter())
+        .filter(|row| !row.summary && !row.cpus.is_empty())
+        .filter_map(|row| {
+            row.ratios
+                .iter()
+                .find(|r| r.num == 1 && r.den == 0)
+                .map(|r| (row, r))
+        })
+        .collect();
+    let alpha = GATE_ALPHA / rows.len().max(1) as f64;
     let mut cases = Vec::new();
-    for row in cmp.families.iter().flat_map(|f| f.rows.iter()) {
-        if row.summary || row.cpus.is_empty() {
-            continue;
-        }
-        let Some(r) = row.ratios.iter().find(|r| r.num == 1 && r.den == 0) else {
-            continue;
-        };
+    for (row, r) in rows {
         let worse = match row.direction {
             Direction::Lower => r.ratio - 1.0,
             Direction::Higher => 1.0 - r.ratio,
@@ -358,7 +384,7 @@ fn report(
         // are enough of them, else the machine's, when both runs read the
         // gauge on these CPUs.
         let mv = noise::machine_move(&machine.base, &machine.now, &cn.cpus);
-        let (mut p, mut mdc, mut significant) = (r.p, r.mdc, r.significant);
+        let (mut p, mut mdc, mut significant) = (r.p, r.mdc, r.p.is_some_and(|p| p < alpha));
         let mut moved = false;
         let est = |c: &kscale_store::CaseData| {
             cmp.estimator
@@ -414,11 +440,11 @@ fn report(
             let (between, between_df, mb, mn) = spread(true);
             if let (Some(eb), Some(en)) = (est(&cb), est(&cn)) {
                 if let Some((p2, mdc2)) =
-                    noise::across_runs(eb, en, between, between_df, mb, mn, ALPHA, POWER)
+                    noise::across_runs(eb, en, between, between_df, mb, mn, alpha, POWER)
                 {
                     p = Some(p2);
                     mdc = Some(mdc2);
-                    significant = p2 < ALPHA;
+                    significant = p2 < alpha;
                 }
             }
             let sys = sys_move.map(|s| (s.slower - 1.0) * 100.0);
@@ -472,13 +498,13 @@ fn report(
                     let (b, df, mb, mn) = spread(false);
                     let rse = m.ratio_se;
                     let b = (b * b + rse * rse / (1.0 / mb.max(1.0) + 1.0 / mn.max(1.0))).sqrt();
-                    noise::across_runs(eb, en, b, df, mb, mn, ALPHA, POWER)
+                    noise::across_runs(eb, en, b, df, mb, mn, alpha, POWER)
                 }
                 _ => None,
             };
             match adjusted {
                 Some((p2, mdc2))
-                    if Verdict::of(p2 < ALPHA, r.better, beyond, Some(mdc2), threshold)
+                    if Verdict::of(p2 < alpha, r.better, beyond, Some(mdc2), threshold)
                         == Verdict::Regressed =>
                 {
                     p = Some(p2);
@@ -554,7 +580,8 @@ fn report(
                 "baseline": {"id": base.run.id, "label": base.run.label},
                 "run": {"id": now.run.id, "label": now.run.label},
                 "threshold_pct": threshold * 100.0,
-                "alpha": ALPHA,
+                "alpha": alpha,
+                "alpha_family": GATE_ALPHA,
                 "power": POWER,
                 "estimator": cmp.estimator.as_str(),
                 "machine": overall.map(|m| json!({
@@ -653,13 +680,15 @@ fn report(
                 )?,
             }
             outln!(
-                "kscale check: {} case(s) of run {} compared with baseline run {} ({}): {} regressed by more than {}% (p < {ALPHA}), {} cannot tell (minimum detectable change above {}%, power {POWER}), {} not measured",
+                "kscale check: {} case(s) of run {} compared with baseline run {} ({}): {} regressed by more than {}% (p < {} each, {GATE_ALPHA} over the {} cases), {} cannot tell (minimum detectable change above {}%, power {POWER}), {} not measured",
                 cases.len(),
                 now.run.id,
                 base.run.id,
                 base.run.label,
                 regressed,
                 threshold * 100.0,
+                sig(alpha),
+                cases.len(),
                 cannot_tell,
                 threshold * 100.0,
                 failed.len()

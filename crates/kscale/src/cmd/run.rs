@@ -94,6 +94,7 @@ mod tests {
         ("trial_time", "trial_time_s"),
         ("case_budget", "rule"),
         ("budget", "budget_s"),
+        ("span", "span_s"),
         ("dir", "dir"),
         ("cpu_order", "cpu_order"),
         ("cpu_mode", "cpu_mode"),

@@ -50,6 +50,12 @@ pub struct RunArgs {
     /// and every NOT CONVERGED case says the trials it needed (docs/method.md).
     #[arg(long, value_name = "DURATION")]
     pub budget: Option<String>,
+    /// Spread each case's counted trials over at least this wall time
+    /// (`20s`, `1m`): they start at least 1 s apart, so its mean samples
+    /// the machine's moments instead of one host spell (docs/method.md,
+    /// "Paced trials"); --min-trials rises to fill it. Not with --budget.
+    #[arg(long, value_name = "DURATION", conflicts_with = "budget")]
+    pub span: Option<String>,
     /// Directory for the run's scratch files and the fs workloads (default: current directory).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
@@ -92,6 +98,14 @@ impl RunArgs {
 /// is restored from the stored run's options, so `--resume` refuses it
 /// rather than drop it silently; a flag added to [`RunArgs`] or
 /// [`Targets`] is refused until it is named here.
+/// The shortest gap between a paced case's trials: on the 2-vCPU VM two
+/// trials of `syscall.null` 0.1 s apart correlate at 0.78, 0.5 s apart at
+/// 0.38, and 1 to 3 s apart at about 0.1 (docs/method.md, "Paced trials").
+pub const PACE_S: f64 = 1.0;
+
+/// The longest `--span`.
+const MAX_SPAN_S: f64 = 3600.0;
+
 pub const GIVEN_WITH_RESUME: &[&str] = &["no_progress", "token"];
 
 /// The ids of the run flags `--resume` refuses: every argument of
@@ -190,6 +204,10 @@ pub struct RunOptions {
     /// kept. Not stored: a resumed run starts a new clock.
     #[serde(skip)]
     pub budget_clock: Option<BudgetClock>,
+    /// `--span`: seconds over which each case's `rule.min_trials` counted
+    /// trials are paced ([`pace_s`](RunOptions::pace_s)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub span_s: Option<f64>,
     /// `--peer`: where macro workloads' load runs instead of this host's free
     /// CPUs (the token is never stored).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -226,6 +244,16 @@ pub struct RunOptions {
     /// stored.
     #[serde(skip)]
     pub step: Step,
+}
+
+impl RunOptions {
+    /// Under `--span`, the least time from one counted trial's start to
+    /// the next one's: a case's `rule.min_trials` then span the span, and
+    /// one that needs more takes them at the same pace.
+    pub fn pace_s(&self) -> Option<f64> {
+        self.span_s
+            .map(|s| s / (self.rule.min_trials.saturating_sub(1).max(1)) as f64)
+    }
 }
 
 /// How a case is measured: by its run rule, or as a budgeted capacity
@@ -317,6 +345,29 @@ pub fn options(sel: &Targets, args: &RunArgs) -> Result<RunOptions> {
             rule.max_trials = MAX_TRIALS;
         }
     }
+    let span_s = match &args.span {
+        None => None,
+        Some(d) if budget_s.is_some() => {
+            return Err(user(format!(
+                "--span {d} cannot pace a run under a budget (--budget, study --quick): the budget plans its trials itself"
+            )))
+        }
+        Some(d) => {
+            let s = kscale_core::budget::parse_duration(d)
+                .filter(|s| *s > 0.0 && *s <= MAX_SPAN_S)
+                .ok_or_else(|| {
+                    user(format!(
+                        "bad --span `{d}`: expected a duration like 20s, 1m or 5m, at most 1h"
+                    ))
+                })?;
+            // Trials closer than PACE_S follow the same host spell: the
+            // span is filled with trials that far apart, at least.
+            let n = (s / PACE_S).floor() as usize + 1;
+            rule.min_trials = rule.min_trials.max(n);
+            rule.max_trials = rule.max_trials.max(rule.min_trials);
+            Some(s)
+        }
+    };
     let trial_time_s = args
         .trial_time
         .unwrap_or(if args.quick { 0.05 } else { 0.5 });
@@ -403,6 +454,7 @@ pub fn options(sel: &Targets, args: &RunArgs) -> Result<RunOptions> {
         profile: sel.profile,
         budget_s,
         budget_clock: None,
+        span_s,
         peers: sel.peers.clone(),
         cpu_mode: args.cpu_mode,
         cpu_idle: args.cpu_idle,

@@ -130,7 +130,7 @@ impl Prepared {
         }
         let rule = &self.opts.rule;
         eprintln!(
-            "kscale: run {id} ({}): {} cases, CI {}@{}, {}–{} trials{}, db {}",
+            "kscale: run {id} ({}): {} cases, CI {}@{}, {}–{} trials{}{}, db {}",
             new.label,
             self.opts.plan.len(),
             rule.width_pct,
@@ -142,6 +142,10 @@ impl Prepared {
                 (None, Some(b)) => format!(" or {b} s a case"),
                 (None, None) => String::new(),
             },
+            self.opts
+                .pace_s()
+                .map(|g| format!(", paced {g:.1} s apart"))
+                .unwrap_or_default(),
             store.path().display()
         );
         eprintln!("kscale: {}", self.idle.why);
@@ -323,10 +327,16 @@ fn say_noise(readings: &[kscale_core::noise::Reading], opts: &RunOptions) {
                     .filter_map(|e| kscale_workloads::find(&e.workload))
                     .filter_map(|w| runner::guessed_median_cost(w, opts))
                     .sum();
+                // Paced, each workload's cases take the span at least.
+                let mut workloads: Vec<&str> =
+                    opts.plan.iter().map(|e| e.workload.as_str()).collect();
+                workloads.sort_unstable();
+                workloads.dedup();
+                let paced = opts.span_s.unwrap_or(0.0) * workloads.len() as f64;
                 format!(
                     "; its {} cases take about {} at that{}",
                     opts.plan.len(),
-                    duration(conv + median),
+                    duration((conv + median).max(paced)),
                     if opts.capacity {
                         ", capacity searches aside"
                     } else {

@@ -47,6 +47,8 @@ struct Unit {
     turn: u64,
     cost_s: f64,
     cost_n: usize,
+    /// Under `--span`: when its next counted trial may start.
+    due: Option<Instant>,
 }
 
 impl Unit {
@@ -319,6 +321,7 @@ fn units(store: &Store, run_id: i64, opts: &RunOptions) -> Result<Vec<Unit>> {
             turn: 0,
             cost_s: 0.0,
             cost_n: 0,
+            due: None,
         };
         if let Some(old) = existing.get(&key) {
             unit.finished = old.status != CaseStatus::Pending;
@@ -541,13 +544,44 @@ impl Tally {
 }
 
 /// A workload's cases round-robin (A B A B …) until each has finished.
+/// Under `--span` a case whose next trial is not yet due gives up its
+/// turn, and when none is due the runner waits for the first that will be.
 fn run_group(r: &mut Runner<'_, '_>, units: &mut [Unit]) -> Result<()> {
     while units.iter().any(|u| !u.finished) {
+        let mut ran = false;
         for u in units.iter_mut().filter(|u| !u.finished) {
+            if u.due.is_some_and(|d| d > Instant::now()) {
+                continue;
+            }
             r.turn(u)?;
+            ran = true;
+        }
+        if !ran {
+            let next = units
+                .iter()
+                .filter(|u| !u.finished)
+                .filter_map(|u| u.due)
+                .min();
+            if let Some(next) = next {
+                wait_until(next, r.run_id)?;
+            }
         }
     }
     Ok(())
+}
+
+/// Sleeps until `when`, a signal cutting the wait short.
+fn wait_until(when: Instant, run_id: i64) -> Result<()> {
+    loop {
+        if let Some(sig) = signals::interrupted() {
+            return Err(Interrupted(sig, run_id).into());
+        }
+        let now = Instant::now();
+        if now >= when {
+            return Ok(());
+        }
+        std::thread::sleep((when - now).min(std::time::Duration::from_millis(100)));
+    }
 }
 
 /// `--budget`: every case of the run, all workloads together, planned
@@ -949,6 +983,12 @@ impl<'a, 'p> Runner<'a, 'p> {
             return Ok(());
         }
         u.counted.push(out.values[u.workload.primary().name]);
+        // Paced: the next counted trial starts a gap after this one's
+        // start; back-to-back trials would follow one host spell and
+        // narrow the interval without sampling more of the machine.
+        u.due = opts
+            .pace_s()
+            .map(|g| started + std::time::Duration::from_secs_f64(g));
         if u.counted.len() <= opts.rule.min_trials {
             bar.inc(1);
         }
