@@ -166,6 +166,7 @@ mod tests {
         opts.peers = vec!["peer.example:7000".into()];
         opts.load_cpus = Some(vec![0]);
         opts.capacity = true;
+        opts.span_s = Some(20.0);
         let stored = serde_json::to_value(&opts).expect("serialises");
         let keys: Vec<&str> = stored
             .as_object()
