@@ -309,7 +309,7 @@ fn paced_trials_span_the_span_and_the_check_follows_its_baseline() {
     let started = std::time::Instant::now();
     let out = env
         .tiny_run(&["syscall.null"], "1", "paced")
-        .args(["--span", "6s"])
+        .args(["--span", "6s", "--max-trials", "8"])
         .output()
         .unwrap();
     assert!(
@@ -341,6 +341,8 @@ fn paced_trials_span_the_span_and_the_check_follows_its_baseline() {
             "--quick",
             "--trial-time",
             "0.02",
+            "--max-trials",
+            "8",
             "--no-progress",
         ])
         .output()

@@ -409,8 +409,25 @@ fn report(
         // gauge's. `with_shift` counts the machine's move between the two
         // runs as spread (the plain test); without it the move is divided
         // out instead (the test beyond the machine, below).
+        // The moments of the machine a side's trials sampled: a paced run's
+        // trials each one (docs/method.md, "Paced trials"), an unpaced
+        // run's as many as its trials' span holds.
+        let moments_of = |run: &RunData, c: &kscale_store::CaseData| {
+            if run.run.options["span_s"].as_f64().is_some() {
+                (c.values(&row.metric).len() as f64).max(1.0)
+            } else {
+                noise::moments(c.span_s())
+            }
+        };
         let spread = |with_shift: bool| {
-            let shift = mv.map_or(0.0, |m| (m.slower - 1.0).abs() / 2.0);
+            // Half the larger of the probes' moves: on the same kernel the
+            // kernel crossing's too, which a case on a kernel path follows
+            // where the loop does not.
+            let shift = [mv, sys_move.filter(|_| machine.same_kernel)]
+                .into_iter()
+                .flatten()
+                .map(|m| (m.slower - 1.0).abs() / 2.0)
+                .fold(0.0, f64::max);
             match own {
                 Some((b, df)) => (
                     if with_shift { b.max(shift) } else { b },
@@ -418,18 +435,18 @@ fn report(
                     1.0,
                     1.0,
                 ),
-                None => (
-                    mv.map_or(0.0, |m| {
-                        if with_shift {
-                            m.between_cv
-                        } else {
-                            m.moment_cv
-                        }
-                    }),
-                    None,
-                    noise::moments(cb.span_s()),
-                    noise::moments(cn.span_s()),
-                ),
+                None => {
+                    let (kb, kn) = (moments_of(base, &cb), moments_of(now, &cn));
+                    // The machine's shift between the runs is one draw on
+                    // each side however many moments they sampled: kept
+                    // whole while the moments' spread is averaged down.
+                    let floor = if with_shift {
+                        shift * (2.0 / (1.0 / kb + 1.0 / kn)).sqrt()
+                    } else {
+                        0.0
+                    };
+                    (mv.map_or(0.0, |m| m.moment_cv.max(floor)), None, kb, kn)
+                }
             }
         };
         let mut part = None;
@@ -481,10 +498,13 @@ fn report(
                 .max_by(|a, b| a.slower.total_cmp(&b.slower));
             let s = by.map_or(1.0, |m| m.slower);
             let beyond = beyond_machine(row.direction, r.ratio, s);
-            // Only a slower machine is given the benefit: one the gauge saw
-            // run faster while the case got worse is one whose probes do
-            // not follow this case, and that stays cannot tell.
+            // Only a slower machine is given the benefit. One the gauge saw
+            // run faster cannot explain a case that got worse: that case is
+            // judged by the plain test above, whose spread counts half the
+            // machine's move, so only a change well beyond the move is
+            // regressed (a 27-fold one was "cannot tell" before).
             let adjusted = match (by, est(&cb), est(&cn)) {
+                (None, ..) => p.zip(mdc),
                 (Some(m), Some(eb), Some(en)) => {
                     let k = match row.direction {
                         Direction::Lower => s,
@@ -687,7 +707,7 @@ fn report(
                 base.run.label,
                 regressed,
                 threshold * 100.0,
-                sig(alpha),
+                p_value(alpha),
                 cases.len(),
                 cannot_tell,
                 threshold * 100.0,
