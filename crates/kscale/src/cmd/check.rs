@@ -326,7 +326,8 @@ struct MachinePart {
     /// baseline, in % (negative: faster), on the case's CPUs; `None` when
     /// a run has no gauge readings there.
     slower_pct: Option<f64>,
-    /// The between-run spread added to each side, in % of its value.
+    /// The between-run spread added to each side, in % of its value
+    /// (the moments' spread averaged over the moments each side sampled).
     between_pct: f64,
     /// Where that spread came from: the case's own runs under the
     /// baseline's label (how many), or the gauge (0).
@@ -474,7 +475,10 @@ fn report(
             moved = loop_pct.is_some_and(|l| l.abs() > threshold * 100.0) || sys_moved;
             part = Some(MachinePart {
                 slower_pct: loop_pct,
-                between_pct: between * 100.0,
+                // As it weighs on one side: averaged over the moments.
+                between_pct: between
+                    * ((1.0 / mb.max(1.0) + 1.0 / mn.max(1.0)) / 2.0).sqrt()
+                    * 100.0,
                 between_runs: if own.is_some() { runs.len() } else { 0 },
                 syscall_slower_pct: sys,
                 moved_by: if sys_moved {
