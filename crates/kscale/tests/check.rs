@@ -312,11 +312,7 @@ fn paced_trials_span_the_span_and_the_check_follows_its_baseline() {
         .args(["--span", "6s", "--max-trials", "8"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::stdout_of_success(&out, "the paced run");
     assert!(started.elapsed().as_secs_f64() >= 6.0);
     let starts = counted_starts(&env, "1");
     assert!(starts.len() >= 7, "{starts:?}");
