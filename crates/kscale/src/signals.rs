@@ -31,6 +31,21 @@ pub fn install() {
     });
 }
 
+/// Sleeps until `until`, in steps of at most 50 ms so that Ctrl-C cuts
+/// the wait short: `Err` with the signal's number.
+pub fn sleep_until(until: std::time::Instant) -> Result<(), i32> {
+    loop {
+        if let Some(sig) = interrupted() {
+            return Err(sig);
+        }
+        let now = std::time::Instant::now();
+        if now >= until {
+            return Ok(());
+        }
+        std::thread::sleep((until - now).min(std::time::Duration::from_millis(50)));
+    }
+}
+
 pub fn interrupted() -> Option<i32> {
     match INTERRUPTED.load(Ordering::SeqCst) {
         0 => None,

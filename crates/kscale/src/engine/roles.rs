@@ -231,16 +231,7 @@ pub fn load_cpus(
 
 /// Sleeps until `until`, watching for Ctrl-C.
 fn sleep_until(until: Instant) -> Result<(), String> {
-    loop {
-        if let Some(sig) = signals::interrupted() {
-            return Err(format!("interrupted by signal {sig}"));
-        }
-        let now = Instant::now();
-        if now >= until {
-            return Ok(());
-        }
-        std::thread::sleep((until - now).min(Duration::from_millis(50)));
-    }
+    signals::sleep_until(until).map_err(|sig| format!("interrupted by signal {sig}"))
 }
 
 fn expect_ready(line: Result<RoleLine, String>, what: &str) -> Result<Endpoint, String> {

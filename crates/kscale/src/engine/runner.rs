@@ -563,25 +563,11 @@ fn run_group(r: &mut Runner<'_, '_>, units: &mut [Unit]) -> Result<()> {
                 .filter_map(|u| u.due)
                 .min();
             if let Some(next) = next {
-                wait_until(next, r.run_id)?;
+                signals::sleep_until(next).map_err(|sig| Interrupted(sig, r.run_id))?;
             }
         }
     }
     Ok(())
-}
-
-/// Sleeps until `when`, a signal cutting the wait short.
-fn wait_until(when: Instant, run_id: i64) -> Result<()> {
-    loop {
-        if let Some(sig) = signals::interrupted() {
-            return Err(Interrupted(sig, run_id).into());
-        }
-        let now = Instant::now();
-        if now >= when {
-            return Ok(());
-        }
-        std::thread::sleep((when - now).min(std::time::Duration::from_millis(100)));
-    }
 }
 
 /// `--budget`: every case of the run, all workloads together, planned
