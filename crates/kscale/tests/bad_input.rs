@@ -70,6 +70,11 @@ fn bad_inputs_exit_2_with_one_line() {
         (&["run", "syscall.null", "--label", "42"], "bad --label"),
         (&["run", "--bogus-flag"], "--bogus-flag"),
         (&["list", "--family", "nope"], "unknown family `nope`"),
+        // tune interleaves its steps itself; a pace it would not keep is refused.
+        (
+            &["tune", "--span", "20s", "plan.toml"],
+            "--span 20s does not apply to tune",
+        ),
         // No database yet.
         (&["show", "latest"], "no database"),
         (&["results"], "no database"),

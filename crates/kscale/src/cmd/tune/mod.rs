@@ -57,6 +57,14 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         let store = super::open_existing(db)?;
         return restore_command(&store);
     }
+    if let Some(d) = &args.run.span {
+        // A plan's steps interleave round by round, which already spreads
+        // every step over the same spells of the machine; pacing is not
+        // implemented in that loop, so the flag is refused, not dropped.
+        return Err(user(format!(
+            "--span {d} does not apply to tune: its steps are interleaved round by round (use --min-trials for more rounds)"
+        )));
+    }
     let path = args.plan.clone().unwrap_or_default();
     let (plan, text) = plan::load(&path)?;
     if args.check {
