@@ -114,52 +114,22 @@ impl HistoryChart {
         let sx = |x: f64| left + INSET + (x - x0) / (x1 - x0) * (pw - 2.0 * INSET);
         let sy = |y: f64| bottom - (y - y0) / (y1 - y0) * ph;
 
-        let _ = write!(
-            body,
-            r##"<rect class="plot" x="{left:.2}" y="{top:.2}" width="{pw:.2}" height="{ph:.2}" fill="none" stroke="none"/>"##
-        );
-        body.push_str(r#"<g class="yticks">"#);
-        for (t, l) in yt.iter().zip(&ylabels) {
-            let y = sy(*t);
-            let _ = write!(
-                body,
-                r##"<line data-tick="{t}" x1="{left:.2}" y1="{y:.2}" x2="{:.2}" y2="{y:.2}" stroke="#e3e3e3"/><text x="{:.2}" y="{:.2}" text-anchor="end">{}</text>"##,
-                left + pw,
-                left - 6.0,
-                y + FONT * 0.35,
-                esc(l)
-            );
-        }
-        body.push_str("</g>");
+        let ypos: Vec<f64> = yt.iter().map(|t| sy(*t)).collect();
         let xpos: Vec<f64> = xt.iter().map(|t| sx(*t)).collect();
-        x_ticks(
+        let frame = Frame {
+            left,
+            top,
+            width: pw,
+            height: ph,
+            y_title_x: axis_label_x,
+            x_label: &self.x_label,
+            y_label: &self.y_label,
+        };
+        let x_title_y = plot_frame(
             &mut body,
-            &xt,
-            &xpos,
-            &xlabels,
-            (bottom, bottom + 5.0),
-            "#999",
-        );
-        let _ = write!(
-            body,
-            r##"<line x1="{left:.2}" y1="{top:.2}" x2="{left:.2}" y2="{bottom:.2}" stroke="#333"/><line x1="{left:.2}" y1="{bottom:.2}" x2="{:.2}" y2="{bottom:.2}" stroke="#333"/>"##,
-            left + pw
-        );
-        let x_title_y = bottom + 5.0 + 2.0 * FONT * LINE_GAP + 2.0;
-        let _ = write!(
-            body,
-            r#"<text x="{:.2}" y="{x_title_y:.2}" text-anchor="middle"><title>{}</title>{}</text>"#,
-            left + pw / 2.0,
-            esc(&self.x_label),
-            esc(&fit(&self.x_label, pw, FONT))
-        );
-        let _ = write!(
-            body,
-            r#"<text transform="translate({:.2} {:.2}) rotate(-90)" text-anchor="middle"><title>{}</title>{}</text>"#,
-            axis_label_x,
-            top + ph / 2.0,
-            esc(&self.y_label),
-            esc(&fit(&self.y_label, ph, FONT))
+            &frame,
+            (&yt, &ypos, &ylabels),
+            (&xt, &xpos, &xlabels),
         );
 
         // The runs, each in a group naming it, then the levels and the

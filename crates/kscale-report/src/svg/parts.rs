@@ -164,6 +164,72 @@ pub(super) fn thin(pos: &[f64], widths: &[f64], gap: f64) -> Vec<bool> {
         .collect()
 }
 
+/// Where an x–y chart's plot area sits and what its axes say.
+pub(super) struct Frame<'a> {
+    pub left: f64,
+    pub top: f64,
+    pub width: f64,
+    pub height: f64,
+    /// The x of the rotated y-axis title.
+    pub y_title_x: f64,
+    pub x_label: &'a str,
+    pub y_label: &'a str,
+}
+
+/// The plot area of an x–y chart, as the line and history charts draw it
+/// alike: its rectangle, a horizontal grid line and label at each y tick
+/// (already placed at `ypos`), the x ticks at `xpos`, both axes, and the
+/// axis titles, x under the tick labels and y rotated beside them.
+/// Returns the baseline of the x title, below which the legend goes.
+pub(super) fn plot_frame(
+    out: &mut String,
+    f: &Frame,
+    y: (&[f64], &[f64], &[String]),
+    x: (&[f64], &[f64], &[String]),
+) -> f64 {
+    let (left, top, pw, ph) = (f.left, f.top, f.width, f.height);
+    let bottom = top + ph;
+    let _ = write!(
+        out,
+        r##"<rect class="plot" x="{left:.2}" y="{top:.2}" width="{pw:.2}" height="{ph:.2}" fill="none" stroke="none"/>"##
+    );
+    out.push_str(r#"<g class="yticks">"#);
+    for ((t, pos), l) in y.0.iter().zip(y.1).zip(y.2) {
+        let _ = write!(
+            out,
+            r##"<line data-tick="{t}" x1="{left:.2}" y1="{pos:.2}" x2="{:.2}" y2="{pos:.2}" stroke="#e3e3e3"/><text x="{:.2}" y="{:.2}" text-anchor="end">{}</text>"##,
+            left + pw,
+            left - 6.0,
+            pos + FONT * 0.35,
+            esc(l)
+        );
+    }
+    out.push_str("</g>");
+    x_ticks(out, x.0, x.1, x.2, (bottom, bottom + 5.0), "#999");
+    let _ = write!(
+        out,
+        r##"<line x1="{left:.2}" y1="{top:.2}" x2="{left:.2}" y2="{bottom:.2}" stroke="#333"/><line x1="{left:.2}" y1="{bottom:.2}" x2="{:.2}" y2="{bottom:.2}" stroke="#333"/>"##,
+        left + pw
+    );
+    let x_title_y = bottom + 5.0 + 2.0 * FONT * LINE_GAP + 2.0;
+    let _ = write!(
+        out,
+        r#"<text x="{:.2}" y="{x_title_y:.2}" text-anchor="middle"><title>{}</title>{}</text>"#,
+        left + pw / 2.0,
+        esc(f.x_label),
+        esc(&fit(f.x_label, pw, FONT))
+    );
+    let _ = write!(
+        out,
+        r#"<text transform="translate({:.2} {:.2}) rotate(-90)" text-anchor="middle"><title>{}</title>{}</text>"#,
+        f.y_title_x,
+        top + ph / 2.0,
+        esc(f.y_label),
+        esc(&fit(f.y_label, ph, FONT))
+    );
+    x_title_y
+}
+
 /// Ticks along the x axis: a line from `span.0` to `span.1` at each, with
 /// `data-tick`, and its label under the line's end unless it would overlap
 /// its left neighbour.
