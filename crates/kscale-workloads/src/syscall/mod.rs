@@ -142,13 +142,18 @@ pub static FAMILY: Family = Family {
                 unix,
             )
         },
-        SYSCALL.named(
-            "fork_exit",
-            "Process fork+exit",
-            "fork(); the child exits at once; the parent waits for it (lmbench lat_proc fork; \
-             perf bench syscall fork).",
-            fork_exit,
-        ),
+        WorkloadDef {
+            params: EXIT_PARAMS,
+            ..SYSCALL.named(
+                "fork_exit",
+                "Process fork+exit",
+                "fork(); the child exits at once; the parent waits for it (lmbench lat_proc fork; \
+                 perf bench syscall fork). The child leaves with _exit() by default; `exit=exit` \
+                 leaves through the C library's exit() as lat_proc's child does, which runs the \
+                 atexit handlers and destructors first.",
+                fork_exit,
+            )
+        },
         WorkloadDef {
             params: HELPER_PARAMS,
             ..SYSCALL.named(
@@ -181,6 +186,18 @@ const HELPER_PARAMS: &[ParamDef] = &[ParamDef {
            against the C library as lmbench's /tmp/hello, adding the dynamic loader.",
     kind: ParamKind::Choice(&["static", "dynamic"]),
     default: &["static"],
+    quick: &[],
+}];
+
+/// How fork_exit's child leaves (docs/families/syscall.md).
+const EXIT_PARAMS: &[ParamDef] = &[ParamDef {
+    name: "exit",
+    help: "_exit: the child calls _exit(), straight to the kernel; exit: the C library's exit(), \
+           as lmbench's lat_proc child, running atexit handlers, shared-object destructors and \
+           the stdio flush first (each first write to a page shared with the parent is a \
+           copy-on-write fault).",
+    kind: ParamKind::Choice(&["_exit", "exit"]),
+    default: &["_exit"],
     quick: &[],
 }];
 
@@ -463,6 +480,73 @@ mod tests {
     #[test]
     fn fork_sh() {
         run_one("fork_sh");
+    }
+
+    /// `exit=exit` leaves each child through the C library's exit(), which
+    /// runs the atexit handlers the forking process registered; `_exit`
+    /// (the default) runs none. Counted by a handler that appends one byte
+    /// to a file per run, registered in a single-threaded child that then
+    /// runs the workload for a fixed number of forks.
+    #[test]
+    fn fork_exit_child_leaves_by_exit_or_exit_underscore() {
+        use std::sync::atomic::{AtomicI32, Ordering};
+        static MARK_FD: AtomicI32 = AtomicI32::new(-1);
+        extern "C" fn mark() {
+            let fd = MARK_FD.load(Ordering::SeqCst);
+            // SAFETY: one byte from a static to an fd opened before the forks.
+            unsafe { libc::write(fd, b"x".as_ptr().cast(), 1) };
+        }
+        for (value, want) in [("_exit", 0), ("exit", 5), ("", 0)] {
+            let dir = tempfile::tempdir().unwrap();
+            let marks = dir.path().join("marks");
+            let marks_c = std::ffi::CString::new(marks.to_str().unwrap()).unwrap();
+            let params: Vec<(&str, &str)> = if value.is_empty() {
+                vec![]
+            } else {
+                vec![("exit", value)]
+            };
+            let mut c = ctx(dir.path(), Duration::from_millis(5), &params);
+            c.iterations = Some(5);
+            let pid = fork_child(|| {
+                // SAFETY: a path prepared before the fork; this child is
+                // single-threaded.
+                let fd = unsafe {
+                    libc::open(
+                        marks_c.as_ptr(),
+                        libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND,
+                        0o600 as libc::c_uint,
+                    )
+                };
+                if fd < 0 {
+                    return 3;
+                }
+                MARK_FD.store(fd, Ordering::SeqCst);
+                // SAFETY: registers a handler that only writes to that fd.
+                if unsafe { libc::atexit(mark) } != 0 {
+                    return 4;
+                }
+                match super::fork_exit(&c) {
+                    Ok(out) if out.iterations == 5 => 0,
+                    Ok(_) => 5,
+                    Err(_) => 6,
+                }
+            })
+            .unwrap();
+            let status = waitpid(pid, None).unwrap();
+            assert_eq!(status, WaitStatus::Exited(pid, 0), "exit={value}");
+            let n = std::fs::read(&marks).map(|b| b.len()).unwrap_or(0);
+            assert_eq!(n, want, "exit={value}: atexit handler runs");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path(), Duration::from_millis(5), &[("exit", "quit")]);
+        let e = super::fork_exit(&c).unwrap_err().to_string();
+        assert!(e.contains("accepted values are _exit and exit"), "{e}");
+    }
+
+    #[test]
+    fn fork_exit_with_exit_runs() {
+        let (v, n, _) = run_in_child("fork_exit", Duration::from_millis(20), &[("exit", "exit")]);
+        assert!(v.is_finite() && v > 0.0 && n > 0, "{v}");
     }
 
     #[test]

@@ -9,11 +9,44 @@ use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::os::fd::AsRawFd;
 
+/// How `fork_exit`'s child leaves, from the `exit` param.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ChildExit {
+    /// `_exit()`: straight to exit_group, nothing run in user space (default).
+    Raw,
+    /// The C library's `exit()`, as lat_proc's child: atexit handlers, the
+    /// shared objects' destructors (`_dl_fini`) and the stdio flush run
+    /// first, writing to pages the child shares copy-on-write with the
+    /// parent, so each write is a page fault and a page copy.
+    Libc,
+}
+
+impl ChildExit {
+    pub(super) fn from_ctx(ctx: &TrialCtx) -> Result<Self> {
+        match ctx.params.get("exit").unwrap_or("_exit") {
+            "_exit" => Ok(ChildExit::Raw),
+            "exit" => Ok(ChildExit::Libc),
+            other => anyhow::bail!("exit={other}: accepted values are _exit and exit"),
+        }
+    }
+}
+
 pub(super) fn fork_exit(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let how = ChildExit::from_ctx(ctx)?;
     let (per_op, n) = ctx.time_per_op(|n| {
         timed(|| {
             for _ in 0..n {
-                fork_wait(|| 0)?;
+                match how {
+                    ChildExit::Raw => fork_wait(|| 0)?,
+                    // SAFETY: exit() is not async-signal-safe: it takes the C
+                    // library's atexit and stdio locks. A worker is
+                    // single-threaded when it forks here (the unit tests run
+                    // this workload in a forked single-threaded child), so no
+                    // lock can be held by a thread the child does not have.
+                    // Nothing of the worker's is buffered in C stdio (Rust's
+                    // own stdout buffer is not flushed by exit()).
+                    ChildExit::Libc => fork_wait(|| unsafe { libc::exit(0) })?,
+                }
             }
             Ok(())
         })

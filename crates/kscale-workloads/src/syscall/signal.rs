@@ -78,12 +78,18 @@ pub(super) fn sig_install(ctx: &TrialCtx) -> Result<TrialOutput> {
     let _restore = SigRestore::install(libc::SIGUSR1, &action(handler, 0))?;
     // SAFETY: an all-zero sigaction is a valid buffer for the old action.
     let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    let mut sa = action(handler, 0);
     let (per_op, n) = ctx.time_per_op(|n| {
         timed(|| {
             for _ in 0..n {
-                // Built inside the loop like lmbench, so the figure includes
-                // what a program does to install a handler.
-                let sa = action(handler, 0);
+                // Filled inside the loop as lmbench's loop does (handler,
+                // empty mask, flags), so the figure includes what a program
+                // does to install a handler; the struct is not zeroed anew
+                // each time, which lmbench does not do either.
+                sa.sa_sigaction = handler;
+                // SAFETY: sa_mask is a valid sigset_t owned by sa.
+                unsafe { libc::sigemptyset(&mut sa.sa_mask) };
+                sa.sa_flags = 0;
                 // SAFETY: both pointers are valid; the handler does nothing.
                 if unsafe { libc::sigaction(libc::SIGUSR1, &sa, &mut old) } != 0 {
                     return Err(os_err("sigaction(SIGUSR1)"));
