@@ -21,7 +21,7 @@ use crate::shared::child::ChildGuard;
 use crate::shared::place::{place_help, Placement, PLACE_PARAM};
 use crate::{Family, WorkloadDef};
 use anyhow::{bail, ensure, Context, Result};
-use kscale_core::{MetricDef, ParamDef};
+use kscale_core::{MetricDef, ParamDef, ParamKind};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use rpc_calls::{rpc_tcp, rpc_udp};
 use sockets::{tcp, tcp_connect, udp};
@@ -49,6 +49,77 @@ pub(super) const MSG: usize = 4;
 /// Where the client (this worker) and its server run (docs/families/ipc.md).
 const PLACE_PARAMS: &[ParamDef] = &[PLACE_PARAM];
 
+/// `tcp`'s Nagle setting. kscale sets TCP_NODELAY, as netperf TCP_RR does;
+/// lmbench's lat_tcp sets no socket option at all (lib_tcp.c, SOCKOPT_NONE).
+pub(super) const NODELAY_PARAM: ParamDef = ParamDef {
+    name: "nodelay",
+    help: "TCP_NODELAY on both ends of the connection: on (default, as netperf TCP_RR) or off \
+           (Nagle's algorithm left on, as lmbench lat_tcp, which sets no socket option).",
+    kind: ParamKind::Choice(&["on", "off"]),
+    default: &["on"],
+    quick: &[],
+};
+
+/// `tcp_connect`'s listen backlog per server port. lmbench's lat_connect
+/// listens with 100 (lib_tcp.c); kscale asks for 4096 (the kernel caps it
+/// at net.core.somaxconn) so that a client running ahead of its server on
+/// one CPU never overflows the accept queue, whose dropped SYN costs a 1 s
+/// retransmission.
+pub(super) const BACKLOG_PARAM: ParamDef = ParamDef {
+    name: "backlog",
+    help: "listen() backlog of each server port (default 4096, capped by net.core.somaxconn; \
+           lmbench lat_connect: 100). A client that runs ahead of its server fills a short \
+           queue, and each SYN dropped then waits for a 1 s retransmission.",
+    kind: ParamKind::Int { min: 1, max: 65535 },
+    default: &["4096"],
+    quick: &[],
+};
+
+/// `tcp_connect`'s server ports, taken in turn (see `sockets::tcp_connect`).
+pub(super) const PORTS_PARAM: ParamDef = ParamDef {
+    name: "ports",
+    help: "Server ports the connects rotate over, one accepting thread each (default 8, so \
+           TIME_WAIT tuples do not exhaust the ephemeral ports; lmbench lat_connect: 1).",
+    kind: ParamKind::Int { min: 1, max: 64 },
+    default: &["8"],
+    quick: &[],
+};
+
+const TCP_PARAMS: &[ParamDef] = &[PLACE_PARAM, NODELAY_PARAM];
+const CONNECT_PARAMS: &[ParamDef] = &[PLACE_PARAM, BACKLOG_PARAM, PORTS_PARAM];
+
+/// The value of choice param `p` (its default when the case has none); an
+/// unknown value is an error naming the accepted ones.
+pub(super) fn choice<'a>(ctx: &'a crate::TrialCtx, p: &ParamDef) -> Result<&'a str> {
+    let v = ctx.params.get(p.name).unwrap_or(p.default[0]);
+    if let ParamKind::Choice(accepted) = p.kind {
+        ensure!(
+            accepted.contains(&v),
+            "{}={v}: not one of {}",
+            p.name,
+            accepted.join(", ")
+        );
+    }
+    Ok(v)
+}
+
+/// The value of integer param `p` (its default when the case has none),
+/// checked against its bounds.
+pub(super) fn int(ctx: &crate::TrialCtx, p: &ParamDef) -> Result<u64> {
+    let v = ctx.params.get(p.name).unwrap_or(p.default[0]);
+    let n: u64 = v
+        .parse()
+        .map_err(|_| anyhow::anyhow!("{}={v}: not an integer", p.name))?;
+    if let ParamKind::Int { min, max } = p.kind {
+        ensure!(
+            (min..=max).contains(&n),
+            "{}={n}: outside {min}..={max}",
+            p.name
+        );
+    }
+    Ok(n)
+}
+
 /// What every ipc workload shares: its placement param and latency.
 const IPC: WorkloadDef = WorkloadDef {
     params: PLACE_PARAMS,
@@ -73,16 +144,20 @@ pub static FAMILY: Family = Family {
             ),
             udp,
         ),
-        IPC.named(
-            "tcp",
-            "TCP latency",
-            concat!(
-                "4-byte message echoed over an established TCP_NODELAY connection on 127.0.0.1 \
-                 (lmbench lat_tcp -m 4, netperf TCP_RR).",
-                place_help!()
-            ),
-            tcp,
-        ),
+        WorkloadDef {
+            params: TCP_PARAMS,
+            ..IPC.named(
+                "tcp",
+                "TCP latency",
+                concat!(
+                    "4-byte message echoed over an established TCP connection on 127.0.0.1, \
+                     TCP_NODELAY set unless nodelay=off (lmbench lat_tcp -m 4 sets no option: \
+                     nodelay=off; netperf TCP_RR sets it).",
+                    place_help!()
+                ),
+                tcp,
+            )
+        },
         IPC.named(
             "rpc_tcp",
             "RPC/tcp latency",
@@ -105,16 +180,23 @@ pub static FAMILY: Family = Family {
             ),
             rpc_udp,
         ),
-        IPC.named(
-            "tcp_connect",
-            "TCP/IP connection cost",
-            concat!(
-                "connect() to a server on 127.0.0.1, then close() without waiting for the \
-                 server, which accepts, reads to the client's FIN and closes (lmbench lat_connect).",
-                place_help!()
-            ),
-            tcp_connect,
-        ),
+        WorkloadDef {
+            params: CONNECT_PARAMS,
+            ..IPC.named(
+                "tcp_connect",
+                "TCP/IP connection cost",
+                concat!(
+                    "connect() to a server on 127.0.0.1, then close() without waiting for the \
+                     server, which accepts, reads to the client's FIN and closes (lmbench \
+                     lat_connect). Connects rotate over `ports` server ports, each listening \
+                     with `backlog`; lat_connect's one port with a backlog of 100 is ports=1 \
+                     backlog=100, where a client on the server's CPU overflows the accept queue \
+                     and waits out 1 s SYN retransmissions.",
+                    place_help!()
+                ),
+                tcp_connect,
+            )
+        },
     ],
 };
 
@@ -269,6 +351,89 @@ mod tests {
     #[test]
     fn tcp_connect_runs() {
         check("tcp_connect");
+    }
+
+    /// tcp takes `nodelay`, tcp_connect `backlog` and `ports`; the values
+    /// that reproduce lmbench's are accepted and nonsense is refused.
+    #[test]
+    fn lmbench_params_are_declared_and_checked() {
+        let w = |name: &str| FAMILY.workloads.iter().find(|w| w.name == name).unwrap();
+        assert!(w("tcp").param("nodelay").is_some());
+        assert!(w("tcp").param("place").is_some());
+        for p in ["backlog", "ports", "place"] {
+            assert!(w("tcp_connect").param(p).is_some(), "{p}");
+        }
+        assert!(w("udp").param("nodelay").is_none());
+        for (p, good, bad) in [
+            (NODELAY_PARAM, "off", "no"),
+            (BACKLOG_PARAM, "100", "0"),
+            (PORTS_PARAM, "1", "65"),
+        ] {
+            p.validate("ipc.x", good).unwrap();
+            p.validate("ipc.x", p.default[0]).unwrap();
+            assert!(p.validate("ipc.x", bad).is_err(), "{} {bad}", p.name);
+        }
+    }
+
+    #[test]
+    fn param_readers_default_and_refuse() {
+        let none = crate::test_ctx(&[], 10);
+        assert_eq!(choice(&none, &NODELAY_PARAM).unwrap(), "on");
+        assert_eq!(int(&none, &BACKLOG_PARAM).unwrap(), 4096);
+        assert_eq!(int(&none, &PORTS_PARAM).unwrap(), 8);
+        let set = crate::test_ctx(
+            &[("nodelay", "off"), ("backlog", "100"), ("ports", "1")],
+            10,
+        );
+        assert_eq!(choice(&set, &NODELAY_PARAM).unwrap(), "off");
+        assert_eq!(int(&set, &BACKLOG_PARAM).unwrap(), 100);
+        assert_eq!(int(&set, &PORTS_PARAM).unwrap(), 1);
+        let bad = crate::test_ctx(
+            &[("nodelay", "maybe"), ("backlog", "x"), ("ports", "0")],
+            10,
+        );
+        let e = choice(&bad, &NODELAY_PARAM).unwrap_err().to_string();
+        assert_eq!(e, "nodelay=maybe: not one of on, off");
+        assert!(int(&bad, &BACKLOG_PARAM).is_err());
+        let e = int(&bad, &PORTS_PARAM).unwrap_err().to_string();
+        assert_eq!(e, "ports=0: outside 1..=64");
+    }
+
+    /// lat_tcp's setting: no TCP_NODELAY, said in a note.
+    #[test]
+    fn tcp_runs_with_nagle_on() {
+        let out = std::thread::spawn(|| tcp(&crate::test_ctx(&[("nodelay", "off")], 20)))
+            .join()
+            .unwrap()
+            .unwrap();
+        assert!(out.values["latency"] > 0.0);
+        assert!(
+            out.notes.iter().any(|n| n.starts_with("nodelay=off")),
+            "{:?}",
+            out.notes
+        );
+    }
+
+    /// lat_connect's setting: one port, backlog 100. Fewer connects than
+    /// the backlog, so no SYN is dropped however far the client runs ahead.
+    #[test]
+    fn tcp_connect_runs_as_lat_connect() {
+        let out = std::thread::spawn(|| {
+            let mut ctx = crate::test_ctx(&[("ports", "1"), ("backlog", "100")], 20);
+            ctx.iterations = Some(50);
+            tcp_connect(&ctx)
+        })
+        .join()
+        .unwrap()
+        .unwrap();
+        assert_eq!(out.iterations, 50);
+        assert!(
+            out.notes
+                .iter()
+                .any(|n| n.starts_with("1 server port(s), listen backlog 100")),
+            "{:?}",
+            out.notes
+        );
     }
 
     #[test]

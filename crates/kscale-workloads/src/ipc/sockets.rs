@@ -2,8 +2,8 @@
 //! lat_udp, lat_tcp, lat_connect), each with its forked server.
 
 use super::{
-    finish_server, loopback, read_msg, set_accept_timeout, spawn_server, IO_TIMEOUT, LAT, MSG,
-    SERVER_IDLE,
+    choice, finish_server, int, loopback, read_msg, set_accept_timeout, spawn_server,
+    BACKLOG_PARAM, IO_TIMEOUT, LAT, MSG, NODELAY_PARAM, PORTS_PARAM, SERVER_IDLE,
 };
 use crate::shared::place::Placement;
 use crate::{timed, TrialCtx, TrialOutput};
@@ -66,14 +66,21 @@ fn udp_echo_server(sock: UdpSocket) -> Result<()> {
 
 // ---------------------------------------------------------------- TCP
 
+/// Reads `nodelay`: true (the default) sets TCP_NODELAY on both ends.
+fn nodelay(ctx: &TrialCtx) -> Result<bool> {
+    Ok(choice(ctx, &NODELAY_PARAM)? == "on")
+}
+
 pub(super) fn tcp(ctx: &TrialCtx) -> Result<TrialOutput> {
+    let nodelay = nodelay(ctx)?;
     let listener = TcpListener::bind(loopback()).context("binding TCP server socket")?;
     let addr = listener.local_addr().context("TCP server address")?;
     let place = Placement::from_ctx(ctx)?;
-    let guard = spawn_server(&place, move || tcp_echo_server(listener))?;
+    let guard = spawn_server(&place, move || tcp_echo_server(listener, nodelay))?;
 
     let mut s = TcpStream::connect(addr).context("connecting to TCP echo server")?;
-    s.set_nodelay(true).context("TCP_NODELAY")?;
+    // Set either way, so the trial states what the socket holds.
+    s.set_nodelay(nodelay).context("TCP_NODELAY")?;
     s.set_read_timeout(Some(IO_TIMEOUT))
         .context("TCP client timeout")?;
     let mut seq: u32 = 0;
@@ -93,16 +100,21 @@ pub(super) fn tcp(ctx: &TrialCtx) -> Result<TrialOutput> {
     // End of stream tells the server to exit.
     drop(s);
     finish_server(guard)?;
-    Ok(TrialOutput::new(n)
+    let out = TrialOutput::new(n)
         .with(&LAT, per_op * 1e6)
-        .note(place.note(2, "server")))
+        .note(place.note(2, "server"));
+    Ok(if nodelay {
+        out
+    } else {
+        out.note("nodelay=off: Nagle's algorithm on at both ends, as lmbench lat_tcp")
+    })
 }
 
-fn tcp_echo_server(listener: TcpListener) -> Result<()> {
+fn tcp_echo_server(listener: TcpListener, nodelay: bool) -> Result<()> {
     set_accept_timeout(&listener, SERVER_IDLE)?;
     let (mut s, _) = listener.accept().context("TCP server accept")?;
     drop(listener);
-    s.set_nodelay(true)?;
+    s.set_nodelay(nodelay)?;
     s.set_read_timeout(Some(SERVER_IDLE))?;
     let mut buf = [0u8; MSG];
     while read_msg(&mut s, &mut buf)? {
@@ -131,9 +143,20 @@ fn tcp_echo_server(listener: TcpListener) -> Result<()> {
 /// gets its own range of client ports, while each connect is still one
 /// connect and one close. Connects that find no port anyway are retried,
 /// counted and noted.
+///
+/// `ports` (default [`CONNECT_PORTS`]) and `backlog` (default
+/// [`DEFAULT_BACKLOG`]) set that up; lat_connect's own is one port
+/// listening with a backlog of 100 (`ports=1 backlog=100`). With client
+/// and server on one CPU its client runs ahead of the server and fills the
+/// queue, and each SYN the kernel then drops is retransmitted after 1 s
+/// (`nstat`: TcpExtListenOverflows = TcpExtTCPSynRetrans): that is what
+/// lat_connect's milliseconds per connect are. The SYN retransmissions the
+/// machine made during the trial are noted.
 pub(super) fn tcp_connect(ctx: &TrialCtx) -> Result<TrialOutput> {
-    let listeners = (0..CONNECT_PORTS)
-        .map(|_| listen_loopback(4096))
+    let ports = usize::try_from(int(ctx, &PORTS_PARAM)?).context("ports too large")?;
+    let backlog = i32::try_from(int(ctx, &BACKLOG_PARAM)?).context("backlog too large")?;
+    let listeners = (0..ports)
+        .map(|_| listen_loopback(backlog))
         .collect::<Result<Vec<_>>>()?;
     let addrs = listeners
         .iter()
@@ -154,6 +177,7 @@ pub(super) fn tcp_connect(ctx: &TrialCtx) -> Result<TrialOutput> {
         })
     })?;
 
+    let syn_retrans_before = syn_retransmits();
     let mut no_port = 0u64;
     let mut next = 0usize;
     let (per_op, n) = ctx.time_per_op(|n| {
@@ -176,16 +200,57 @@ pub(super) fn tcp_connect(ctx: &TrialCtx) -> Result<TrialOutput> {
     })?;
     // The servers have no connection to see closing; the guard kills them.
     drop(guard);
-    let out = TrialOutput::new(n)
+    let mut out = TrialOutput::new(n)
         .with(&LAT, per_op * 1e6)
         .note(place.note(2, "server"));
-    Ok(if no_port > 0 {
-        out.note(format!(
+    if ports != CONNECT_PORTS || backlog != DEFAULT_BACKLOG {
+        out = out.note(format!(
+            "{ports} server port(s), listen backlog {backlog} (lmbench lat_connect: 1, 100)"
+        ));
+    }
+    if no_port > 0 {
+        out = out.note(format!(
             "{no_port} connect(s) found every local port in TIME_WAIT and were retried"
-        ))
-    } else {
-        out
-    })
+        ));
+    }
+    // Machine-wide, so another program's retransmissions count too; zero
+    // says no connect of this trial waited for one.
+    if let (Some(a), Some(b)) = (syn_retrans_before, syn_retransmits()) {
+        if b > a {
+            out = out.note(format!(
+                "{} SYN retransmission(s) on the machine during the trial (a full accept \
+                 queue drops SYNs; each waits 1 s)",
+                b - a
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// The listen backlog `tcp_connect` asks for by default.
+const DEFAULT_BACKLOG: i32 = 4096;
+
+/// The kernel's count of retransmitted SYNs (TcpExt TCPSynRetrans in
+/// /proc/net/netstat), or `None` where it cannot be read.
+fn syn_retransmits() -> Option<u64> {
+    netstat_field(
+        &std::fs::read_to_string("/proc/net/netstat").ok()?,
+        "TcpExt:",
+        "TCPSynRetrans",
+    )
+}
+
+/// Field `name` of the `prefix` table in /proc/net/netstat's format: a
+/// line of names followed by a line of values, both starting with `prefix`.
+fn netstat_field(text: &str, prefix: &str, name: &str) -> Option<u64> {
+    let mut lines = text.lines().filter(|l| l.starts_with(prefix));
+    while let (Some(names), Some(values)) = (lines.next(), lines.next()) {
+        let i = names.split_whitespace().position(|w| w == name);
+        if let Some(i) = i {
+            return values.split_whitespace().nth(i)?.parse().ok();
+        }
+    }
+    None
 }
 
 /// lat_connect's client operation: connect, close; the server's answer
@@ -239,11 +304,25 @@ mod tests {
     use super::*;
     use std::time::{Duration, Instant};
 
+    #[test]
+    fn netstat_fields_are_found_by_name() {
+        let text = "TcpExt: SyncookiesSent TCPSynRetrans\nTcpExt: 0 12\n\
+                    IpExt: InNoRoutes TCPSynRetrans\nIpExt: 1 99\n";
+        assert_eq!(netstat_field(text, "TcpExt:", "TCPSynRetrans"), Some(12));
+        assert_eq!(netstat_field(text, "IpExt:", "InNoRoutes"), Some(1));
+        assert_eq!(netstat_field(text, "TcpExt:", "Nope"), None);
+        assert_eq!(netstat_field("", "TcpExt:", "TCPSynRetrans"), None);
+        // This machine's own file has the field (where /proc/net is there).
+        if std::path::Path::new("/proc/net/netstat").exists() {
+            assert!(syn_retransmits().is_some());
+        }
+    }
+
     /// The client does not wait for its server: connects to a listener that
     /// never accepts (nor closes) complete at once, up to its backlog.
     #[test]
     fn connect_close_does_not_wait_for_the_server() {
-        let l = listen_loopback(4096).unwrap();
+        let l = listen_loopback(DEFAULT_BACKLOG).unwrap();
         let addr = l.local_addr().unwrap();
         let t = Instant::now();
         for _ in 0..200 {
