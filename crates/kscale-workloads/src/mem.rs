@@ -7,8 +7,11 @@
 //! loads and stores: that keeps the compiler from dropping repeated passes and
 //! also from vectorising them, so each word costs one scalar load or store as
 //! in bw_mem's C compiled with `-O` — the figures stay comparable with
-//! bw_mem's on the same machine. `bzero` and `bcopy` call the C library's
-//! `memset`/`memcpy`, as bw_mem does.
+//! bw_mem's on the same machine. The block pointer and each block's sum stay
+//! in registers (see [`opaque_ptr`]), so every loop is, instruction for
+//! instruction, what gcc 12 `-O` (lmbench's own `CFLAGS`) makes of bw_mem's
+//! (docs/families/mem.md lists both disassemblies). `bzero` and `bcopy` call
+//! the C library's `memset`/`memcpy`, as bw_mem does.
 
 use crate::shared::buf::AlignedBuf;
 use crate::timing::median_time_per_op;
@@ -41,9 +44,9 @@ const PARAMS: &[ParamDef] = &[SIZE];
 /// How wide frd's loads and fwr's stores are (docs/families/mem.md).
 const ACCESS: ParamDef = ParamDef {
     name: "access",
-    help: "word: one 4-byte load or store per word, as bw_mem's C source reads (and gcc 12 \
-           -O2 compiles frd); vector: 16-byte SSE2 loads/stores, what gcc 12 -O2 makes of \
-           fwr's source (x86_64 only).",
+    help: "word: one 4-byte load or store per word, fwr's stores last word first: bw_mem \
+           as lmbench builds it (CFLAGS=-O; gcc 12 -O2 compiles frd the same way); vector: \
+           16-byte SSE2 loads/stores, what gcc 12 -O2 makes of fwr (x86_64 only).",
     kind: ParamKind::Choice(&["word", "vector"]),
     default: &["word"],
     quick: &[],
@@ -72,9 +75,9 @@ pub static FAMILY: Family = Family {
             ..MEM.named(
                 "frd",
                 "Memory read",
-                "Sums every 4-byte word of the buffer into one register chain (bw_mem frd, \
-                 which gcc 12 -O2 leaves as 4-byte adds). `access=vector` loads 16 bytes at a \
-                 time instead: in cache three to four times the figure.",
+                "Sums every 4-byte word of the buffer into one register chain per block (bw_mem \
+                 frd, which gcc 12 at -O and -O2 leaves as 4-byte adds). `access=vector` loads \
+                 16 bytes at a time instead: in cache three to four times the figure.",
                 frd,
             )
         },
@@ -90,8 +93,9 @@ pub static FAMILY: Family = Family {
             ..MEM.named(
                 "fwr",
                 "Memory write",
-                "Stores to every 4-byte word of the buffer (bw_mem fwr's C source). `access=vector` \
-                 stores 16 bytes at a time, as bw_mem built with gcc 12 -O2 does: in cache about \
+                "Stores to every 4-byte word of the buffer, each block's 128 words last first \
+                 (bw_mem fwr as lmbench's own -O build compiles it). `access=vector` stores 16 \
+                 bytes at a time, as bw_mem built with gcc 12 -O2 does: in cache about twice to \
                  three times the figure, which there counts store instructions more than \
                  bandwidth.",
                 fwr,
@@ -146,13 +150,62 @@ impl Buffer {
     }
 
     /// Start and start of the last whole block, as bw_mem's `buf`/`lastone`.
-    /// Passed through black_box so every pass re-reads and re-writes memory.
+    /// The start goes through [`opaque_ptr`] once per pass: the optimiser can
+    /// neither merge one pass's accesses with the next's nor keep the
+    /// pointer anywhere but in a register.
     fn span(&self) -> (*mut i32, *mut i32) {
         let blocks = self.bytes() / BLOCK_BYTES;
-        let start = black_box(self.0.ptr().cast::<i32>());
+        let start = opaque_ptr(self.0.ptr().cast::<i32>());
         // SAFETY: blocks >= 1, so the last block starts inside the allocation.
         (start, unsafe { start.add((blocks - 1) * BLOCK) })
     }
+}
+
+/// `p`, hidden from the optimiser by an empty `asm!` that may read and write
+/// any memory, so the stores before it and the accesses after it stay where
+/// they are. Unlike `black_box`, which hands the asm the value's *address*,
+/// the value stays in a register: with `black_box` here LLVM kept the pass's
+/// block pointer in that stack slot, storing and reloading it every 512-byte
+/// block (`objdump -d`: `mov 0x8(%rsp),%r10; add %r8,%r10; mov %r10,0x8(%rsp)`
+/// after each block's stores), an extra store and a store-forwarded load
+/// that bw_mem's loops, with the pointer in a register, do not have.
+#[inline(always)]
+fn opaque_ptr(p: *mut i32) -> *mut i32 {
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    {
+        let mut p = p;
+        // SAFETY: an empty asm; it only claims to read and write memory.
+        unsafe { std::arch::asm!("/* {0} */", inout(reg) p, options(nostack, preserves_flags)) };
+        p
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        black_box(p)
+    }
+}
+
+/// `v`, hidden from the optimiser without touching memory: an empty `asm!`
+/// on the register holding it. A block's sum goes through it so that LLVM
+/// cannot re-associate the block's chain of adds into the running sum, and
+/// stays in its register (`black_box` stored and reloaded it every block).
+#[inline(always)]
+fn opaque_i32(v: i32) -> i32 {
+    let mut v = v;
+    // SAFETY: an empty asm on one register; no memory, stack or flags.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::asm!("/* {0:e} */", inout(reg) v, options(nomem, nostack, preserves_flags))
+    };
+    // SAFETY: as above.
+    #[cfg(target_arch = "aarch64")]
+    unsafe {
+        std::arch::asm!("/* {0:w} */", inout(reg) v, options(nomem, nostack, preserves_flags))
+    };
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        v = black_box(v);
+    }
+    v
 }
 
 /// Times `pass` (one sweep over the buffer) and turns it into MB/s, counting
@@ -187,6 +240,20 @@ macro_rules! every_word {
     };
 }
 
+/// Invokes `$m!($args; offsets)` with every word offset of a block, last
+/// first: the order of bw_mem's `fwr` stores as lmbench builds it (gcc 12
+/// `-O` emits its chained `p[0]=p[1]=…=p[127]=1` as 128 `movl $1` from offset
+/// 0x1fc down to 0).
+macro_rules! every_word_descending {
+    ($m:ident!($($args:tt)*)) => {
+        $m!($($args)*; 127 126 125 124 123 122 121 120 119 118 117 116 115 114 113 112 111 110
+            109 108 107 106 105 104 103 102 101 100 99 98 97 96 95 94 93 92 91 90 89 88 87 86 85
+            84 83 82 81 80 79 78 77 76 75 74 73 72 71 70 69 68 67 66 65 64 63 62 61 60 59 58 57
+            56 55 54 53 52 51 50 49 48 47 46 45 44 43 42 41 40 39 38 37 36 35 34 33 32 31 30 29
+            28 27 26 25 24 23 22 21 20 19 18 17 16 15 14 13 12 11 10 9 8 7 6 5 4 3 2 1 0)
+    };
+}
+
 /// Invokes `$m!($args; offsets)` with every fourth word offset of a block
 /// (bw_mem's partial accesses).
 macro_rules! every_fourth_word {
@@ -206,8 +273,8 @@ macro_rules! load {
         let mut block: i32 = 0;
         // SAFETY: callers pass a block start with BLOCK words inside the buffer.
         $(block = block.wrapping_add(unsafe { read_volatile($p.add($i)) });)*
-        // black_box stops LLVM from re-associating the block back into `sum`.
-        $sum = $sum.wrapping_add(black_box(block));
+        // opaque_i32 stops LLVM from re-associating the block back into `sum`.
+        $sum = $sum.wrapping_add(opaque_i32(block));
     }};
 }
 
@@ -257,8 +324,8 @@ fn vector_access(ctx: &TrialCtx) -> Result<bool> {
 
 /// frd and fwr with 16-byte SSE2 accesses: per block, 32 aligned loads
 /// added into one vector, or 32 aligned stores of ones. The intrinsics fix
-/// the width whatever the compiler would choose; black_box on the pointer
-/// (in `span`) and on the sum keeps every pass's accesses.
+/// the width whatever the compiler would choose; the opaque pointer (in
+/// `span`) and black_box on the sum keep every pass's accesses.
 #[cfg(target_arch = "x86_64")]
 mod vector {
     use super::{blocks, Buffer, BLOCK};
@@ -277,7 +344,11 @@ mod vector {
                 for i in (0..BLOCK).step_by(4) {
                     block = _mm_add_epi32(block, _mm_load_si128(p.add(i).cast::<__m128i>()));
                 }
-                acc = _mm_add_epi32(acc, black_box(block));
+                // Hidden in its register: each block a fresh chain, as
+                // the word loop's opaque_i32.
+                std::arch::asm!("/* {0} */", inout(xmm_reg) block,
+                    options(nomem, nostack, preserves_flags));
+                acc = _mm_add_epi32(acc, block);
             });
             black_box(acc);
         }
@@ -324,9 +395,13 @@ fn fwr(ctx: &TrialCtx) -> Result<TrialOutput> {
         #[cfg(target_arch = "x86_64")]
         return bandwidth(ctx, buf.bytes(), || vector::write_pass(&buf));
     }
-    bandwidth(ctx, buf.bytes(), || {
-        blocks(&buf, |p| every_word!(store!(p)))
-    })
+    bandwidth(ctx, buf.bytes(), || word_write_pass(&buf))
+}
+
+/// fwr's word pass: 128 four-byte stores of 1 per block, from the last word
+/// down to the first, as bw_mem built by lmbench's own `CFLAGS=-O` does.
+fn word_write_pass(buf: &Buffer) {
+    blocks(buf, |p| every_word_descending!(store!(p)))
 }
 
 fn wr(ctx: &TrialCtx) -> Result<TrialOutput> {
@@ -411,6 +486,32 @@ mod tests {
         // SAFETY: the buffer holds 8 blocks of BLOCK words.
         let words = unsafe { std::slice::from_raw_parts(start, 8 * BLOCK) };
         assert!(words.iter().all(|&w| w == 1));
+    }
+
+    #[test]
+    fn word_writes_store_every_word_and_frd_sums_every_word() {
+        let buf = Buffer::new(4 * BLOCK_BYTES).unwrap();
+        word_write_pass(&buf);
+        let (start, last) = buf.span();
+        // SAFETY: the buffer holds 4 blocks of BLOCK words.
+        let words = unsafe { std::slice::from_raw_parts(start, 4 * BLOCK) };
+        assert!(words.iter().all(|&w| w == 1));
+        assert_eq!(last, start.wrapping_add(3 * BLOCK));
+        // frd's block loop over the ones: every word counted once.
+        let mut sum: i32 = 0;
+        blocks(&buf, |p| every_word!(load!(p, sum)));
+        assert_eq!(sum, (4 * BLOCK) as i32);
+        let mut sum: i32 = 0;
+        blocks(&buf, |p| every_fourth_word!(load!(p, sum)));
+        assert_eq!(sum, BLOCK as i32, "rd reads one word in four");
+    }
+
+    #[test]
+    fn opaque_values_pass_through_unchanged() {
+        assert_eq!(opaque_i32(-7), -7);
+        let mut x = 3i32;
+        let p: *mut i32 = &mut x;
+        assert_eq!(opaque_ptr(p), p);
     }
 
     #[test]
