@@ -12,7 +12,10 @@
 //! they stay
 //! in the run's scratch directory, which the runner removes however the run
 //! ends. The figure is the median of short batches, as lat_fs's benchmp
-//! reports.
+//! reports: batches of 100 files filling the trial time, or with
+//! `batch=lat_fs` lat_fs's own — about 5 ms each, 11 counted — so that a
+//! trial frees as many inodes as one lat_fs run (which on ext4 without a
+//! journal decides how fast the next creations are).
 
 use crate::{ChartDef, Family, TrialCtx, TrialOutput, WorkloadDef};
 use anyhow::{ensure, Context, Result};
@@ -53,6 +56,19 @@ const KEEP: ParamDef = ParamDef {
     quick: &[],
 };
 
+const BATCH_PARAM: ParamDef = ParamDef {
+    name: "batch",
+    help: "How a trial is cut into timed batches: `100` (the default) times one full \
+           directory of 100 files at a time, as many as the trial time holds; `lat_fs` is \
+           lmbench's benchmp as lat_fs runs it: batches of the files that take about 5 ms \
+           (from 1 file, grown ×8 and then rescaled to 5.5 ms), the median of 11 such \
+           batches, so a trial creates and removes as many files as one lat_fs run, whatever \
+           the trial time (docs/families/fs.md).",
+    kind: ParamKind::Choice(&["100", "lat_fs"]),
+    default: &["100"],
+    quick: &[],
+};
+
 pub static FAMILY: Family = Family {
     name: "fs",
     title: "Filesystem",
@@ -67,7 +83,7 @@ pub static FAMILY: Family = Family {
                    lat_fs unlinks each batch before the next; on ext4 without a journal that \
                    makes every later creation slower for a minute, so there kscale keeps the files \
                    until the run ends (`keep=no` measures as lat_fs does).",
-            params: &[SIZE, KEEP],
+            params: &[SIZE, KEEP, BATCH_PARAM],
             metrics: &[CREATES],
             caveat: create_caveat,
             geomean_over: Some("size"),
@@ -82,7 +98,7 @@ pub static FAMILY: Family = Family {
             title: "File removals",
             help: "Files removed per second by unlink, of files of `size` bytes created just \
                    before (lmbench lat_fs).",
-            params: &[SIZE],
+            params: &[SIZE, BATCH_PARAM],
             metrics: &[DELETES],
             geomean_over: Some("size"),
             charts: &[ChartDef::against("size")],
@@ -99,6 +115,8 @@ pub static FAMILY: Family = Family {
 struct Tree {
     root: PathBuf,
     files: Vec<CString>,
+    /// Directories made, the root among them.
+    dirs: u64,
 }
 
 impl Tree {
@@ -108,6 +126,7 @@ impl Tree {
         let mut tree = Tree {
             root,
             files: Vec::with_capacity(usize::try_from(n).context("too many files")?),
+            dirs: 1,
         };
         // Depth: how many directory levels above the leaves n files need.
         let mut depth = 0;
@@ -140,6 +159,7 @@ impl Tree {
         while left > 0 {
             let sub = dir.join(i.to_string());
             std::fs::create_dir(&sub).with_context(|| format!("creating {}", sub.display()))?;
+            self.dirs += 1;
             let here = left.min(per_child);
             self.fill(&sub, depth - 1, here)?;
             left -= here;
@@ -169,9 +189,11 @@ impl Tree {
     }
 
     /// Leaves the tree on disk: the run's scratch directory holding it is
-    /// removed when the run ends.
-    fn keep(mut self) {
+    /// removed when the run ends. Returns the entries left, files and
+    /// directories.
+    fn keep(mut self) -> u64 {
         self.root = PathBuf::new();
+        self.files.len() as u64 + self.dirs
     }
 
     /// Removes the tree, reporting failure (Drop can only try).
@@ -228,9 +250,69 @@ fn size_param(ctx: &TrialCtx) -> Result<usize> {
 /// directory). A trial is a whole number of batches.
 const BATCH: u64 = 100;
 
-/// Runs `timed_part` on a fresh tree of [`BATCH`] files per batch and
-/// returns (median files per second over the batches, batches, files and
-/// directories left kept in `keep_in`). The trial is
+/// lat_fs's batches (`batch=lat_fs`): lmbench's `benchmp` for one process
+/// (lib_timing.c), with `ENOUGH=5000` as scripts/validate-micro runs it —
+/// 5 ms is also the shortest interval lmbench picks by itself.
+mod lat_fs {
+    /// The interval a batch is sized to, µs (`enough`).
+    pub const ENOUGH_US: f64 = 5000.0;
+    /// Batches counted (`TRIES`): those lasting over 0.95 × ENOUGH.
+    pub const TRIES: usize = 11;
+    /// Below this a batch is too short to scale from and grows ×8.
+    pub const SCALE_FROM_US: f64 = 150.0;
+    /// More files than this a batch never holds (benchmp gives up at 2^27
+    /// iterations; a directory tree of this many names is already 50 MB).
+    pub const MAX_FILES: u64 = 1 << 20;
+    /// Batches a trial may take before it gives up: benchmp would loop on.
+    pub const MAX_BATCHES: usize = 1000;
+
+    /// The next batch's file count after a batch of `n` files took `us`
+    /// µs, as `benchmp_interval`: unchanged within 0.99–1.2 × ENOUGH;
+    /// ×8 while a batch lasts under 150 µs; else scaled to 1.1 × ENOUGH.
+    pub fn next(n: u64, us: f64) -> u64 {
+        if (0.99 * ENOUGH_US..=1.2 * ENOUGH_US).contains(&us) {
+            n
+        } else if us > SCALE_FROM_US {
+            ((n as f64 / us * 1.1 * ENOUGH_US) + 1.0) as u64
+        } else {
+            n.saturating_mul(8)
+        }
+    }
+
+    /// Whether a batch of `us` µs counts towards the median.
+    pub fn counts(us: f64) -> bool {
+        us > 0.95 * ENOUGH_US
+    }
+}
+
+/// How a trial is cut into batches (the `batch` param).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Batches {
+    /// [`BATCH`] files a batch, as many batches as the trial time holds.
+    Dir,
+    /// lat_fs's: see [`lat_fs`].
+    LatFs,
+}
+
+fn batches_param(ctx: &TrialCtx) -> Result<Batches> {
+    match ctx.params.get("batch").unwrap_or("100") {
+        "100" => Ok(Batches::Dir),
+        "lat_fs" => Ok(Batches::LatFs),
+        other => anyhow::bail!("bad batch={other}: expected 100 or lat_fs"),
+    }
+}
+
+/// What [`rate`] measured: files per second (the median batch's), the
+/// trial's iteration count (batches of 100, or lat_fs's files per batch)
+/// and the entries left kept.
+struct Rate {
+    per_s: f64,
+    iterations: u64,
+    left: u64,
+}
+
+/// Runs `timed_part` on a fresh tree per batch, cut as `mode` says, and
+/// returns the median batch's rate. With [`Batches::Dir`] the trial is
 /// calibrated in batches on the *wall* time of whole batches — building the
 /// tree, the untimed half of the work (creating the files to delete, or
 /// deleting the created ones) and the timed half — so that a trial lasts
@@ -239,38 +321,96 @@ const BATCH: u64 = 100;
 /// benchmp reports over its repetitions.
 fn rate(
     ctx: &TrialCtx,
+    mode: Batches,
     keep_in: Option<&Path>,
     mut timed_part: impl FnMut(&Tree) -> Result<Duration>,
-) -> Result<(f64, u64, u64)> {
+) -> Result<Rate> {
     ensure!(
         ctx.dir.is_dir(),
         "run directory {} does not exist",
         ctx.dir.display()
     );
-    let mut per_file: Vec<f64> = Vec::new();
     let mut left = 0;
-    let (_, batches) = ctx.time_per_op(|n| {
-        per_file.clear();
-        let start = Instant::now();
-        for _ in 0..n {
-            let tree = Tree::new(keep_in.unwrap_or(&ctx.dir), BATCH)?;
-            let t = timed_part(&tree)?;
-            if keep_in.is_some() {
-                tree.keep();
-                left += BATCH + 1;
-            } else {
-                tree.remove()?;
-            }
-            per_file.push(t.as_secs_f64() / BATCH as f64);
+    // One batch of `n` files: its timed part, the tree kept or removed.
+    let mut batch = |n: u64| -> Result<Duration> {
+        let tree = Tree::new(keep_in.unwrap_or(&ctx.dir), n)?;
+        let t = timed_part(&tree)?;
+        if keep_in.is_some() {
+            left += tree.keep();
+        } else {
+            tree.remove()?;
         }
-        Ok(start.elapsed())
-    })?;
+        Ok(t)
+    };
+    let (per_file, iterations) = match mode {
+        Batches::Dir => {
+            let mut per_file: Vec<f64> = Vec::new();
+            let (_, batches) = ctx.time_per_op(|n| {
+                per_file.clear();
+                let start = Instant::now();
+                for _ in 0..n {
+                    per_file.push(batch(BATCH)?.as_secs_f64() / BATCH as f64);
+                }
+                Ok(start.elapsed())
+            })?;
+            (per_file, batches)
+        }
+        Batches::LatFs => lat_fs_batches(ctx.iterations, &mut batch)?,
+    };
     let median = kscale_core::stats::median(&per_file);
     ensure!(
         median > 0.0,
-        "timer did not advance over {batches} batches of {BATCH} files"
+        "timer did not advance over {} batches",
+        per_file.len()
     );
-    Ok((1.0 / median, batches, left))
+    Ok(Rate {
+        per_s: 1.0 / median,
+        iterations,
+        left,
+    })
+}
+
+/// lmbench's benchmp as lat_fs runs it, on `batch(n)` (which makes a batch
+/// of `n` files and returns its timed part): one 1-file batch uncounted
+/// (benchmp's warm-up state), then batches from 1 file — or from `start`
+/// files, a fixed iteration count — resized by [`lat_fs::next`] until
+/// [`lat_fs::TRIES`] of them lasted over 0.95 × 5 ms. Returns the counted
+/// batches' seconds per file and the last batch's file count.
+fn lat_fs_batches(
+    start: Option<u64>,
+    mut batch: impl FnMut(u64) -> Result<Duration>,
+) -> Result<(Vec<f64>, u64)> {
+    let mut n = match start {
+        Some(n) => n.clamp(1, lat_fs::MAX_FILES),
+        None => {
+            batch(1)?;
+            1
+        }
+    };
+    let mut per_file = Vec::with_capacity(lat_fs::TRIES);
+    let mut batches = 0;
+    while per_file.len() < lat_fs::TRIES {
+        ensure!(
+            batches < lat_fs::MAX_BATCHES,
+            "{} of {batches} batches lasted the 5 ms lat_fs counts",
+            per_file.len()
+        );
+        let t = batch(n)?;
+        batches += 1;
+        let us = t.as_secs_f64() * 1e6;
+        if lat_fs::counts(us) {
+            per_file.push(t.as_secs_f64() / n as f64);
+        }
+        let last = n;
+        n = lat_fs::next(n, us);
+        ensure!(
+            n <= lat_fs::MAX_FILES,
+            "a batch of {last} files lasted {us:.0} µs: more than {} files would be needed \
+             to fill lat_fs's 5 ms",
+            lat_fs::MAX_FILES
+        );
+    }
+    Ok((per_file, n))
 }
 
 /// On ext4 without a journal every file deleted there by anyone in the last
@@ -346,8 +486,9 @@ fn kept_files(ctx: &TrialCtx) -> Result<(Option<PathBuf>, Option<String>)> {
 fn create(ctx: &TrialCtx) -> Result<TrialOutput> {
     let size = size_param(ctx)?;
     let buf = vec![0u8; size.clamp(1, CHUNK)];
+    let mode = batches_param(ctx)?;
     let (keep_in, note) = kept_files(ctx)?;
-    let (rate, n, left) = rate(ctx, keep_in.as_deref(), |tree| {
+    let r = rate(ctx, mode, keep_in.as_deref(), |tree| {
         let start = Instant::now();
         tree.create_all(size, &buf)?;
         let t = start.elapsed();
@@ -356,23 +497,23 @@ fn create(ctx: &TrialCtx) -> Result<TrialOutput> {
         }
         Ok(t)
     })?;
-    let mut out = TrialOutput::new(n).with(&CREATES, rate);
+    let mut out = TrialOutput::new(r.iterations).with(&CREATES, r.per_s);
     out.notes.extend(note);
     // The kept directory itself too.
-    out.left_files = left + u64::from(keep_in.is_some());
+    out.left_files = r.left + u64::from(keep_in.is_some());
     Ok(out)
 }
 
 fn delete(ctx: &TrialCtx) -> Result<TrialOutput> {
     let size = size_param(ctx)?;
     let buf = vec![0u8; size.clamp(1, CHUNK)];
-    let (rate, n, _) = rate(ctx, None, |tree| {
+    let r = rate(ctx, batches_param(ctx)?, None, |tree| {
         tree.create_all(size, &buf)?;
         let start = Instant::now();
         tree.unlink_all()?;
         Ok(start.elapsed())
     })?;
-    Ok(TrialOutput::new(n).with(&DELETES, rate))
+    Ok(TrialOutput::new(r.iterations).with(&DELETES, r.per_s))
 }
 
 #[cfg(test)]
@@ -488,7 +629,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut ctx = ctx_in(dir.path(), "1k", 20);
         ctx.iterations = Some(2);
-        let err = rate(&ctx, None, |tree| {
+        let err = rate(&ctx, Batches::Dir, None, |tree| {
             tree.create_all(1024, &[0u8; 1024])?;
             anyhow::bail!("injected failure")
         });
@@ -502,6 +643,67 @@ mod tests {
         let mut ctx = ctx_in(dir.path(), "0", 20);
         ctx.iterations = Some(3);
         assert_eq!(delete(&ctx).unwrap().iterations, 3, "batches of 100 files");
+    }
+
+    #[test]
+    fn lat_fs_batches_resize_as_benchmp() {
+        use lat_fs::next;
+        // Under 150 µs: ×8.
+        assert_eq!(next(1, 20.0), 8);
+        // Over it: scaled to 1.1 × 5 ms, truncated after adding 1.
+        assert_eq!(next(8, 1600.0), 28);
+        assert_eq!(next(100, 11_000.0), 51);
+        // Within 0.99–1.2 × 5 ms: unchanged.
+        assert_eq!(next(28, 4950.0), 28);
+        assert_eq!(next(28, 6000.0), 28);
+        assert_eq!(next(28, 6001.0), 26);
+        assert!(lat_fs::counts(4751.0) && !lat_fs::counts(4750.0));
+    }
+
+    #[test]
+    fn lat_fs_batches_warm_up_calibrate_and_count_eleven() {
+        // A filesystem where every file takes 200 µs.
+        let mut sizes = Vec::new();
+        let (per_file, n) = lat_fs_batches(None, |n| {
+            sizes.push(n);
+            Ok(Duration::from_micros(200 * n))
+        })
+        .unwrap();
+        // benchmp's warm-up file, its first timed file, then 28 files
+        // (5.6 ms) every batch: eleven counted.
+        assert_eq!(sizes[..3], [1, 1, 28]);
+        assert_eq!(sizes.len(), 2 + lat_fs::TRIES);
+        assert!(sizes[2..].iter().all(|&s| s == 28));
+        assert_eq!(n, 28);
+        assert_eq!(per_file.len(), lat_fs::TRIES);
+        assert!(per_file.iter().all(|&t| (t - 200e-6).abs() < 1e-12));
+        // A fixed count starts there, with no warm-up file.
+        let mut sizes = Vec::new();
+        lat_fs_batches(Some(28), |n| {
+            sizes.push(n);
+            Ok(Duration::from_micros(200 * n))
+        })
+        .unwrap();
+        assert_eq!(sizes, vec![28; lat_fs::TRIES]);
+        // A clock that never advances ends in an error, not a loop.
+        assert!(lat_fs_batches(None, |_| Ok(Duration::ZERO)).is_err());
+    }
+
+    #[test]
+    fn lat_fs_batches_create_and_delete_and_clean_up() {
+        let dir = tempfile::tempdir().unwrap();
+        for w in FAMILY.workloads {
+            let ctx = crate::test_ctx(&[("size", "1k"), ("keep", "no"), ("batch", "lat_fs")], 20)
+                .in_dir(dir.path());
+            let out = (w.run)(&ctx).unwrap();
+            let v = out.values[w.primary().name];
+            assert!(v.is_finite() && v > 1.0, "{}: {v}", w.id());
+            assert!(out.iterations >= 1, "files in the last batch");
+            assert!(is_empty(dir.path()), "{} left files behind", w.id());
+        }
+        let ctx = crate::test_ctx(&[("size", "0"), ("batch", "5ms")], 20).in_dir(dir.path());
+        let err = delete(&ctx).unwrap_err().to_string();
+        assert!(err.contains("batch=5ms") && err.contains("lat_fs"), "{err}");
     }
 
     /// Side-by-side figures for comparison with `lat_fs`:
