@@ -69,3 +69,48 @@ fn journalled_ext4_gets_no_caveat_and_lat_fs_unlinking() {
     assert!(!err.contains("without a journal"), "{err}");
     assert!(!text.contains("kept until"), "{text}");
 }
+
+/// A study under a budget does not spend it on a case that cannot settle
+/// in its directory: on ext4 without a journal it leaves fs.create out
+/// before its first trial, names it with the reason, and measures the rest
+/// of the family (fs.delete).
+#[test]
+fn a_budgeted_study_leaves_out_what_cannot_settle_in_its_directory() {
+    let env = Env::new();
+    let (img, mnt) = env.image_and_mount_point("fsstudy", 256 << 20);
+    let script = r#"img=$1 mnt=$2 kscale=$3 db=$4
+mkfs.ext4 -q -F -O ^has_journal "$img" >&2 || exit 98
+mount -o loop "$img" "$mnt" || exit 99
+trap 'umount "$mnt"' EXIT
+"$kscale" --db "$db" study --suite micro --quick --budget 20s --no-profile --no-progress \
+    --dir "$mnt" >/dev/null || exit 1
+"$kscale" --db "$db" show latest || exit 1"#;
+    let Some(out) = env.kscale_in_mount_ns(
+        "cannot make an ext4 loop mount (needs root and loop devices)",
+        script,
+        &[&img, &mnt],
+        &[],
+    ) else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}\n{err}");
+    let said = err
+        .lines()
+        .position(|l| l.contains("leaves out the cases that cannot settle in"))
+        .unwrap_or_else(|| panic!("no leave-out line on stderr:\n{err}"));
+    assert!(
+        err.lines().nth(said + 1).is_some_and(
+            |l| l.trim_start().starts_with("fs.create: ") && l.contains("without a journal")
+        ),
+        "{err}"
+    );
+    assert!(err.contains("the study measures"), "{err}");
+    // Stored: the run names it, and has no fs.create case but fs.delete's.
+    assert!(text.contains("left out by the study's plan"), "{text}");
+    assert!(text.contains("  fs.create: "), "{text}");
+    assert!(!text.contains("File creations"), "{text}");
+    assert!(text.contains("File removals"), "{text}");
+    common::assert_loop_detached(&img);
+}

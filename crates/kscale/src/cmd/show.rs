@@ -77,7 +77,7 @@ fn left_out(data: &RunData) -> String {
     };
     let names: Vec<&str> = list.iter().filter_map(|v| v.as_str()).collect();
     let mut s =
-        "left out, the machine being too noisy for the budget to decide them:\n".to_string();
+        "left out by the study's plan (the machine too noisy for the budget to decide them, or a directory where they cannot settle):\n".to_string();
     for n in names {
         s += &format!("  {n}\n");
     }

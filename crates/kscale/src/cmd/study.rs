@@ -6,8 +6,8 @@
 //! the budget, rather than by a sweep that every offered load passes.
 
 use crate::engine::args::{options, BudgetClock, RunArgs, Targets};
-use crate::engine::gauge;
 use crate::engine::lifecycle::{self, Start};
+use crate::engine::{gauge, plan};
 use crate::output::{out, outln};
 use anyhow::Result;
 use kscale_report::results::run_tables;
@@ -104,22 +104,43 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         // spread the budget cannot fund after the cases ranked before it
         // is left out, and named.
         opts.leave_out = true;
+        let whole = opts.plan.len();
+        // Time spent on a case that cannot settle in this directory is time
+        // the others lack: such cases go first, each named with its reason.
+        let mut left_out = plan::leave_unsettled(&mut opts.plan, &opts.dir);
+        if !left_out.is_empty() {
+            eprintln!(
+                "kscale: the study leaves out the cases that cannot settle in {}:",
+                opts.dir.display()
+            );
+            for l in &left_out {
+                eprintln!("  {l}");
+            }
+        }
+        let mut noisy = Vec::new();
         if let Some(readings) = gauge::before_plan(&opts) {
-            let before = opts.plan.len();
-            let (left_out, _) = gauge::fit_plan(&mut opts, &readings, true);
-            if !left_out.is_empty() {
+            noisy = gauge::fit_plan(&mut opts, &readings, true).0;
+            if !noisy.is_empty() {
                 eprintln!(
                     "kscale: the machine is noisy (gauge CV {:.0} %): the study measures {} of its {} cases, each workload's representative sizes; it leaves out:",
                     gauge::worst_cv(&readings) * 100.0,
                     opts.plan.len(),
-                    before
+                    whole
                 );
-                for l in &left_out {
+                for l in &noisy {
                     eprintln!("  {l}");
                 }
-                opts.left_out = left_out;
             }
         }
+        if noisy.is_empty() && !left_out.is_empty() {
+            eprintln!(
+                "kscale: the study measures {} of its {} cases",
+                opts.plan.len(),
+                whole
+            );
+        }
+        left_out.extend(noisy);
+        opts.left_out = left_out;
     }
     let start = Start::New {
         opts: Box::new(opts),

@@ -296,6 +296,30 @@ pub fn seeds(plan: &[PlanEntry]) -> Vec<PlanEntry> {
     out
 }
 
+/// Takes out of `plan` the cases whose workload says their figures cannot
+/// settle in `dir` (its `caveat`: fs.create and fileserver on ext4 without
+/// a journal), and returns one line per workload, the workload and the
+/// reason. A study under a budget calls it before its plan: `run` keeps
+/// such cases and only says the caveat, since a user who names a case
+/// asked for it.
+pub fn leave_unsettled(plan: &mut Vec<PlanEntry>, dir: &std::path::Path) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut said = std::collections::BTreeSet::new();
+    plan.retain(|e| {
+        let Some(w) = kscale_workloads::find(&e.workload) else {
+            return true;
+        };
+        let Some(why) = (w.caveat)(&kscale_core::Params(e.params.clone()), dir) else {
+            return true;
+        };
+        if said.insert(e.workload.clone()) {
+            lines.push(format!("{}: {why}", e.workload));
+        }
+        false
+    });
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
