@@ -6,6 +6,15 @@
 mod common;
 use common::{assert_exit, Env};
 
+/// The tests here measure, and the harness runs them in parallel: one
+/// test's runs would load the CPUs of another's, which the gate then
+/// rightly sees as the machine moving. Each holds this while it measures.
+static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn measuring() -> std::sync::MutexGuard<'static, ()> {
+    MEASURING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// `check` of a short `syscall.null` on one CPU against the run labelled
 /// `base`, at a 50 % threshold, with `extra` arguments.
 fn check_base(env: &Env, extra: &[&str]) -> assert_cmd::Command {
@@ -32,6 +41,7 @@ fn check_base(env: &Env, extra: &[&str]) -> assert_cmd::Command {
 /// prints the machine over the run.
 #[test]
 fn a_run_reads_and_shows_the_machine() {
+    let _serial = measuring();
     let env = Env::new();
     let out = env
         .tiny_run(&["syscall.null"], "1,all", "g")
@@ -66,6 +76,7 @@ fn a_run_reads_and_shows_the_machine() {
 /// the machine's move is unknown instead of guessing it.
 #[test]
 fn without_the_gauge_check_says_the_move_is_unknown() {
+    let _serial = measuring();
     let env = Env::new();
     let run = |label: &str| {
         env.tiny_run(&["syscall.null"], "1", label)
@@ -90,6 +101,7 @@ fn without_the_gauge_check_says_the_move_is_unknown() {
 /// each case's, from both runs' readings.
 #[test]
 fn check_reports_the_machine_move() {
+    let _serial = measuring();
     let env = Env::new();
     assert_exit(
         &env.tiny_run(&["syscall.null"], "1", "base")
@@ -119,6 +131,7 @@ fn check_reports_the_machine_move() {
 /// times slower is worse beyond anything the machine explains (1).
 #[test]
 fn a_slower_machine_hides_small_changes_not_large_ones() {
+    let _serial = measuring();
     let env = Env::new();
     assert_exit(
         &env.tiny_run(&["syscall.null"], "1", "base")
@@ -162,6 +175,7 @@ fn a_slower_machine_hides_small_changes_not_large_ones() {
 /// bad input.
 #[test]
 fn doctor_exit_status_follows_its_findings() {
+    let _serial = measuring();
     let env = Env::new();
     let ok = env
         .cmd(&["doctor", "--seconds", "1", "syscall.null"])
@@ -207,6 +221,7 @@ fn doctor_exit_status_follows_its_findings() {
 /// measures nothing: no failure per step, no capacity of 0.
 #[test]
 fn a_missing_server_is_one_line_not_a_zero_capacity() {
+    let _serial = measuring();
     let env = Env::new();
     let out = env
         .cmd(&[
@@ -234,6 +249,7 @@ fn a_missing_server_is_one_line_not_a_zero_capacity() {
 /// says so at its end and in its results.
 #[test]
 fn two_runs_at_once_say_so() {
+    let _serial = measuring();
     let env = Env::new();
     let long = std::process::Command::new(common::bin())
         .current_dir(env.path())
