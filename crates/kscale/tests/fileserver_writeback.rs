@@ -12,20 +12,10 @@ use common::Env;
 fn runs_unchanged_on_an_ext4_loop_mount_with_data_writeback() {
     let env = Env::new();
     // A sparse 512 MiB image: room for the quick sweep's trees.
-    let (img, mnt) = env.image_and_mount_point("fs", 512 << 20);
-    let script = r#"img=$1 mnt=$2 kscale=$3 db=$4
-mkfs.ext4 -q -F "$img" >&2 || exit 98
-mount -o loop,data=writeback "$img" "$mnt" || exit 99
-trap 'umount "$mnt"' EXIT
-findmnt -n -o FSTYPE,OPTIONS "$mnt" >&2
+    let body = r#"findmnt -n -o FSTYPE,OPTIONS "$mnt" >&2
 "$kscale" --db "$db" run fileserver.mix --quick --param duration=1 --min-trials 2 \
     --max-trials 2 --no-progress --dir "$mnt""#;
-    let Some(out) = env.kscale_in_mount_ns(
-        "cannot make an ext4 loop mount (needs root and loop devices)",
-        script,
-        &[&img, &mnt],
-        &[],
-    ) else {
+    let Some((out, img)) = env.on_fresh_ext4("fs", 512 << 20, "", ",data=writeback", body) else {
         return;
     };
     let text = String::from_utf8_lossy(&out.stdout);

@@ -11,22 +11,13 @@ use common::Env;
 /// Runs fs.create size=0 and a short fileserver.mix on a fresh ext4 made with `mkfs_opts`; returns the
 /// script's stdout and stderr, or `None` after printing why it was skipped.
 fn run_on_ext4(env: &Env, mkfs_opts: &str) -> Option<(String, String)> {
-    let (img, mnt) = env.image_and_mount_point(&format!("fs{}", mkfs_opts.len()), 256 << 20);
-    let script = r#"img=$1 mnt=$2 kscale=$3 db=$4 opts=$5
-mkfs.ext4 -q -F $opts "$img" >&2 || exit 98
-mount -o loop "$img" "$mnt" || exit 99
-trap 'umount "$mnt"' EXIT
-"$kscale" --db "$db" run fs.create --param size=0 --cpus 1 --min-trials 2 \
+    let body = r#""$kscale" --db "$db" run fs.create --param size=0 --cpus 1 --min-trials 2 \
     --max-trials 2 --trial-time 0.02 --no-progress --dir "$mnt" || exit 1
 "$kscale" --db "$db" run fileserver.mix --param clients=1 --param duration=0.2 --cpus 1 \
     --min-trials 2 --max-trials 2 --no-progress --dir "$mnt" || exit 1
 echo "left: $(find "$mnt" -mindepth 1 -not -path "$mnt/lost+found*" | wc -l)""#;
-    let out = env.kscale_in_mount_ns(
-        "cannot make an ext4 loop mount (needs root and loop devices)",
-        script,
-        &[&img, &mnt],
-        &[mkfs_opts],
-    )?;
+    let name = format!("fs{}", mkfs_opts.len());
+    let (out, img) = env.on_fresh_ext4(&name, 256 << 20, mkfs_opts, "", body)?;
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{text}\n{err}");
@@ -77,20 +68,11 @@ fn journalled_ext4_gets_no_caveat_and_lat_fs_unlinking() {
 #[test]
 fn a_budgeted_study_leaves_out_what_cannot_settle_in_its_directory() {
     let env = Env::new();
-    let (img, mnt) = env.image_and_mount_point("fsstudy", 256 << 20);
-    let script = r#"img=$1 mnt=$2 kscale=$3 db=$4
-mkfs.ext4 -q -F -O ^has_journal "$img" >&2 || exit 98
-mount -o loop "$img" "$mnt" || exit 99
-trap 'umount "$mnt"' EXIT
-"$kscale" --db "$db" study --suite micro --quick --budget 20s --no-profile --no-progress \
-    --dir "$mnt" >/dev/null || exit 1
+    let body = r#""$kscale" --db "$db" study --suite micro --quick --budget 20s --no-profile \
+    --no-progress --dir "$mnt" >/dev/null || exit 1
 "$kscale" --db "$db" show latest || exit 1"#;
-    let Some(out) = env.kscale_in_mount_ns(
-        "cannot make an ext4 loop mount (needs root and loop devices)",
-        script,
-        &[&img, &mnt],
-        &[],
-    ) else {
+    let Some((out, img)) = env.on_fresh_ext4("fsstudy", 256 << 20, "-O ^has_journal", "", body)
+    else {
         return;
     };
     let text = String::from_utf8_lossy(&out.stdout);

@@ -163,6 +163,35 @@ impl Env {
         args.extend(after.iter().map(std::ffi::OsStr::new));
         in_mount_ns(what, script, &args)
     }
+    /// Runs `body` (shell, with `$mnt`, `$kscale` and `$db` set) on a fresh
+    /// ext4 of `size` bytes made with `mkfs_opts` and mounted with
+    /// `mount_opts`, in a mount namespace of its own, unmounted however the
+    /// body ends. Returns the output and the image's path (to check that
+    /// its loop device went), or `None` after printing why it was skipped.
+    pub fn on_fresh_ext4(
+        &self,
+        name: &str,
+        size: u64,
+        mkfs_opts: &str,
+        mount_opts: &str,
+        body: &str,
+    ) -> Option<(std::process::Output, PathBuf)> {
+        let (img, mnt) = self.image_and_mount_point(name, size);
+        let script = format!(
+            r#"img=$1 mnt=$2 kscale=$3 db=$4 mkfs_opts=$5 mount_opts=$6
+mkfs.ext4 -q -F $mkfs_opts "$img" >&2 || exit 98
+mount -o "loop$mount_opts" "$img" "$mnt" || exit 99
+trap 'umount "$mnt"' EXIT
+{body}"#
+        );
+        let out = self.kscale_in_mount_ns(
+            "cannot make an ext4 loop mount (needs root and loop devices)",
+            &script,
+            &[&img, &mnt],
+            &[mkfs_opts, mount_opts],
+        )?;
+        Some((out, img))
+    }
     /// An empty sparse file of `size` bytes and an empty directory to mount
     /// it on, named after `name` in the env's directory.
     pub fn image_and_mount_point(&self, name: &str, size: u64) -> (PathBuf, PathBuf) {
