@@ -411,6 +411,129 @@ pub fn across_runs(
     Some((p, (k * se).exp() - 1.0))
 }
 
+/// The mean of ln `probe` over the readings on `cpus` (every CPU when
+/// empty): the machine's level through one run, as the control read it.
+/// `None` with fewer than [`MIN_LEVEL_READINGS`] readings, too few to
+/// average a moment's spread away.
+pub fn control_level(readings: &[Reading], cpus: &[usize], probe: Probe) -> Option<f64> {
+    let logs: Vec<f64> = readings
+        .iter()
+        .filter(|r| cpus.is_empty() || cpus.contains(&r.cpu))
+        .filter_map(|r| probe.of(r))
+        .map(f64::ln)
+        .collect();
+    (logs.len() >= MIN_LEVEL_READINGS).then(|| logs.iter().sum::<f64>() / logs.len() as f64)
+}
+
+/// Readings a run's control level needs: a paced run of a minute reads
+/// the control about once a second, an unpaced one every ten.
+pub const MIN_LEVEL_READINGS: usize = 10;
+
+/// The fewest runs of the baseline's label the covariate test fits its
+/// line to: two parameters and a residual spread need several more.
+pub const MIN_COVARIATE_RUNS: usize = 6;
+
+/// One run of a case as the covariate test sees it: ln of its estimate
+/// and the control's level through the run ([`control_level`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LevelRun {
+    pub y: f64,
+    pub x: f64,
+}
+
+/// The covariate test's answer for one case.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct CovariateTest {
+    /// ln(now ÷ what the baseline runs predict at the machine's level
+    /// now): positive when the case takes longer (or does more) than the
+    /// line says.
+    pub d: f64,
+    /// Its standard error: the runs' residual spread about the line, with
+    /// the line's own uncertainty at the level now.
+    pub se: f64,
+    /// How much of the control's move a case follows: the line's slope on
+    /// the log scale (1 would divide by the control, 0 ignore it).
+    pub slope: f64,
+    /// The runs' residual spread about the line (relative).
+    pub residual: f64,
+    /// The spread of the same runs without the line (relative): what the
+    /// control took out is the difference.
+    pub plain: f64,
+    pub runs: usize,
+    /// Two-sided p of Student's t on `d`, with runs − 2 degrees of freedom.
+    pub p: f64,
+    /// The smallest change the test sees at `alpha` and `power`, as a
+    /// fraction.
+    pub mdc: f64,
+}
+
+/// Kalibera and Jones's between-run spread, with the control as a
+/// covariate (docs/method.md, "The control as a covariate"): over the
+/// baseline label's runs a line through (control level, ln estimate) takes
+/// out the part of the runs' spread that follows the machine's level, and
+/// the run just measured is tested against the line's prediction at its
+/// own level — a prediction interval, so the baseline runs' residual
+/// spread and the line's uncertainty are both in it. `None` under
+/// [`MIN_COVARIATE_RUNS`] runs, with levels that do not vary, or with the
+/// level now outside the runs' by more than their range (the line would be
+/// extrapolated far past what it was fitted on; nearer, the prediction
+/// interval widens with the distance by itself).
+pub fn covariate_test(
+    runs: &[LevelRun],
+    now: LevelRun,
+    alpha: f64,
+    power: f64,
+) -> Option<CovariateTest> {
+    let k = runs.len();
+    if k < MIN_COVARIATE_RUNS
+        || !runs
+            .iter()
+            .chain([&now])
+            .all(|r| r.x.is_finite() && r.y.is_finite())
+    {
+        return None;
+    }
+    let kf = k as f64;
+    let mx = runs.iter().map(|r| r.x).sum::<f64>() / kf;
+    let my = runs.iter().map(|r| r.y).sum::<f64>() / kf;
+    let sxx: f64 = runs.iter().map(|r| (r.x - mx).powi(2)).sum();
+    let sxy: f64 = runs.iter().map(|r| (r.x - mx) * (r.y - my)).sum();
+    let syy: f64 = runs.iter().map(|r| (r.y - my).powi(2)).sum();
+    let (lo, hi) = runs
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), r| {
+            (a.min(r.x), b.max(r.x))
+        });
+    if sxx <= 0.0 || now.x < lo - (hi - lo) || now.x > hi + (hi - lo) {
+        return None;
+    }
+    let slope = sxy / sxx;
+    let df = kf - 2.0;
+    let rss = (syy - slope * sxy).max(0.0);
+    let residual = (rss / df).sqrt();
+    let se = residual * (1.0 + 1.0 / kf + (now.x - mx).powi(2) / sxx).sqrt();
+    let d = now.y - (my + slope * (now.x - mx));
+    let t = StudentsT::new(0.0, 1.0, df).ok()?;
+    let p = if se > 0.0 {
+        (2.0 * (1.0 - t.cdf(d.abs() / se))).clamp(0.0, 1.0)
+    } else if d == 0.0 {
+        1.0
+    } else {
+        0.0
+    };
+    let q = t.inverse_cdf(1.0 - alpha / 2.0) + t.inverse_cdf(power);
+    Some(CovariateTest {
+        d,
+        se,
+        slope,
+        residual,
+        plain: (syy / (kf - 1.0)).sqrt(),
+        runs: k,
+        p,
+        mdc: (q * se).exp() - 1.0,
+    })
+}
+
 /// What a run can expect at this noise: the trials a case needs for its
 /// interval, and how many of `costs` (each case's seconds a trial, in the
 /// order the budget funds them) that buys within `budget_s`.
@@ -775,5 +898,76 @@ mod tests {
         assert_eq!(quiet.decidable, 100);
         assert!(noisy.decidable < quiet.decidable, "{noisy:?}");
         assert!(noisy.trials > 100);
+    }
+    #[test]
+    fn the_covariate_test_takes_out_what_follows_the_control() {
+        // Six runs whose level follows the control at slope 0.3, with a
+        // residual of ±1 %.
+        let xs = [0.0, 0.2, -0.1, 0.3, 0.1, -0.2];
+        let e = [0.01, -0.01, 0.01, -0.01, 0.0, 0.0];
+        let runs: Vec<LevelRun> = xs
+            .iter()
+            .zip(e)
+            .map(|(x, e)| LevelRun {
+                y: 1.0 + 0.3 * x + e,
+                x: *x,
+            })
+            .collect();
+        // The same binary at a slow moment: explained by the line.
+        let same = covariate_test(
+            &runs,
+            LevelRun {
+                y: 1.0 + 0.3 * 0.25,
+                x: 0.25,
+            },
+            0.01,
+            0.8,
+        )
+        .unwrap();
+        assert!((same.slope - 0.3).abs() < 0.05, "{same:?}");
+        assert!(
+            same.residual < 0.012 && same.plain > 3.0 * same.residual,
+            "{same:?}"
+        );
+        assert!(same.p > 0.3 && same.d.abs() < 0.01, "{same:?}");
+        // 10 % slower than the line predicts: seen.
+        let slower = covariate_test(
+            &runs,
+            LevelRun {
+                y: 1.0 + 0.075 + 0.1,
+                x: 0.25,
+            },
+            0.01,
+            0.8,
+        )
+        .unwrap();
+        assert!(slower.p < 0.01 && slower.d > 0.09, "{slower:?}");
+        assert!(slower.mdc < 0.1, "{slower:?}");
+        // Too few runs, a flat control, or a level far outside the runs':
+        // no test.
+        assert!(covariate_test(&runs[..5], runs[0], 0.01, 0.8).is_none());
+        let flat: Vec<LevelRun> = runs.iter().map(|r| LevelRun { x: 0.0, ..*r }).collect();
+        assert!(covariate_test(&flat, runs[0], 0.01, 0.8).is_none());
+        assert!(covariate_test(&runs, LevelRun { y: 1.0, x: 2.0 }, 0.01, 0.8).is_none());
+    }
+
+    #[test]
+    fn a_control_level_needs_readings_on_the_cases_cpus() {
+        let r = |cpu, ns| Reading {
+            t_s: 0.0,
+            cpu,
+            cpu_ns: ns,
+            mem_mbs: None,
+            wake_us: None,
+            sys_ns: None,
+        };
+        let rs: Vec<Reading> = (0..12)
+            .map(|i| r(i % 2, if i % 2 == 0 { 100.0 } else { 200.0 }))
+            .collect();
+        let l0 = control_level(&rs, &[0], Probe::Loop);
+        assert!(l0.is_none(), "six readings on CPU 0 are too few");
+        let all = control_level(&rs, &[], Probe::Loop).unwrap();
+        assert!((all - (100f64.ln() + 200f64.ln()) / 2.0).abs() < 1e-12);
+        assert!(control_level(&rs, &[], Probe::Syscall).is_none());
     }
 }

@@ -344,6 +344,16 @@ fn paced_trials_span_the_span_and_the_check_follows_its_baseline() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
+    // While it waits for its trials, a paced run reads the control about
+    // once a second (docs/method.md, "The control as a covariate"): the
+    // gauge's eight readings before it, then more through its 6 s.
+    let readings: i64 = rusqlite::Connection::open(env.db())
+        .unwrap()
+        .query_row("SELECT COUNT(*) FROM gauge WHERE run_id = 1", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert!(readings >= 8 + 3, "{readings} control readings");
     assert!(err.contains("paced over 6 s"), "{err}");
     assert!(started.elapsed().as_secs_f64() >= 6.0);
     assert!(counted_starts(&env, "2")[6] >= 5);
@@ -357,4 +367,53 @@ fn paced_trials_span_the_span_and_the_check_follows_its_baseline() {
         let out = env.cmd(args).output().unwrap();
         common::assert_exit(&out, 2);
     }
+}
+
+/// With six paced runs under the baseline's label, each with the control's
+/// level through it, a case is set against the line through them
+/// (docs/method.md, "The control as a covariate"): JSON says so with the
+/// runs' spread before and after the line, and a case many times slower
+/// is regressed.
+#[test]
+fn six_runs_of_a_label_set_a_case_against_the_controls_line() {
+    let env = Env::new();
+    let paced = ["--span", "3s", "--max-trials", "5"];
+    for _ in 0..6 {
+        env.tiny_run(&["syscall.null"], "1", "base")
+            .args(paced)
+            .assert()
+            .success();
+    }
+    let mut c = env.cmd(&[
+        "check",
+        "--baseline",
+        "base",
+        "--threshold",
+        "50%",
+        "--format",
+        "json",
+        "syscall.null",
+        "--cpus",
+        "1",
+        "--quick",
+        "--trial-time",
+        "0.02",
+        "--max-trials",
+        "4",
+        "--no-progress",
+    ]);
+    if let Some((k, v)) = SLOW {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stdout));
+    });
+    let line = &v["cases"][0]["machine"]["covariate"];
+    assert_eq!(line["runs"], 6, "{v}");
+    for k in ["slope", "residual_pct", "plain_pct", "worse_pct"] {
+        assert!(line[k].as_f64().is_some_and(f64::is_finite), "{k}: {v}");
+    }
+    assert!(line["worse_pct"].as_f64().is_some_and(|w| w > 100.0), "{v}");
+    assert_eq!(out.status.code(), Some(1), "{v}");
 }

@@ -116,6 +116,23 @@ struct CaseCheck {
 }
 
 impl CaseCheck {
+    /// What the covariate test said, for a verdict line: empty when it did
+    /// not decide the case.
+    fn against_line(&self) -> String {
+        let Some(c) = self.machine.as_ref().and_then(|m| m.covariate.as_ref()) else {
+            return String::new();
+        };
+        format!(
+            "; against the {} runs of the baseline's label at the machine's level now ({}, slope {:.2}), {}: their spread ±{:.1}%, ±{:.1}% about the line",
+            c.runs,
+            c.probe.name(),
+            c.slope,
+            change(c.worse_pct),
+            c.plain_pct,
+            c.residual_pct
+        )
+    }
+
     /// `syscall.null (Simple syscall [1 CPU]): latency 0.12 → 0.15 µs
     /// (+22.4% worse`: what every verdict line begins with.
     fn head(&self) -> String {
@@ -240,10 +257,19 @@ pub fn run(mut args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
 
     let (now, machine) = match super::run::measure(&args.run, db) {
         Ok((store, id)) => {
+            let earlier = earlier_runs(&store, &base, id)?;
+            let mut earlier_gauge = BTreeMap::new();
+            for c in &earlier {
+                if let std::collections::btree_map::Entry::Vacant(e) = earlier_gauge.entry(c.run_id)
+                {
+                    e.insert(store.gauge(c.run_id)?);
+                }
+            }
             let machine = Machine {
                 base: store.gauge(base.run.id)?,
                 now: store.gauge(id)?,
-                earlier: earlier_runs(&store, &base, id)?,
+                earlier,
+                earlier_gauge,
                 same_kernel: {
                     let now_run = store.run(id)?;
                     let k = |s: &serde_json::Value| {
@@ -285,6 +311,8 @@ struct Machine {
     base: Vec<Reading>,
     now: Vec<Reading>,
     earlier: Vec<kscale_store::series::SeriesCase>,
+    /// The control's readings of each of those runs, by run id.
+    earlier_gauge: BTreeMap<i64, Vec<Reading>>,
     /// Both runs on the same kernel (release, version and command line):
     /// only then is the gauge's kernel crossing the machine's alone.
     same_kernel: bool,
@@ -337,6 +365,62 @@ struct MachinePart {
     syscall_slower_pct: Option<f64>,
     /// The probe whose move a `machine_moved` case reports.
     moved_by: noise::Probe,
+    /// The covariate test, when the baseline's label has the runs for it:
+    /// it then decides the case.
+    covariate: Option<Covariate>,
+}
+
+/// The case set against its label's runs at the machine's level now
+/// (docs/method.md, "The control as a covariate").
+#[derive(Serialize)]
+struct Covariate {
+    probe: noise::Probe,
+    /// How much worse (positive) or better than the runs' line predicts
+    /// at the control's level now, in %.
+    worse_pct: f64,
+    slope: f64,
+    /// The runs' spread about the line, and without it, in %.
+    residual_pct: f64,
+    plain_pct: f64,
+    runs: usize,
+}
+
+/// The covariate test of one case: each run of the baseline's label with
+/// the case's estimate and the control's level through it, against the
+/// run just measured, for the probe whose line leaves the runs the least
+/// spread. `None` where the runs or readings are too few.
+fn covariate(
+    machine: &Machine,
+    runs: &[(i64, &kscale_store::CaseData)],
+    now: &kscale_store::CaseData,
+    est: &dyn Fn(&kscale_store::CaseData) -> Option<kscale_core::stats::Estimate>,
+    alpha: f64,
+) -> Option<(noise::Probe, noise::CovariateTest)> {
+    let y = |c: &kscale_store::CaseData| {
+        est(c)
+            .map(|e| e.center)
+            .filter(|v| v.is_finite() && *v > 0.0)
+            .map(f64::ln)
+    };
+    [noise::Probe::Loop, noise::Probe::Syscall]
+        .into_iter()
+        .filter_map(|probe| {
+            let at = noise::LevelRun {
+                y: y(now)?,
+                x: noise::control_level(&machine.now, &now.cpus, probe)?,
+            };
+            let levels: Vec<noise::LevelRun> = runs
+                .iter()
+                .filter_map(|(id, c)| {
+                    Some(noise::LevelRun {
+                        y: y(c)?,
+                        x: noise::control_level(machine.earlier_gauge.get(id)?, &c.cpus, probe)?,
+                    })
+                })
+                .collect();
+            noise::covariate_test(&levels, at, alpha, POWER).map(|t| (probe, t))
+        })
+        .min_by(|a, b| a.1.residual.total_cmp(&b.1.residual))
 }
 
 fn report(
@@ -392,7 +476,7 @@ fn report(
                 .estimate(&c.values(&row.metric))
                 .filter(|_| c.rule == kscale_core::RunRule::Converge)
         };
-        let runs: Vec<(f64, f64)> = machine
+        let label_runs: Vec<(i64, &kscale_store::CaseData)> = machine
             .earlier
             .iter()
             .filter(|s| {
@@ -400,9 +484,14 @@ fn report(
                     && s.case.key.params == row.params
                     && base_name(&s.case.key.cpus) == base_name(&row.cpus)
             })
-            .filter_map(|s| est(&s.case).map(|e| (e.center, e.se)))
+            .map(|s| (s.run_id, &s.case))
+            .collect();
+        let runs: Vec<(f64, f64)> = label_runs
+            .iter()
+            .filter_map(|(_, c)| est(c).map(|e| (e.center, e.se)))
             .collect();
         let own = noise::between_runs(&runs);
+        let cov = covariate(machine, &label_runs, &cn, &est, alpha);
         let sys_move =
             noise::probe_move(&machine.base, &machine.now, &cn.cpus, noise::Probe::Syscall);
         // The between-run spread, its degrees of freedom and the moments
@@ -451,7 +540,32 @@ fn report(
             }
         };
         let mut part = None;
-        if mv.is_some() || own.is_some() {
+        if let Some((probe, t)) = cov {
+            // The runs' line has the machine's level in it: the case is
+            // tested against the line, and the machine's move is no
+            // reason to say "cannot tell".
+            p = Some(t.p);
+            mdc = Some(t.mdc);
+            significant = t.p < alpha;
+            part = Some(MachinePart {
+                slower_pct: mv.map(|m| (m.slower - 1.0) * 100.0),
+                between_pct: t.residual * 100.0,
+                between_runs: t.runs,
+                syscall_slower_pct: sys_move.map(|s| (s.slower - 1.0) * 100.0),
+                moved_by: probe,
+                covariate: Some(Covariate {
+                    probe,
+                    worse_pct: match row.direction {
+                        Direction::Lower => t.d.exp() - 1.0,
+                        Direction::Higher => 1.0 - t.d.exp(),
+                    } * 100.0,
+                    slope: t.slope,
+                    residual_pct: t.residual * 100.0,
+                    plain_pct: t.plain * 100.0,
+                    runs: t.runs,
+                }),
+            });
+        } else if mv.is_some() || own.is_some() {
             // The case's own spread counts no less than half the machine's
             // move since the baseline: a shift the gauge saw is between-run
             // spread whatever the history says.
@@ -486,9 +600,16 @@ fn report(
                 } else {
                     noise::Probe::Loop
                 },
+                covariate: None,
             });
         }
-        let verdict = if moved {
+        let adjusted_worse = part
+            .as_ref()
+            .and_then(|m| m.covariate.as_ref())
+            .map(|c| c.worse_pct / 100.0);
+        let verdict = if let Some(w) = adjusted_worse {
+            Verdict::of(significant, Some(w < 0.0), w, mdc, threshold)
+        } else if moved {
             // A machine that ran s times slower explains a case up to s
             // times worse, no more: tested against the baseline as the
             // slower machine would have measured it, with the spread
@@ -628,10 +749,11 @@ fn report(
             };
             for c in cases.iter().filter(|c| c.regressed) {
                 outln!(
-                    "{} {}, p = {})",
+                    "{} {}, p = {}){}",
                     paint("REGRESSED"),
                     c.head(),
                     c.p.map(p_value).unwrap_or_else(|| "-".into()),
+                    c.against_line()
                 )?;
             }
             for c in cases.iter().filter(|c| c.machine_moved && !c.regressed) {
@@ -673,7 +795,9 @@ fn report(
                     threshold * 100.0,
                     c.machine
                         .as_ref()
-                        .map(|m| if m.between_runs > 0 {
+                        .map(|m| if m.covariate.is_some() {
+                            c.against_line()
+                        } else if m.between_runs > 0 {
                             format!(
                                 " (the case's own spread between runs, ±{:.1}% from {} runs of the baseline's label, included)",
                                 m.between_pct, m.between_runs

@@ -23,6 +23,12 @@ use std::time::{Duration, Instant};
 /// Wall time between two control readings: two or three a spell of the
 /// host's slow drift (20–60 s here), at ~0.1 s each about 1 % of a run.
 pub const EVERY: Duration = Duration::from_secs(10);
+/// Wall time between two control readings while a paced run waits for its
+/// next trial (`--span`): such a run sleeps most of its time, so a
+/// reading a second costs it nothing, and `check` has the machine's state
+/// next to every trial to set its trials against (docs/method.md, "The
+/// control as a covariate").
+pub const PACED_EVERY: Duration = Duration::from_secs(1);
 /// The gauge before a run: readings of every CPU, this far apart.
 pub const BEFORE_READINGS: usize = 8;
 pub const BEFORE_SPACING_MS: u64 = 100;
@@ -201,19 +207,26 @@ pub fn tick(store: &Store) {
     if due && CONTROL.with(|c| c.borrow().is_some()) {
         look_for_others();
     }
-    sample(store, false);
+    sample(store, Some(EVERY));
 }
 
-fn sample(store: &Store, force: bool) {
+/// One control reading of every CPU when [`PACED_EVERY`] has passed since
+/// the last: called by a paced run when no trial is due yet.
+pub fn tick_paced(store: &Store) {
+    sample(store, Some(PACED_EVERY));
+}
+
+/// A control reading when `every` has passed since the last one, or now
+/// (`None`).
+fn sample(store: &Store, every: Option<Duration>) {
     let due = CONTROL.with(|c| {
         c.borrow().as_ref().and_then(|c| {
-            (c.store_path == store.location() && (force || c.last.elapsed() >= EVERY)).then(|| {
-                GaugeRequest {
-                    cpus: c.cpus.clone(),
-                    readings: 1,
-                    spacing_ms: 0,
-                    t0_s: c.t0.elapsed().as_secs_f64(),
-                }
+            let due = every.is_none_or(|e| c.last.elapsed() >= e);
+            (c.store_path == store.location() && due).then(|| GaugeRequest {
+                cpus: c.cpus.clone(),
+                readings: 1,
+                spacing_ms: 0,
+                t0_s: c.t0.elapsed().as_secs_f64(),
             })
         })
     });
@@ -243,7 +256,7 @@ fn sample(store: &Store, force: bool) {
 /// The control's last reading, and its readings over the run; the control
 /// ends.
 pub fn end(store: &Store) -> Option<Vec<Reading>> {
-    sample(store, true);
+    sample(store, None);
     CONTROL.with(|c| c.borrow_mut().take().map(|c| c.readings))
 }
 

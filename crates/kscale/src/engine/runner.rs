@@ -563,6 +563,12 @@ fn run_group(r: &mut Runner<'_, '_>, units: &mut [Unit]) -> Result<()> {
                 .filter_map(|u| u.due)
                 .min();
             if let Some(next) = next {
+                // The wait is the control's time: a reading next to the
+                // trials, where it delays none (docs/method.md, "The
+                // control as a covariate").
+                if next > Instant::now() + super::gauge::PACED_EVERY / 2 {
+                    super::gauge::tick_paced(r.store);
+                }
                 signals::sleep_until(next).map_err(|sig| Interrupted(sig, r.run_id))?;
             }
         }
