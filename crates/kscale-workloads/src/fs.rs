@@ -295,7 +295,7 @@ enum Batches {
 }
 
 fn batches_param(ctx: &TrialCtx) -> Result<Batches> {
-    match ctx.params.get("batch").unwrap_or("100") {
+    match ctx.param(&BATCH_PARAM)?.as_str() {
         "100" => Ok(Batches::Dir),
         "lat_fs" => Ok(Batches::LatFs),
         other => anyhow::bail!("bad batch={other}: expected 100 or lat_fs"),
@@ -436,7 +436,7 @@ fn kept_files(ctx: &TrialCtx) -> Result<(Option<PathBuf>, Option<String>)> {
     /// four sizes keeps up to a few GiB.
     const ROOM_BYTES: u64 = 8 << 30;
     const ROOM_INODES: u64 = 2_000_000;
-    let keep = match ctx.params.get("keep").unwrap_or("auto") {
+    let keep = match ctx.param(&KEEP)?.as_str() {
         "no" => return Ok((None, None)),
         "yes" => None,
         "auto" => match kscale_sys::fsinfo::ext4_without_journal(&ctx.dir) {
@@ -591,7 +591,10 @@ mod tests {
                 .collect(),
         );
         let err = create(&ctx).unwrap_err().to_string();
-        assert!(err.contains("keep=maybe") && err.contains("auto"), "{err}");
+        assert!(
+            err.contains("`maybe`") && err.contains("`keep`") && err.contains("auto"),
+            "{err}"
+        );
     }
 
     fn walk(dir: &Path) -> Vec<PathBuf> {
@@ -703,7 +706,10 @@ mod tests {
         }
         let ctx = crate::test_ctx(&[("size", "0"), ("batch", "5ms")], 20).in_dir(dir.path());
         let err = delete(&ctx).unwrap_err().to_string();
-        assert!(err.contains("batch=5ms") && err.contains("lat_fs"), "{err}");
+        assert!(
+            err.contains("`5ms`") && err.contains("`batch`") && err.contains("lat_fs"),
+            "{err}"
+        );
     }
 
     /// Side-by-side figures for comparison with `lat_fs`:

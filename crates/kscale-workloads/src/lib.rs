@@ -351,6 +351,26 @@ impl TrialOutput {
 }
 
 impl TrialCtx {
+    /// The value of param `p`, its default when the case has none, checked
+    /// and made canonical as the command line does: a worker started by
+    /// hand or by a stored run reads what a user may give, with the same
+    /// message for a bad value.
+    pub fn param(&self, p: &ParamDef) -> Result<String, kscale_core::ParamError> {
+        let v = self.params.get(p.name).unwrap_or(p.default[0]);
+        p.validate(&self.workload, v)
+    }
+
+    /// [`TrialCtx::param`] of an integer param.
+    pub fn param_int(&self, p: &ParamDef) -> Result<u64, kscale_core::ParamError> {
+        let v = self.param(p)?;
+        v.parse().map_err(|_| kscale_core::ParamError::BadValue {
+            workload: self.workload.clone(),
+            param: p.name.into(),
+            value: v,
+            accepted: "an integer".into(),
+        })
+    }
+
     pub fn from_request(r: &TrialRequest) -> Self {
         TrialCtx {
             workload: r

@@ -310,7 +310,7 @@ fn blocks(buf: &Buffer, mut block: impl FnMut(*mut i32)) {
 
 /// Whether the `access` param asks for 16-byte vector accesses.
 fn vector_access(ctx: &TrialCtx) -> Result<bool> {
-    match ctx.params.get("access").unwrap_or("word") {
+    match ctx.param(&ACCESS)?.as_str() {
         "vector" => {
             ensure!(
                 cfg!(target_arch = "x86_64"),

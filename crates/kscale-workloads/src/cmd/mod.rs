@@ -599,7 +599,7 @@ fn run(ctx: &TrialCtx) -> Result<TrialOutput> {
     std::fs::create_dir(&work.0).with_context(|| format!("cannot create {}", work.0.display()))?;
     inputs::generate(&work.0, c.inputs)?;
     let p = Prepared::new(c, &work.0)?;
-    let spawn = Spawn::of(ctx.params.get("spawn").unwrap_or("fork"), &p)?;
+    let spawn = Spawn::of(&ctx.param(&PARAMS[0])?, &p)?;
     let (per_op, n) = ctx.time_per_op(|n| {
         let mut total = Duration::ZERO;
         for _ in 0..n {

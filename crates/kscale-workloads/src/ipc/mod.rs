@@ -88,38 +88,6 @@ pub(super) const PORTS_PARAM: ParamDef = ParamDef {
 const TCP_PARAMS: &[ParamDef] = &[PLACE_PARAM, NODELAY_PARAM];
 const CONNECT_PARAMS: &[ParamDef] = &[PLACE_PARAM, BACKLOG_PARAM, PORTS_PARAM];
 
-/// The value of choice param `p` (its default when the case has none); an
-/// unknown value is an error naming the accepted ones.
-pub(super) fn choice<'a>(ctx: &'a crate::TrialCtx, p: &ParamDef) -> Result<&'a str> {
-    let v = ctx.params.get(p.name).unwrap_or(p.default[0]);
-    if let ParamKind::Choice(accepted) = p.kind {
-        ensure!(
-            accepted.contains(&v),
-            "{}={v}: not one of {}",
-            p.name,
-            accepted.join(", ")
-        );
-    }
-    Ok(v)
-}
-
-/// The value of integer param `p` (its default when the case has none),
-/// checked against its bounds.
-pub(super) fn int(ctx: &crate::TrialCtx, p: &ParamDef) -> Result<u64> {
-    let v = ctx.params.get(p.name).unwrap_or(p.default[0]);
-    let n: u64 = v
-        .parse()
-        .map_err(|_| anyhow::anyhow!("{}={v}: not an integer", p.name))?;
-    if let ParamKind::Int { min, max } = p.kind {
-        ensure!(
-            (min..=max).contains(&n),
-            "{}={n}: outside {min}..={max}",
-            p.name
-        );
-    }
-    Ok(n)
-}
-
 /// What every ipc workload shares: its placement param and latency.
 const IPC: WorkloadDef = WorkloadDef {
     params: PLACE_PARAMS,
@@ -378,25 +346,28 @@ mod tests {
     #[test]
     fn param_readers_default_and_refuse() {
         let none = crate::test_ctx(&[], 10);
-        assert_eq!(choice(&none, &NODELAY_PARAM).unwrap(), "on");
-        assert_eq!(int(&none, &BACKLOG_PARAM).unwrap(), 4096);
-        assert_eq!(int(&none, &PORTS_PARAM).unwrap(), 8);
+        assert_eq!(none.param(&NODELAY_PARAM).unwrap(), "on");
+        assert_eq!(none.param_int(&BACKLOG_PARAM).unwrap(), 4096);
+        assert_eq!(none.param_int(&PORTS_PARAM).unwrap(), 8);
         let set = crate::test_ctx(
             &[("nodelay", "off"), ("backlog", "100"), ("ports", "1")],
             10,
         );
-        assert_eq!(choice(&set, &NODELAY_PARAM).unwrap(), "off");
-        assert_eq!(int(&set, &BACKLOG_PARAM).unwrap(), 100);
-        assert_eq!(int(&set, &PORTS_PARAM).unwrap(), 1);
+        assert_eq!(set.param(&NODELAY_PARAM).unwrap(), "off");
+        assert_eq!(set.param_int(&BACKLOG_PARAM).unwrap(), 100);
+        assert_eq!(set.param_int(&PORTS_PARAM).unwrap(), 1);
         let bad = crate::test_ctx(
             &[("nodelay", "maybe"), ("backlog", "x"), ("ports", "0")],
             10,
         );
-        let e = choice(&bad, &NODELAY_PARAM).unwrap_err().to_string();
-        assert_eq!(e, "nodelay=maybe: not one of on, off");
-        assert!(int(&bad, &BACKLOG_PARAM).is_err());
-        let e = int(&bad, &PORTS_PARAM).unwrap_err().to_string();
-        assert_eq!(e, "ports=0: outside 1..=64");
+        let e = bad.param(&NODELAY_PARAM).unwrap_err().to_string();
+        assert!(
+            e.contains("`maybe`") && e.ends_with("expected one of on, off"),
+            "{e}"
+        );
+        assert!(bad.param_int(&BACKLOG_PARAM).is_err());
+        let e = bad.param_int(&PORTS_PARAM).unwrap_err().to_string();
+        assert!(e.contains("`0`") && e.contains("param `ports`"), "{e}");
     }
 
     /// lat_tcp's setting: no TCP_NODELAY, said in a note.

@@ -2,8 +2,8 @@
 //! lat_udp, lat_tcp, lat_connect), each with its forked server.
 
 use super::{
-    choice, finish_server, int, loopback, read_msg, set_accept_timeout, spawn_server,
-    BACKLOG_PARAM, IO_TIMEOUT, LAT, MSG, NODELAY_PARAM, PORTS_PARAM, SERVER_IDLE,
+    finish_server, loopback, read_msg, set_accept_timeout, spawn_server, BACKLOG_PARAM, IO_TIMEOUT,
+    LAT, MSG, NODELAY_PARAM, PORTS_PARAM, SERVER_IDLE,
 };
 use crate::shared::place::Placement;
 use crate::{timed, TrialCtx, TrialOutput};
@@ -68,7 +68,7 @@ fn udp_echo_server(sock: UdpSocket) -> Result<()> {
 
 /// Reads `nodelay`: true (the default) sets TCP_NODELAY on both ends.
 fn nodelay(ctx: &TrialCtx) -> Result<bool> {
-    Ok(choice(ctx, &NODELAY_PARAM)? == "on")
+    Ok(ctx.param(&NODELAY_PARAM)? == "on")
 }
 
 pub(super) fn tcp(ctx: &TrialCtx) -> Result<TrialOutput> {
@@ -153,8 +153,8 @@ fn tcp_echo_server(listener: TcpListener, nodelay: bool) -> Result<()> {
 /// lat_connect's milliseconds per connect are. The SYN retransmissions the
 /// machine made during the trial are noted.
 pub(super) fn tcp_connect(ctx: &TrialCtx) -> Result<TrialOutput> {
-    let ports = usize::try_from(int(ctx, &PORTS_PARAM)?).context("ports too large")?;
-    let backlog = i32::try_from(int(ctx, &BACKLOG_PARAM)?).context("backlog too large")?;
+    let ports = usize::try_from(ctx.param_int(&PORTS_PARAM)?).context("ports too large")?;
+    let backlog = i32::try_from(ctx.param_int(&BACKLOG_PARAM)?).context("backlog too large")?;
     let listeners = (0..ports)
         .map(|_| listen_loopback(backlog))
         .collect::<Result<Vec<_>>>()?;

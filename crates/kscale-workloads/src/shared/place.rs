@@ -56,7 +56,7 @@ impl Placement {
     /// Reads `place` (absent: spread, the default); an unknown value is an
     /// error naming it and the accepted ones.
     pub fn from_ctx(ctx: &crate::TrialCtx) -> Result<Placement> {
-        Placement::new(ctx.params.get("place").unwrap_or("spread"), &ctx.cpus)
+        Placement::new(&ctx.param(&PLACE_PARAM)?, &ctx.cpus)
     }
 
     pub fn new(value: &str, cpus: &[usize]) -> Result<Placement> {

@@ -126,7 +126,7 @@ const SMALL_FILE: usize = 1024;
 /// The file the `file` param names: a scratch file made now (removed when
 /// the first part drops), or a user's file, which must exist.
 fn param_file(ctx: &TrialCtx, tag: &str) -> Result<(Option<ScratchFile>, PathBuf, CString)> {
-    match ctx.params.get("file").unwrap_or("scratch") {
+    match ctx.param(&super::FILE_PARAMS[0])?.as_str() {
         "scratch" => {
             let f = ScratchFile::with_bytes(&ctx.dir, tag, &[0u8; SMALL_FILE])?;
             let (p, c) = (f.path.clone(), f.c_path.clone());

@@ -540,7 +540,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let c = ctx(dir.path(), Duration::from_millis(5), &[("exit", "quit")]);
         let e = super::fork_exit(&c).unwrap_err().to_string();
-        assert!(e.contains("accepted values are _exit and exit"), "{e}");
+        assert!(
+            e.contains("`quit`") && e.contains("one of _exit, exit"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub(super) enum ChildExit {
 
 impl ChildExit {
     pub(super) fn from_ctx(ctx: &TrialCtx) -> Result<Self> {
-        match ctx.params.get("exit").unwrap_or("_exit") {
+        match ctx.param(&super::EXIT_PARAMS[0])?.as_str() {
             "_exit" => Ok(ChildExit::Raw),
             "exit" => Ok(ChildExit::Libc),
             other => anyhow::bail!("exit={other}: accepted values are _exit and exit"),
@@ -57,7 +57,7 @@ pub(super) fn fork_exit(ctx: &TrialCtx) -> Result<TrialOutput> {
 /// The helper the `helper` param names, and a note when it is not what the
 /// param asked for.
 fn helper_program(ctx: &TrialCtx) -> Result<(&'static [u8], Option<&'static str>)> {
-    match ctx.params.get("helper").unwrap_or("static") {
+    match ctx.param(&super::HELPER_PARAMS[0])?.as_str() {
         "dynamic" => {
             ensure!(
                 !HELLO_DYN.is_empty(),
