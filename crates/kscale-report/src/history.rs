@@ -51,6 +51,34 @@ pub struct HistoryHeading {
 }
 
 /// `#21 nightly-20 (2025-01-21, 6.20.0)`: which run, when, on what.
+/// The cells that open a row about one run in every history table: `#id`,
+/// when it started, its label and its kernel, so that `history`'s table
+/// and the report's change points name a run alike.
+pub fn run_cells(run: &SeriesRun) -> [Cell; 4] {
+    [
+        Cell::new(format!("#{}", run.id)),
+        Cell::new(
+            run.started_at
+                .replace('T', " ")
+                .trim_end_matches('Z')
+                .to_string(),
+        ),
+        Cell::new(run.label.clone()),
+        Cell::new(run.kernel.clone().unwrap_or_else(|| "–".into())),
+    ]
+}
+
+/// The headings of [`run_cells`], the first naming what the run is to the
+/// table.
+pub fn run_headings(first: &str) -> [String; 4] {
+    [
+        first.into(),
+        "started".into(),
+        "label".into(),
+        "kernel".into(),
+    ]
+}
+
 fn run_words(r: &SeriesRun) -> String {
     let day = r.started_at.get(..10).unwrap_or(&r.started_at);
     match &r.kernel {
@@ -207,24 +235,24 @@ impl HistorySeries {
         let n = self.points.len();
         let mut t = Table::new(
             format!("Change points — {}", self.title),
-            [
-                "first run after",
-                "in series",
-                "label",
-                "started",
-                "kernel",
-                &match self.unit.as_str() {
-                    "" => "before → after".to_string(),
-                    u => format!("before → after ({u})"),
-                },
-                "change",
-                &format!("{}% interval", self.confidence_pct),
-                "p",
-                "trials",
-                "fate",
-            ]
-            .map(String::from)
-            .to_vec(),
+            run_headings("first run after")
+                .into_iter()
+                .chain(
+                    [
+                        "in series",
+                        &match self.unit.as_str() {
+                            "" => "before → after".to_string(),
+                            u => format!("before → after ({u})"),
+                        },
+                        "change",
+                        &format!("{}% interval", self.confidence_pct),
+                        "p",
+                        "trials",
+                        "fate",
+                    ]
+                    .map(String::from),
+                )
+                .collect(),
         );
         for c in &self.changes {
             let Some(p) = self.points.get(c.at) else {
@@ -232,36 +260,25 @@ impl HistorySeries {
             };
             let worse = c.worse(self.direction);
             let tone = if worse > 0.0 { Tone::Bad } else { Tone::Good };
-            t.push(
-                RowKind::Data,
-                vec![
-                    Cell::new(format!("#{}", p.run.id)),
-                    Cell::new(format!("{} of {n}", c.at + 1)),
-                    Cell::new(p.run.label.clone()),
-                    Cell::new(
-                        p.run
-                            .started_at
-                            .replace('T', " ")
-                            .trim_end_matches('Z')
-                            .to_string(),
-                    ),
-                    Cell::new(p.run.kernel.clone().unwrap_or_else(|| "–".into())),
-                    Cell::new(format!("{} → {}", sig(c.before, 4), sig(c.after, 4))),
-                    Cell::tone(signed_pct(100.0 * c.rel), tone),
-                    Cell::new(format!(
-                        "[{}, {}]",
-                        signed_pct(100.0 * c.rel_low),
-                        signed_pct(100.0 * c.rel_high)
-                    )),
-                    Cell::new(p_value(c.p)),
-                    Cell::new(
-                        c.trials
-                            .map(|s| format!("{} p {}", s.test.name(), p_value(s.p)))
-                            .unwrap_or_else(|| "–".into()),
-                    ),
-                    Cell::new(self.fate(c)),
-                ],
-            );
+            let mut row = run_cells(&p.run).to_vec();
+            row.extend([
+                Cell::new(format!("{} of {n}", c.at + 1)),
+                Cell::new(format!("{} → {}", sig(c.before, 4), sig(c.after, 4))),
+                Cell::tone(signed_pct(100.0 * c.rel), tone),
+                Cell::new(format!(
+                    "[{}, {}]",
+                    signed_pct(100.0 * c.rel_low),
+                    signed_pct(100.0 * c.rel_high)
+                )),
+                Cell::new(p_value(c.p)),
+                Cell::new(
+                    c.trials
+                        .map(|s| format!("{} p {}", s.test.name(), p_value(s.p)))
+                        .unwrap_or_else(|| "–".into()),
+                ),
+                Cell::new(self.fate(c)),
+            ]);
+            t.push(RowKind::Data, row);
         }
         let min = Settings::default().min_runs;
         if self.changes.is_empty() {

@@ -114,8 +114,6 @@ impl HistoryChart {
         let sx = |x: f64| left + INSET + (x - x0) / (x1 - x0) * (pw - 2.0 * INSET);
         let sy = |y: f64| bottom - (y - y0) / (y1 - y0) * ph;
 
-        let ypos: Vec<f64> = yt.iter().map(|t| sy(*t)).collect();
-        let xpos: Vec<f64> = xt.iter().map(|t| sx(*t)).collect();
         let frame = Frame {
             left,
             top,
@@ -128,8 +126,9 @@ impl HistoryChart {
         let x_title_y = plot_frame(
             &mut body,
             &frame,
-            (&yt, &ypos, &ylabels),
-            (&xt, &xpos, &xlabels),
+            (&sx, &sy),
+            (&yt, &ylabels),
+            (&xt, &xlabels),
         );
 
         // The runs, each in a group naming it, then the levels and the

@@ -71,8 +71,6 @@ impl LineChart {
         let sx = |x: f64| left + INSET + (fx(x) - x0) / (x1 - x0) * (pw - 2.0 * INSET);
         let sy = |y: f64| bottom - (y - y0) / (y1 - y0) * ph;
 
-        let ypos: Vec<f64> = yt.iter().map(|t| sy(*t)).collect();
-        let xpos: Vec<f64> = xt.iter().map(|t| sx(*t)).collect();
         let frame = Frame {
             left,
             top,
@@ -85,8 +83,9 @@ impl LineChart {
         let x_title_y = plot_frame(
             &mut body,
             &frame,
-            (&yt, &ypos, &ylabels),
-            (&xt, &xpos, &xlabels),
+            (&sx, &sy),
+            (&yt, &ylabels),
+            (&xt, &xlabels),
         );
 
         // Lines, then each measured point with its interval, in series

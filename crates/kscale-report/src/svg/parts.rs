@@ -178,15 +178,20 @@ pub(super) struct Frame<'a> {
 
 /// The plot area of an x–y chart, as the line and history charts draw it
 /// alike: its rectangle, a horizontal grid line and label at each y tick
-/// (already placed at `ypos`), the x ticks at `xpos`, both axes, and the
-/// axis titles, x under the tick labels and y rotated beside them.
-/// Returns the baseline of the x title, below which the legend goes.
+/// (placed by the chart's own `sy`), the x ticks (placed by `sx`), both
+/// axes, and the axis titles, x under the tick labels and y rotated beside
+/// them. Returns the baseline of the x title, below which the legend goes.
 pub(super) fn plot_frame(
     out: &mut String,
     f: &Frame,
-    y: (&[f64], &[f64], &[String]),
-    x: (&[f64], &[f64], &[String]),
+    (sx, sy): (&dyn Fn(f64) -> f64, &dyn Fn(f64) -> f64),
+    (yt, ylabels): (&[f64], &[String]),
+    (xt, xlabels): (&[f64], &[String]),
 ) -> f64 {
+    let ypos: Vec<f64> = yt.iter().map(|t| sy(*t)).collect();
+    let xpos: Vec<f64> = xt.iter().map(|t| sx(*t)).collect();
+    let y = (yt, &ypos[..], ylabels);
+    let x = (xt, &xpos[..], xlabels);
     let (left, top, pw, ph) = (f.left, f.top, f.width, f.height);
     let bottom = top + ph;
     let _ = write!(

@@ -9,6 +9,7 @@ use anyhow::Result;
 use kscale_core::cpus::base_name;
 use kscale_core::Direction;
 use kscale_report::format::{csv_field, sig};
+use kscale_report::history::{run_cells, run_headings};
 use kscale_report::{Cell, RowKind, Table, Tone};
 use kscale_store::series::{SeriesRun, Stored};
 use kscale_store::{CaseData, Store};
@@ -482,43 +483,24 @@ fn table(s: &Series) -> Table {
     );
     let mut t = Table::new(
         title,
-        [
-            "run",
-            "started",
-            "label",
-            "kernel",
-            "value",
-            "95% interval",
-            "n",
-            "converged",
-        ]
-        .map(String::from)
-        .to_vec(),
+        run_headings("run")
+            .into_iter()
+            .chain(["value", "95% interval", "n", "converged"].map(String::from))
+            .collect(),
     );
     for p in &s.points {
-        t.push(
-            RowKind::Data,
-            vec![
-                Cell::new(format!("#{}", p.run.id)),
-                Cell::new(
-                    p.run
-                        .started_at
-                        .replace('T', " ")
-                        .trim_end_matches('Z')
-                        .to_string(),
-                ),
-                Cell::new(p.run.label.clone()),
-                Cell::new(p.run.kernel.clone().unwrap_or_else(|| "–".into())),
-                Cell::new(num(p.value)),
-                Cell::new(format!("[{}, {}]", num(p.ci_low), num(p.ci_high))),
-                Cell::new(p.n.to_string()),
-                if p.converged {
-                    Cell::new("yes")
-                } else {
-                    Cell::tone("no", Tone::Warn)
-                },
-            ],
-        );
+        let mut row = run_cells(&p.run).to_vec();
+        row.extend([
+            Cell::new(num(p.value)),
+            Cell::new(format!("[{}, {}]", num(p.ci_low), num(p.ci_high))),
+            Cell::new(p.n.to_string()),
+            if p.converged {
+                Cell::new("yes")
+            } else {
+                Cell::tone("no", Tone::Warn)
+            },
+        ]);
+        t.push(RowKind::Data, row);
     }
     t
 }

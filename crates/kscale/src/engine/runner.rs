@@ -113,6 +113,20 @@ impl Unit {
         }
         self.guess_secs(opts)
     }
+
+    /// The case as the budget planner sees it, on its own: no part, rank,
+    /// leave or share (the run's planning sets those).
+    fn case_state(&self, opts: &RunOptions) -> kscale_core::budget::CaseState<'_> {
+        kscale_core::budget::CaseState {
+            values: &self.counted,
+            secs_per_trial: self.secs_per_trial(opts),
+            converged: false,
+            part: None,
+            rank: 0,
+            may_leave: false,
+            share_trials: 0.0,
+        }
+    }
 }
 
 /// A trial's wall seconds guessed from its workload's seconds params (a
@@ -648,9 +662,6 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Re
             let states: Vec<CaseState> = conv
                 .iter()
                 .map(|&i| CaseState {
-                    values: &units[i].counted,
-                    secs_per_trial: units[i].secs_per_trial(r.opts),
-                    converged: false,
                     part: Some(parts[i]).filter(|p| !covered.contains(p)),
                     rank: ranks[i],
                     // A case is left out on every configuration or on
@@ -659,6 +670,7 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Re
                         && ranks[i] > 0
                         && !units.iter().any(|o| o.finished && o.twin_of(&units[i])),
                     share_trials,
+                    ..units[i].case_state(r.opts)
                 })
                 .collect();
             let plans = budget::allocate(&rule, &states, left);
@@ -698,18 +710,7 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Re
                         .filter(|&k| !units[k].finished && units[k].twin_of(&units[i]))
                         .collect();
                     for k in twins {
-                        let need = kscale_core::budget::need(
-                            &rule,
-                            &CaseState {
-                                values: &units[k].counted,
-                                secs_per_trial: units[k].secs_per_trial(r.opts),
-                                converged: false,
-                                part: None,
-                                rank: 0,
-                                may_leave: false,
-                                share_trials: 0.0,
-                            },
-                        );
+                        let need = budget::need(&rule, &units[k].case_state(r.opts));
                         r.leave_out(
                             &mut units[k],
                             need,
@@ -1076,18 +1077,7 @@ impl<'a, 'p> Runner<'a, 'p> {
         u.converged = converged == Some(true);
         let mut notes = u.notes.clone();
         if converged == Some(false) {
-            let need = kscale_core::budget::need(
-                &opts.rule,
-                &kscale_core::budget::CaseState {
-                    values: &u.counted,
-                    secs_per_trial: u.secs_per_trial(opts),
-                    converged: false,
-                    part: None,
-                    rank: 0,
-                    may_leave: false,
-                    share_trials: 0.0,
-                },
-            );
+            let need = kscale_core::budget::need(&opts.rule, &u.case_state(opts));
             // Tables print a note after its workload's name.
             let params = u.label()[u.entry.workload.len()..].trim().to_string();
             notes.push(format!(
