@@ -27,6 +27,27 @@ fn check(env: &Env, extra: &[&str], var: Option<(&str, &str)>) -> std::process::
     c.output().unwrap()
 }
 
+/// `kscale check` of one short `syscall.null` case on one CPU against
+/// `baseline`, at most `max_trials` trials.
+fn tiny_check(env: &Env, baseline: &str, max_trials: &str) -> assert_cmd::Command {
+    env.cmd(&[
+        "check",
+        "--baseline",
+        baseline,
+        "--threshold",
+        "50%",
+        "syscall.null",
+        "--cpus",
+        "1",
+        "--quick",
+        "--trial-time",
+        "0.02",
+        "--max-trials",
+        max_trials,
+        "--no-progress",
+    ])
+}
+
 /// 20 µs more per operation: tens of times the null syscall's latency, so
 /// that even a busy machine's noise cannot hide it.
 const SLOW: Option<(&str, &str)> = Some(("KSCALE_TEST_DELAY_NS", "20000"));
@@ -324,25 +345,7 @@ fn paced_trials_span_the_span_and_the_check_follows_its_baseline() {
     assert!(starts[6] >= 5, "{starts:?}");
 
     let started = std::time::Instant::now();
-    let out = env
-        .cmd(&[
-            "check",
-            "--baseline",
-            "paced",
-            "--threshold",
-            "50%",
-            "syscall.null",
-            "--cpus",
-            "1",
-            "--quick",
-            "--trial-time",
-            "0.02",
-            "--max-trials",
-            "8",
-            "--no-progress",
-        ])
-        .output()
-        .unwrap();
+    let out = tiny_check(&env, "paced", "8").output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     // While it waits for its trials, a paced run reads the control about
     // once a second (docs/method.md, "The control as a covariate"): the
@@ -384,24 +387,8 @@ fn six_runs_of_a_label_set_a_case_against_the_controls_line() {
             .assert()
             .success();
     }
-    let mut c = env.cmd(&[
-        "check",
-        "--baseline",
-        "base",
-        "--threshold",
-        "50%",
-        "--format",
-        "json",
-        "syscall.null",
-        "--cpus",
-        "1",
-        "--quick",
-        "--trial-time",
-        "0.02",
-        "--max-trials",
-        "4",
-        "--no-progress",
-    ]);
+    let mut c = tiny_check(&env, "base", "4");
+    c.args(["--format", "json"]);
     if let Some((k, v)) = SLOW {
         c.env(k, v);
     }
