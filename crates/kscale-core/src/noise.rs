@@ -460,6 +460,8 @@ pub struct CovariateTest {
     /// control took out is the difference.
     pub plain: f64,
     pub runs: usize,
+    /// The runs measured now whose mean was tested.
+    pub now_runs: usize,
     /// Two-sided p of Student's t on `d`, with runs − 2 degrees of freedom.
     pub p: f64,
     /// The smallest change the test sees at `alpha` and `power`, as a
@@ -471,28 +473,39 @@ pub struct CovariateTest {
 /// covariate (docs/method.md, "The control as a covariate"): over the
 /// baseline label's runs a line through (control level, ln estimate) takes
 /// out the part of the runs' spread that follows the machine's level, and
-/// the run just measured is tested against the line's prediction at its
-/// own level — a prediction interval, so the baseline runs' residual
-/// spread and the line's uncertainty are both in it. `None` under
-/// [`MIN_COVARIATE_RUNS`] runs, with levels that do not vary, or with the
-/// level now outside the runs' by more than their range (the line would be
-/// extrapolated far past what it was fitted on; nearer, the prediction
-/// interval widens with the distance by itself).
+/// the runs just measured are tested against the line's prediction at
+/// their own levels — a prediction interval, so the baseline runs'
+/// residual spread and the line's uncertainty are both in it. Each run
+/// measured now brings its own draw of that residual spread; their mean
+/// deviation from the line has 1/m of its variance (`check --repeat`:
+/// the runs' deviations about the line hardly correlate from one run to
+/// the next, docs/method.md). `None` without runs now, under
+/// [`MIN_COVARIATE_RUNS`] baseline runs, with levels that do not vary, or
+/// with the mean level now outside the runs' by more than their range
+/// (the line would be extrapolated far past what it was fitted on;
+/// nearer, the prediction interval widens with the distance by itself).
 pub fn covariate_test(
     runs: &[LevelRun],
-    now: LevelRun,
+    now: &[LevelRun],
     alpha: f64,
     power: f64,
 ) -> Option<CovariateTest> {
     let k = runs.len();
     if k < MIN_COVARIATE_RUNS
+        || now.is_empty()
         || !runs
             .iter()
-            .chain([&now])
+            .chain(now)
             .all(|r| r.x.is_finite() && r.y.is_finite())
     {
         return None;
     }
+    let now_count = now.len();
+    let m = now_count as f64;
+    let now = LevelRun {
+        x: now.iter().map(|r| r.x).sum::<f64>() / m,
+        y: now.iter().map(|r| r.y).sum::<f64>() / m,
+    };
     let kf = k as f64;
     let mx = runs.iter().map(|r| r.x).sum::<f64>() / kf;
     let my = runs.iter().map(|r| r.y).sum::<f64>() / kf;
@@ -511,7 +524,7 @@ pub fn covariate_test(
     let df = kf - 2.0;
     let rss = (syy - slope * sxy).max(0.0);
     let residual = (rss / df).sqrt();
-    let se = residual * (1.0 + 1.0 / kf + (now.x - mx).powi(2) / sxx).sqrt();
+    let se = residual * (1.0 / m + 1.0 / kf + (now.x - mx).powi(2) / sxx).sqrt();
     let d = now.y - (my + slope * (now.x - mx));
     let t = StudentsT::new(0.0, 1.0, df).ok()?;
     let p = if se > 0.0 {
@@ -529,6 +542,7 @@ pub fn covariate_test(
         residual,
         plain: (syy / (kf - 1.0)).sqrt(),
         runs: k,
+        now_runs: now_count,
         p,
         mdc: (q * se).exp() - 1.0,
     })
@@ -916,10 +930,10 @@ mod tests {
         // The same binary at a slow moment: explained by the line.
         let same = covariate_test(
             &runs,
-            LevelRun {
+            &[LevelRun {
                 y: 1.0 + 0.3 * 0.25,
                 x: 0.25,
-            },
+            }],
             0.01,
             0.8,
         )
@@ -933,22 +947,51 @@ mod tests {
         // 10 % slower than the line predicts: seen.
         let slower = covariate_test(
             &runs,
-            LevelRun {
+            &[LevelRun {
                 y: 1.0 + 0.075 + 0.1,
                 x: 0.25,
-            },
+            }],
             0.01,
             0.8,
         )
         .unwrap();
         assert!(slower.p < 0.01 && slower.d > 0.09, "{slower:?}");
         assert!(slower.mdc < 0.1, "{slower:?}");
+        // Three runs now, each off the line by its own residual draw: the
+        // mean's deviation is tested with a third of a run's variance, so
+        // the same slowdown is seen more surely and a smaller one becomes
+        // detectable.
+        let three = covariate_test(
+            &runs,
+            &[
+                LevelRun {
+                    y: 1.0 + 0.3 * 0.2 + 0.1 + 0.01,
+                    x: 0.2,
+                },
+                LevelRun {
+                    y: 1.0 + 0.3 * 0.3 + 0.1 - 0.01,
+                    x: 0.3,
+                },
+                LevelRun {
+                    y: 1.0 + 0.3 * 0.25 + 0.1,
+                    x: 0.25,
+                },
+            ],
+            0.01,
+            0.8,
+        )
+        .unwrap();
+        assert_eq!(three.now_runs, 3);
+        assert!((three.d - 0.1).abs() < 0.01, "{three:?}");
+        assert!(three.se < 0.75 * slower.se, "{three:?} {slower:?}");
+        assert!(three.mdc < slower.mdc && three.p < slower.p, "{three:?}");
+        assert!(covariate_test(&runs, &[], 0.01, 0.8).is_none());
         // Too few runs, a flat control, or a level far outside the runs':
         // no test.
-        assert!(covariate_test(&runs[..5], runs[0], 0.01, 0.8).is_none());
+        assert!(covariate_test(&runs[..5], &runs[..1], 0.01, 0.8).is_none());
         let flat: Vec<LevelRun> = runs.iter().map(|r| LevelRun { x: 0.0, ..*r }).collect();
-        assert!(covariate_test(&flat, runs[0], 0.01, 0.8).is_none());
-        assert!(covariate_test(&runs, LevelRun { y: 1.0, x: 2.0 }, 0.01, 0.8).is_none());
+        assert!(covariate_test(&flat, &runs[..1], 0.01, 0.8).is_none());
+        assert!(covariate_test(&runs, &[LevelRun { y: 1.0, x: 2.0 }], 0.01, 0.8).is_none());
     }
 
     #[test]

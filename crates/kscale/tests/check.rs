@@ -131,6 +131,14 @@ fn bad_input_is_one_line_and_status_2() {
             "bad --threshold",
         ),
         (vec!["nosuch", "--cpus", "1"], "unknown workload"),
+        (
+            vec!["syscall.null", "--cpus", "1", "--repeat", "0"],
+            "bad --repeat `0`",
+        ),
+        (
+            vec!["syscall.null", "--cpus", "1", "--repeat", "21"],
+            "bad --repeat `21`",
+        ),
     ] {
         let out = env
             .cmd(&["check", "--baseline", "base"])
@@ -387,8 +395,10 @@ fn six_runs_of_a_label_set_a_case_against_the_controls_line() {
             .assert()
             .success();
     }
+    // Two runs now (`--repeat 2`): their mean is set against the line,
+    // and neither counts among the label's runs.
     let mut c = tiny_check(&env, "base", "4");
-    c.args(["--format", "json"]);
+    c.args(["--format", "json", "--repeat", "2"]);
     if let Some((k, v)) = SLOW {
         c.env(k, v);
     }
@@ -396,8 +406,10 @@ fn six_runs_of_a_label_set_a_case_against_the_controls_line() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!("{e}: {}", String::from_utf8_lossy(&out.stdout));
     });
+    assert_eq!(v["runs"].as_array().map(Vec::len), Some(2), "{v}");
     let line = &v["cases"][0]["machine"]["covariate"];
     assert_eq!(line["runs"], 6, "{v}");
+    assert_eq!(line["now_runs"], 2, "{v}");
     for k in ["slope", "residual_pct", "plain_pct", "worse_pct"] {
         assert!(line[k].as_f64().is_some_and(f64::is_finite), "{k}: {v}");
     }

@@ -55,6 +55,13 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value = "terminal")]
     format: Format,
+    /// Measure the targets N times in a row and test the runs' mean
+    /// against the line through the baseline label's runs: each run is
+    /// one draw of the machine's spread about that line, so the mean of N
+    /// sees a change about √N times smaller (docs/method.md, "The control
+    /// as a covariate"). 1 to 20.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    repeat: u32,
     #[command(flatten)]
     run: super::run::Args,
 }
@@ -122,8 +129,13 @@ impl CaseCheck {
         let Some(c) = self.machine.as_ref().and_then(|m| m.covariate.as_ref()) else {
             return String::new();
         };
+        let now = if c.now_runs > 1 {
+            format!("the mean of {} runs now", c.now_runs)
+        } else {
+            "now".to_string()
+        };
         format!(
-            "; against the {} runs of the baseline's label at the machine's level now ({}, slope {:.2}), {}: their spread ±{:.1}%, ±{:.1}% about the line",
+            "; against the {} runs of the baseline's label at the machine's level {now} ({}, slope {:.2}), {}: their spread ±{:.1}%, ±{:.1}% about the line",
             c.runs,
             c.probe.name(),
             c.slope,
@@ -191,8 +203,18 @@ fn beyond_machine(direction: Direction, ratio: f64, slower: f64) -> f64 {
     }
 }
 
+/// The most runs `--repeat` takes: past that a nightly gate costs more
+/// than its history.
+const MAX_REPEAT: u32 = 20;
+
 pub fn run(mut args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let threshold = parse_threshold(&args.threshold)?;
+    if !(1..=MAX_REPEAT).contains(&args.repeat) {
+        return Err(user(format!(
+            "bad --repeat `{}`: expected a number of runs from 1 to {MAX_REPEAT}",
+            args.repeat
+        )));
+    }
     if args.run.resume.is_some() {
         return Err(user("check measures afresh; --resume is not accepted here"));
     }
@@ -255,9 +277,40 @@ pub fn run(mut args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         )));
     }
 
-    let (now, machine) = match super::run::measure(&args.run, db) {
-        Ok((store, id)) => {
-            let earlier = earlier_runs(&store, &base, id)?;
+    let mut ids = Vec::new();
+    let mut measured = None;
+    for i in 0..args.repeat {
+        if args.repeat > 1 {
+            eprintln!("kscale check: run {} of {}", i + 1, args.repeat);
+        }
+        match super::run::measure(&args.run, db.clone()) {
+            Ok((store, id)) => {
+                ids.push(id);
+                measured = Some(store);
+            }
+            Err(e) => {
+                if e.downcast_ref::<Interrupted>().is_some()
+                    || e.downcast_ref::<UserError>().is_some()
+                {
+                    return Err(e);
+                }
+                if args.format == Format::Json {
+                    outln!(
+                        "{}",
+                        serde_json::to_string_pretty(&json!({
+                            "status": "unmeasured",
+                            "error": format!("{e:#}"),
+                        }))?
+                    )?;
+                }
+                eprintln!("kscale: check: could not measure: {e:#}");
+                return Ok(ExitCode::from(UNMEASURED));
+            }
+        }
+    }
+    let (now, machine) = match measured.zip(ids.first().copied()) {
+        Some((store, id)) => {
+            let earlier = earlier_runs(&store, &base, &ids)?;
             let mut earlier_gauge = BTreeMap::new();
             for c in &earlier {
                 if let std::collections::btree_map::Entry::Vacant(e) = earlier_gauge.entry(c.run_id)
@@ -265,9 +318,17 @@ pub fn run(mut args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
                     e.insert(store.gauge(c.run_id)?);
                 }
             }
+            let mut repeats = Vec::new();
+            for &r in &ids {
+                repeats.push((store.load_run(r)?, store.gauge(r)?));
+            }
             let machine = Machine {
                 base: store.gauge(base.run.id)?,
-                now: store.gauge(id)?,
+                now: repeats
+                    .iter()
+                    .flat_map(|(_, g)| g.iter().cloned())
+                    .collect(),
+                repeats,
                 earlier,
                 earlier_gauge,
                 same_kernel: {
@@ -282,25 +343,35 @@ pub fn run(mut args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
                     k(&base.run.snapshot) == k(&now_run.snapshot)
                 },
             };
-            (store.load_run(id)?, machine)
+            let Some(((first, _), rest)) = machine.repeats.split_first() else {
+                return Ok(ExitCode::from(UNMEASURED));
+            };
+            let merged = merge(first, rest.iter().map(|(r, _)| r));
+            (merged, machine)
         }
-        Err(e) if e.downcast_ref::<Interrupted>().is_some() => return Err(e),
-        Err(e) if e.downcast_ref::<UserError>().is_some() => return Err(e),
-        Err(e) => {
-            if args.format == Format::Json {
-                outln!(
-                    "{}",
-                    serde_json::to_string_pretty(&json!({
-                        "status": "unmeasured",
-                        "error": format!("{e:#}"),
-                    }))?
-                )?;
-            }
-            eprintln!("kscale: check: could not measure: {e:#}");
-            return Ok(ExitCode::from(UNMEASURED));
-        }
+        None => return Ok(ExitCode::from(UNMEASURED)),
     };
     report(&base, &now, &machine, threshold, args.format)
+}
+
+/// The runs `--repeat` took, as one: the first run's cases, each with the
+/// trials of the same case in every run. The tests between two runs then
+/// see all the trials measured now (each paced trial one moment of the
+/// machine); the covariate test takes the runs one by one.
+fn merge<'a>(first: &RunData, rest: impl Iterator<Item = &'a RunData>) -> RunData {
+    let mut merged = first.clone();
+    for run in rest {
+        for c in &run.cases {
+            if let Some(m) = merged.cases.iter_mut().find(|m| m.key == c.key) {
+                m.trials.extend(c.trials.iter().cloned());
+                if c.status != CaseStatus::Done {
+                    m.status = c.status;
+                    m.error.clone_from(&c.error);
+                }
+            }
+        }
+    }
+    merged
 }
 
 /// The gauge's readings of the two runs (docs/method.md, "The gauge and
@@ -309,7 +380,10 @@ pub fn run(mut args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
 /// estimated.
 struct Machine {
     base: Vec<Reading>,
+    /// The readings of every run measured now.
     now: Vec<Reading>,
+    /// Each run measured now (`--repeat`) with its own readings.
+    repeats: Vec<(RunData, Vec<Reading>)>,
     earlier: Vec<kscale_store::series::SeriesCase>,
     /// The control's readings of each of those runs, by run id.
     earlier_gauge: BTreeMap<i64, Vec<Reading>>,
@@ -320,12 +394,12 @@ struct Machine {
 
 /// The cases of the baseline's repeated runs: every stored run with the
 /// baseline's label, host and kernel (the baseline among them), but the
-/// run just measured. A nightly lab that takes its baseline under one
+/// runs just measured. A nightly lab that takes its baseline under one
 /// label has them; a first baseline has only itself.
 fn earlier_runs(
     store: &Store,
     base: &RunData,
-    now_id: i64,
+    now_ids: &[i64],
 ) -> Result<Vec<kscale_store::series::SeriesCase>> {
     let mut workloads: Vec<String> = base.cases.iter().map(|c| c.key.workload.clone()).collect();
     workloads.sort();
@@ -337,7 +411,7 @@ fn earlier_runs(
         .cases
         .into_iter()
         .filter(|c| {
-            c.run_id != now_id
+            !now_ids.contains(&c.run_id)
                 && stored.runs.get(&c.run_id).is_some_and(|r| {
                     r.label == base.run.label
                         && r.hostname.as_deref() == host
@@ -383,16 +457,18 @@ struct Covariate {
     residual_pct: f64,
     plain_pct: f64,
     runs: usize,
+    /// The runs measured now whose mean was tested (`--repeat`).
+    now_runs: usize,
 }
 
 /// The covariate test of one case: each run of the baseline's label with
 /// the case's estimate and the control's level through it, against the
-/// run just measured, for the probe whose line leaves the runs the least
+/// runs just measured, for the probe whose line leaves the runs the least
 /// spread. `None` where the runs or readings are too few.
 fn covariate(
     machine: &Machine,
     runs: &[(i64, &kscale_store::CaseData)],
-    now: &kscale_store::CaseData,
+    now: &[(&kscale_store::CaseData, &[Reading])],
     est: &dyn Fn(&kscale_store::CaseData) -> Option<kscale_core::stats::Estimate>,
     alpha: f64,
 ) -> Option<(noise::Probe, noise::CovariateTest)> {
@@ -402,13 +478,22 @@ fn covariate(
             .filter(|v| v.is_finite() && *v > 0.0)
             .map(f64::ln)
     };
+    // The kernel crossing measures the machine alone only on the
+    // baseline's kernel: across kernels a line through it would take a
+    // change in the kernel's own entry path for the machine's level.
     [noise::Probe::Loop, noise::Probe::Syscall]
         .into_iter()
+        .filter(|p| *p == noise::Probe::Loop || machine.same_kernel)
         .filter_map(|probe| {
-            let at = noise::LevelRun {
-                y: y(now)?,
-                x: noise::control_level(&machine.now, &now.cpus, probe)?,
-            };
+            let at = now
+                .iter()
+                .map(|(c, gauge)| {
+                    Some(noise::LevelRun {
+                        y: y(c)?,
+                        x: noise::control_level(gauge, &c.cpus, probe)?,
+                    })
+                })
+                .collect::<Option<Vec<_>>>()?;
             let levels: Vec<noise::LevelRun> = runs
                 .iter()
                 .filter_map(|(id, c)| {
@@ -418,9 +503,23 @@ fn covariate(
                     })
                 })
                 .collect();
-            noise::covariate_test(&levels, at, alpha, POWER).map(|t| (probe, t))
+            noise::covariate_test(&levels, &at, alpha, POWER).map(|t| (probe, t))
         })
         .min_by(|a, b| a.1.residual.total_cmp(&b.1.residual))
+}
+
+/// A run's case of a compared row: same workload, params and CPU set.
+fn case_of<'a>(
+    run: &'a RunData,
+    workload: &str,
+    params: &BTreeMap<String, String>,
+    cpus: &str,
+) -> Option<&'a kscale_store::CaseData> {
+    run.cases.iter().find(|c| {
+        c.key.workload == workload
+            && &c.key.params == params
+            && base_name(&c.key.cpus) == base_name(cpus)
+    })
 }
 
 fn report(
@@ -451,16 +550,7 @@ fn report(
             Direction::Lower => r.ratio - 1.0,
             Direction::Higher => 1.0 - r.ratio,
         };
-        let find = |run: &'_ RunData| {
-            run.cases
-                .iter()
-                .find(|c| {
-                    c.key.workload == row.workload
-                        && c.key.params == row.params
-                        && base_name(&c.key.cpus) == base_name(&row.cpus)
-                })
-                .cloned()
-        };
+        let find = |run: &RunData| case_of(run, &row.workload, &row.params, &row.cpus).cloned();
         let (Some(cb), Some(cn)) = (find(base), find(now)) else {
             continue;
         };
@@ -491,7 +581,17 @@ fn report(
             .filter_map(|(_, c)| est(c).map(|e| (e.center, e.se)))
             .collect();
         let own = noise::between_runs(&runs);
-        let cov = covariate(machine, &label_runs, &cn, &est, alpha);
+        let now_runs: Vec<(&kscale_store::CaseData, &[Reading])> = machine
+            .repeats
+            .iter()
+            .filter_map(|(run, gauge)| {
+                Some((
+                    case_of(run, &row.workload, &row.params, &row.cpus)?,
+                    gauge.as_slice(),
+                ))
+            })
+            .collect();
+        let cov = covariate(machine, &label_runs, &now_runs, &est, alpha);
         let sys_move =
             noise::probe_move(&machine.base, &machine.now, &cn.cpus, noise::Probe::Syscall);
         // The between-run spread, its degrees of freedom and the moments
@@ -563,6 +663,7 @@ fn report(
                     residual_pct: t.residual * 100.0,
                     plain_pct: t.plain * 100.0,
                     runs: t.runs,
+                    now_runs: t.now_runs,
                 }),
             });
         } else if mv.is_some() || own.is_some() {
@@ -724,6 +825,7 @@ fn report(
                 "status": status,
                 "baseline": {"id": base.run.id, "label": base.run.label},
                 "run": {"id": now.run.id, "label": now.run.label},
+                "runs": machine.repeats.iter().map(|(r, _)| r.run.id).collect::<Vec<_>>(),
                 "threshold_pct": threshold * 100.0,
                 "alpha": alpha,
                 "alpha_family": GATE_ALPHA,
@@ -828,9 +930,15 @@ fn report(
                 )?,
             }
             outln!(
-                "kscale check: {} case(s) of run {} compared with baseline run {} ({}): {} regressed by more than {}% (p < {} each, {GATE_ALPHA} over the {} cases), {} cannot tell (minimum detectable change above {}%, power {POWER}), {} not measured",
+                "kscale check: {} case(s) of run{} {} compared with baseline run {} ({}): {} regressed by more than {}% (p < {} each, {GATE_ALPHA} over the {} cases), {} cannot tell (minimum detectable change above {}%, power {POWER}), {} not measured",
                 cases.len(),
-                now.run.id,
+                if machine.repeats.len() > 1 { "s" } else { "" },
+                machine
+                    .repeats
+                    .iter()
+                    .map(|(r, _)| r.run.id.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 base.run.id,
                 base.run.label,
                 regressed,
