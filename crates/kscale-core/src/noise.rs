@@ -467,6 +467,36 @@ pub struct CovariateTest {
     /// The smallest change the test sees at `alpha` and `power`, as a
     /// fraction.
     pub mdc: f64,
+    /// The line's own share of the variance at the level now, in units of
+    /// the residual's: 1/k + (x̄ₙ − x̄)²/Sxx.
+    pub line_var: f64,
+    /// The t quantiles behind `mdc`: α/2 and `power`.
+    pub q: f64,
+}
+
+impl CovariateTest {
+    /// The runs now whose mean would see a change of `threshold` (a
+    /// fraction) at the test's α and power, at the machine's level now,
+    /// if no more than `max`: what `check --repeat` would need. `None`
+    /// where more runs now cannot get there because the line itself is
+    /// too uncertain (only more runs of the baseline's label would), or
+    /// where it takes more than `max`.
+    pub fn repeats_for(&self, threshold: f64, max: usize) -> Option<usize> {
+        if threshold.is_nan() || threshold <= 0.0 || self.q.is_nan() || self.q <= 0.0 {
+            return None;
+        }
+        if self.residual <= 0.0 {
+            return Some(1);
+        }
+        let se = (1.0 + threshold).ln() / self.q;
+        let room = (se / self.residual).powi(2) - self.line_var;
+        if room <= 0.0 {
+            return None;
+        }
+        // Less a rounding's worth: at exactly one run's MDC, one run.
+        let n = (1.0 / room * (1.0 - 1e-9)).ceil();
+        (n <= max as f64).then_some((n as usize).max(1))
+    }
 }
 
 /// Kalibera and Jones's between-run spread, with the control as a
@@ -524,7 +554,8 @@ pub fn covariate_test(
     let df = kf - 2.0;
     let rss = (syy - slope * sxy).max(0.0);
     let residual = (rss / df).sqrt();
-    let se = residual * (1.0 / m + 1.0 / kf + (now.x - mx).powi(2) / sxx).sqrt();
+    let line_var = 1.0 / kf + (now.x - mx).powi(2) / sxx;
+    let se = residual * (1.0 / m + line_var).sqrt();
     let d = now.y - (my + slope * (now.x - mx));
     let t = StudentsT::new(0.0, 1.0, df).ok()?;
     let p = if se > 0.0 {
@@ -545,6 +576,8 @@ pub fn covariate_test(
         now_runs: now_count,
         p,
         mdc: (q * se).exp() - 1.0,
+        line_var,
+        q,
     })
 }
 
@@ -986,6 +1019,20 @@ mod tests {
         assert!(three.se < 0.75 * slower.se, "{three:?} {slower:?}");
         assert!(three.mdc < slower.mdc && three.p < slower.p, "{three:?}");
         assert!(covariate_test(&runs, &[], 0.01, 0.8).is_none());
+        // What `--repeat` would need to see a change of the MDC of one
+        // run: one; of the three runs' MDC: three (or, rounding, two).
+        assert_eq!(slower.repeats_for(slower.mdc, 20), Some(1), "{slower:?}");
+        let n = slower.repeats_for(three.mdc, 20);
+        assert!(matches!(n, Some(2 | 3)), "{n:?} {three:?}");
+        // Smaller than the line's own uncertainty allows: no number of
+        // runs now, nor past the cap.
+        assert_eq!(slower.repeats_for(0.001, 1000), None);
+        let tiny = (three.q * three.residual * three.line_var.sqrt() * 1.5).exp() - 1.0;
+        assert_eq!(slower.repeats_for(tiny, 2), None, "{tiny}");
+        assert!(
+            slower.repeats_for(tiny, 1000).is_some_and(|n| n > 2),
+            "{tiny}"
+        );
         // Too few runs, a flat control, or a level far outside the runs':
         // no test.
         assert!(covariate_test(&runs[..5], &runs[..1], 0.01, 0.8).is_none());

@@ -410,6 +410,15 @@ fn six_runs_of_a_label_set_a_case_against_the_controls_line() {
     let line = &v["cases"][0]["machine"]["covariate"];
     assert_eq!(line["runs"], 6, "{v}");
     assert_eq!(line["now_runs"], 2, "{v}");
+    // How many runs now would see the threshold: a count, or null where
+    // the line itself is too uncertain.
+    let n = line
+        .get("repeat_for_threshold")
+        .unwrap_or_else(|| panic!("{v}"));
+    assert!(
+        n.is_null() || n.as_u64().is_some_and(|n| (1..=20).contains(&n)),
+        "{v}"
+    );
     for k in ["slope", "residual_pct", "plain_pct", "worse_pct"] {
         assert!(line[k].as_f64().is_some_and(f64::is_finite), "{k}: {v}");
     }

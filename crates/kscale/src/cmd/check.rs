@@ -459,6 +459,10 @@ struct Covariate {
     runs: usize,
     /// The runs measured now whose mean was tested (`--repeat`).
     now_runs: usize,
+    /// The runs now (`--repeat`, at most 20) whose mean would see a
+    /// change of the threshold's size at the machine's level now; `None`
+    /// where no such number would, as the line itself is too uncertain.
+    repeat_for_threshold: Option<usize>,
 }
 
 /// The covariate test of one case: each run of the baseline's label with
@@ -664,6 +668,7 @@ fn report(
                     plain_pct: t.plain * 100.0,
                     runs: t.runs,
                     now_runs: t.now_runs,
+                    repeat_for_threshold: t.repeats_for(threshold, MAX_REPEAT as usize),
                 }),
             });
         } else if mv.is_some() || own.is_some() {
@@ -887,8 +892,11 @@ fn report(
                 outln!(
                     "CANNOT TELL {}, {}): the smallest change this comparison could see is {}, above the {}% threshold{}",
                     c.head(),
-                    match (c.test, c.p) {
-                        (Some(t), Some(p)) => format!("{}, p = {}", t.name(), p_value(p)),
+                    // Where the line decided, its p is the line's, not
+                    // the two runs' test's.
+                    match (c.machine.as_ref().and_then(|m| m.covariate.as_ref()), c.test, c.p) {
+                        (Some(_), _, Some(p)) => format!("the control's line, p = {}", p_value(p)),
+                        (None, Some(t), Some(p)) => format!("{}, p = {}", t.name(), p_value(p)),
                         _ => "no test".into(),
                     },
                     c.mdc_pct
@@ -897,8 +905,18 @@ fn report(
                     threshold * 100.0,
                     c.machine
                         .as_ref()
-                        .map(|m| if m.covariate.is_some() {
-                            c.against_line()
+                        .map(|m| if let Some(cv) = &m.covariate {
+                            format!("{}{}", c.against_line(), match cv.repeat_for_threshold {
+                                Some(n) if n > cv.now_runs => format!(
+                                    "; the mean of {n} runs now (`--repeat {n}`) would see {}%",
+                                    threshold * 100.0
+                                ),
+                                Some(_) => String::new(),
+                                None => format!(
+                                    "; no number of runs now up to {MAX_REPEAT} would see {}%: more runs of the baseline's label would narrow the line",
+                                    threshold * 100.0
+                                ),
+                            })
                         } else if m.between_runs > 0 {
                             format!(
                                 " (the case's own spread between runs, ±{:.1}% from {} runs of the baseline's label, included)",
