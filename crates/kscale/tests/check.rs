@@ -410,6 +410,8 @@ fn six_runs_of_a_label_set_a_case_against_the_controls_line() {
     let line = &v["cases"][0]["machine"]["covariate"];
     assert_eq!(line["runs"], 6, "{v}");
     assert_eq!(line["now_runs"], 2, "{v}");
+    // The p is the line's: no test between two runs is named.
+    assert!(v["cases"][0]["test"].is_null(), "{v}");
     // How many runs now would see the threshold: a count, or null where
     // the line itself is too uncertain.
     let n = line

@@ -108,7 +108,8 @@ struct CaseCheck {
     worse_pct: f64,
     p: Option<f64>,
     significant: bool,
-    /// The test that gave `p`.
+    /// The test between the two runs that gave `p`; `None` where the
+    /// control's line decided (`machine.covariate`), whose p it is then.
     test: Option<Test>,
     /// Minimum detectable change of the comparison, in % of the baseline.
     mdc_pct: Option<f64>,
@@ -779,7 +780,11 @@ fn report(
             worse_pct: worse * 100.0,
             p,
             significant,
-            test: r.test,
+            test: if adjusted_worse.is_some() {
+                None
+            } else {
+                r.test
+            },
             mdc_pct: mdc.map(|m| m * 100.0),
             regressed: verdict == Verdict::Regressed,
             verdict,
