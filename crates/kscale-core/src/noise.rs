@@ -425,6 +425,91 @@ pub fn control_level(readings: &[Reading], cpus: &[usize], probe: Probe) -> Opti
     (logs.len() >= MIN_LEVEL_READINGS).then(|| logs.iter().sum::<f64>() / logs.len() as f64)
 }
 
+/// The spread of ln `probe` over one run's readings on `cpus` (every CPU
+/// when empty): how much the machine's speed jumped within the run. `None`
+/// with fewer than [`MIN_LEVEL_READINGS`] readings.
+pub fn control_spread(readings: &[Reading], cpus: &[usize], probe: Probe) -> Option<f64> {
+    let logs: Vec<f64> = readings
+        .iter()
+        .filter(|r| cpus.is_empty() || cpus.contains(&r.cpu))
+        .filter_map(|r| probe.of(r))
+        .map(f64::ln)
+        .collect();
+    (logs.len() >= MIN_LEVEL_READINGS).then(|| sd(&logs))
+}
+
+fn sd(v: &[f64]) -> f64 {
+    let n = v.len() as f64;
+    let m = v.iter().sum::<f64>() / n;
+    (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0).max(1.0)).sqrt()
+}
+
+/// How many times the label runs' typical spread a run's control may
+/// spread within it and still be of the regime the line was fitted on.
+/// The quiet VM's runs spread 2.4–8 % (10th–90th percentile, median 3.6
+/// %); under `scripts/noisy-neighbour --duty 25` the median run spreads 24
+/// % (docs/validation.md).
+pub const REGIME_FACTOR: f64 = 2.0;
+/// Below this a run's spread counts as quiet whatever the label's: a
+/// history of unusually still runs does not make a 4 % run foreign.
+pub const REGIME_FLOOR: f64 = 0.05;
+
+/// The regime the control's line describes: how much the machine jumped
+/// within the baseline label's runs, and within the runs now (docs/
+/// method.md, "Where the line does not apply"). The line relates a case to
+/// the control's *level*; it says nothing of a machine whose speed jumps
+/// within a run more than in any run it was fitted on. There the case and
+/// the control need not move together: the control's readings are medians
+/// of repetitions a few milliseconds long, which step past a preemption
+/// burst that a case's trial takes in full.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Regime {
+    /// The median spread of the label's runs' control readings.
+    pub label: f64,
+    /// The mean spread of the runs now.
+    pub now: f64,
+    /// The largest spread of the regime: `label` × [`REGIME_FACTOR`], at
+    /// least [`REGIME_FLOOR`].
+    pub bound: f64,
+}
+
+impl Regime {
+    /// The label's runs (`spreads`, each run's [`control_spread`]) against
+    /// the runs now: `None` without either.
+    pub fn of(label: &[f64], now: &[f64]) -> Option<Regime> {
+        let mut l: Vec<f64> = label.iter().copied().filter(|v| v.is_finite()).collect();
+        let n: Vec<f64> = now.iter().copied().filter(|v| v.is_finite()).collect();
+        if l.is_empty() || n.is_empty() {
+            return None;
+        }
+        l.sort_by(f64::total_cmp);
+        let mid = l.len() / 2;
+        let label = if l.len() % 2 == 1 {
+            l[mid]
+        } else {
+            (l[mid - 1] + l[mid]) / 2.0
+        };
+        Some(Regime {
+            label,
+            // The mean, not the median: one run now in a burst phase pulls
+            // the mean of the runs' estimates off the line on its own.
+            now: n.iter().sum::<f64>() / n.len() as f64,
+            bound: (label * REGIME_FACTOR).max(REGIME_FLOOR),
+        })
+    }
+
+    /// A run of the label whose spread is within the regime: only these
+    /// are fitted.
+    pub fn admits(&self, spread: f64) -> bool {
+        spread.is_finite() && spread <= self.bound
+    }
+
+    /// The runs now jumped more than the line's runs: it does not apply.
+    pub fn noisier(&self) -> bool {
+        self.now > self.bound
+    }
+}
+
 /// Readings a run's control level needs: a paced run of a minute reads
 /// the control about once a second, an unpaced one every ten.
 pub const MIN_LEVEL_READINGS: usize = 10;
@@ -1039,6 +1124,44 @@ mod tests {
         let flat: Vec<LevelRun> = runs.iter().map(|r| LevelRun { x: 0.0, ..*r }).collect();
         assert!(covariate_test(&flat, &runs[..1], 0.01, 0.8).is_none());
         assert!(covariate_test(&runs, &[LevelRun { y: 1.0, x: 2.0 }], 0.01, 0.8).is_none());
+    }
+
+    #[test]
+    fn the_line_applies_only_in_the_regime_of_its_runs() {
+        let label = [0.03, 0.035, 0.04, 0.036, 0.5, 0.033, 0.038];
+        // Quiet runs now: within; the label's one wild run is left out of
+        // the fit.
+        let quiet = Regime::of(&label, &[0.03, 0.045, 0.04]).unwrap();
+        assert!((quiet.label - 0.036).abs() < 1e-12, "{quiet:?}");
+        assert!((quiet.bound - 0.072).abs() < 1e-12, "{quiet:?}");
+        assert!(!quiet.noisier());
+        assert!(quiet.admits(0.04) && !quiet.admits(0.5) && !quiet.admits(f64::NAN));
+        // One run of three in a burst phase: the mean is beyond.
+        assert!(Regime::of(&label, &[0.03, 0.3, 0.04]).unwrap().noisier());
+        // A history of still runs: a 4 % run now is not foreign.
+        let still = Regime::of(&[0.01; 8], &[0.045]).unwrap();
+        assert_eq!(still.bound, REGIME_FLOOR);
+        assert!(!still.noisier());
+        assert!(Regime::of(&[], &[0.1]).is_none() && Regime::of(&label, &[]).is_none());
+    }
+
+    #[test]
+    fn a_control_spread_is_the_spread_of_its_logs() {
+        let rs: Vec<Reading> = (0..10)
+            .map(|i| Reading {
+                t_s: 0.0,
+                cpu: 0,
+                cpu_ns: if i % 2 == 0 { 100.0 } else { 200.0 },
+                mem_mbs: None,
+                wake_us: None,
+                sys_ns: None,
+            })
+            .collect();
+        let s = control_spread(&rs, &[0], Probe::Loop).unwrap();
+        let want = 2f64.ln() / 2.0 * (10.0f64 / 9.0).sqrt();
+        assert!((s - want).abs() < 1e-12, "{s} {want}");
+        assert!(control_spread(&rs[..9], &[0], Probe::Loop).is_none());
+        assert!(control_spread(&rs, &[1], Probe::Loop).is_none());
     }
 
     #[test]

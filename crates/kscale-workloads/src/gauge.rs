@@ -124,6 +124,15 @@ fn wake_round_trip(a: usize, b: usize) -> Result<f64> {
     Ok(us)
 }
 
+/// Test-only: `KSCALE_TEST_GAUGE_JUMP=F` runs every other reading's CPU
+/// loop F times over, so the control reads a machine whose speed jumps
+/// within the run (docs/fleet.md, "Testing it"): real work, as a noisy
+/// neighbour's bursts would take, not an edited figure. Read once.
+fn test_jump() -> Option<u32> {
+    let f: u32 = std::env::var("KSCALE_TEST_GAUGE_JUMP").ok()?.parse().ok()?;
+    (f > 1).then_some(f)
+}
+
 /// Takes the readings `req` asks for. The calling thread is pinned to each
 /// CPU in turn; a reading of one CPU is taken while the others only wait.
 pub fn take(req: &GaugeRequest) -> Result<Vec<Reading>> {
@@ -132,6 +141,7 @@ pub fn take(req: &GaugeRequest) -> Result<Vec<Reading>> {
     for (i, v) in buf.iter_mut().enumerate() {
         *v = i as u64;
     }
+    let jump = test_jump();
     let clock = Instant::now();
     let mut out = Vec::with_capacity(req.readings * req.cpus.len());
     for k in 0..req.readings.max(1) {
@@ -142,8 +152,16 @@ pub fn take(req: &GaugeRequest) -> Result<Vec<Reading>> {
             kscale_sys::affinity::pin_one(cpu)
                 .with_context(|| format!("the gauge cannot run on CPU {cpu}"))?;
             let t_s = req.t0_s + clock.elapsed().as_secs_f64();
+            let times = match jump {
+                Some(f) if k % 2 == 1 => f,
+                _ => 1,
+            };
             let mut reps: Vec<f64> = (0..LOOP_REPS)
-                .map(|_| cpu_loop().as_secs_f64() * 1e9)
+                .map(|_| {
+                    (0..times)
+                        .map(|_| cpu_loop().as_secs_f64() * 1e9)
+                        .sum::<f64>()
+                })
                 .collect();
             reps.sort_by(f64::total_cmp);
             let cpu_ns = reps[reps.len() / 2];

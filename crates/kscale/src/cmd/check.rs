@@ -146,6 +146,11 @@ impl CaseCheck {
         )
     }
 
+    /// Where the runs now were noisier than the line's runs.
+    fn noisier(&self) -> Option<&Noisier> {
+        self.machine.as_ref().and_then(|m| m.noisier.as_ref())
+    }
+
     /// `syscall.null (Simple syscall [1 CPU]): latency 0.12 → 0.15 µs
     /// (+22.4% worse`: what every verdict line begins with.
     fn head(&self) -> String {
@@ -443,6 +448,20 @@ struct MachinePart {
     /// The covariate test, when the baseline's label has the runs for it:
     /// it then decides the case.
     covariate: Option<Covariate>,
+    /// Where the runs now jumped within themselves more than the label's
+    /// runs did (the CPU loop's spread within a run, in %): the line does
+    /// not describe them, and the case cannot be told.
+    noisier: Option<Noisier>,
+}
+
+#[derive(Serialize)]
+struct Noisier {
+    /// The mean spread of the runs now.
+    now_pct: f64,
+    /// The median spread of the label's runs.
+    label_pct: f64,
+    /// The regime's bound.
+    bound_pct: f64,
 }
 
 /// The case set against its label's runs at the machine's level now
@@ -466,23 +485,59 @@ struct Covariate {
     repeat_for_threshold: Option<usize>,
 }
 
+/// What the control's line says of one case.
+enum Line {
+    /// Set against the line of this probe.
+    Tested(noise::Probe, noise::CovariateTest),
+    /// The runs now jumped within themselves more than the label's runs
+    /// did: the line does not describe them (docs/method.md, "Where the
+    /// line does not apply").
+    Noisier(noise::Regime),
+    /// Too few runs or readings for a line.
+    None,
+}
+
 /// The covariate test of one case: each run of the baseline's label with
 /// the case's estimate and the control's level through it, against the
 /// runs just measured, for the probe whose line leaves the runs the least
-/// spread. `None` where the runs or readings are too few.
+/// spread. Only the label's runs within the regime (the CPU loop's spread
+/// within a run, [`noise::Regime`]) are fitted, and the runs now are
+/// tested only while their mean spread is within it.
 fn covariate(
     machine: &Machine,
     runs: &[(i64, &kscale_store::CaseData)],
     now: &[(&kscale_store::CaseData, &[Reading])],
     est: &dyn Fn(&kscale_store::CaseData) -> Option<kscale_core::stats::Estimate>,
     alpha: f64,
-) -> Option<(noise::Probe, noise::CovariateTest)> {
+) -> Line {
     let y = |c: &kscale_store::CaseData| {
         est(c)
             .map(|e| e.center)
             .filter(|v| v.is_finite() && *v > 0.0)
             .map(f64::ln)
     };
+    let spread_of = |gauge: &[Reading], c: &kscale_store::CaseData| {
+        noise::control_spread(gauge, &c.cpus, noise::Probe::Loop)
+    };
+    let label: Vec<(i64, &kscale_store::CaseData, f64)> = runs
+        .iter()
+        .filter_map(|(id, c)| Some((*id, *c, spread_of(machine.earlier_gauge.get(id)?, c)?)))
+        .collect();
+    if label.len() < noise::MIN_COVARIATE_RUNS {
+        return Line::None;
+    }
+    let now_spreads: Vec<f64> = now
+        .iter()
+        .filter_map(|(c, gauge)| spread_of(gauge, c))
+        .collect();
+    let Some(regime) =
+        noise::Regime::of(&label.iter().map(|l| l.2).collect::<Vec<_>>(), &now_spreads)
+    else {
+        return Line::None;
+    };
+    if regime.noisier() {
+        return Line::Noisier(regime);
+    }
     // The kernel crossing measures the machine alone only on the
     // baseline's kernel: across kernels a line through it would take a
     // change in the kernel's own entry path for the machine's level.
@@ -499,9 +554,10 @@ fn covariate(
                     })
                 })
                 .collect::<Option<Vec<_>>>()?;
-            let levels: Vec<noise::LevelRun> = runs
+            let levels: Vec<noise::LevelRun> = label
                 .iter()
-                .filter_map(|(id, c)| {
+                .filter(|(.., spread)| regime.admits(*spread))
+                .filter_map(|(id, c, _)| {
                     Some(noise::LevelRun {
                         y: y(c)?,
                         x: noise::control_level(machine.earlier_gauge.get(id)?, &c.cpus, probe)?,
@@ -511,6 +567,7 @@ fn covariate(
             noise::covariate_test(&levels, &at, alpha, POWER).map(|t| (probe, t))
         })
         .min_by(|a, b| a.1.residual.total_cmp(&b.1.residual))
+        .map_or(Line::None, |(p, t)| Line::Tested(p, t))
 }
 
 /// A run's case of a compared row: same workload, params and CPU set.
@@ -596,7 +653,11 @@ fn report(
                 ))
             })
             .collect();
-        let cov = covariate(machine, &label_runs, &now_runs, &est, alpha);
+        let (cov, noisier) = match covariate(machine, &label_runs, &now_runs, &est, alpha) {
+            Line::Tested(probe, t) => (Some((probe, t)), None),
+            Line::Noisier(regime) => (None, Some(regime)),
+            Line::None => (None, None),
+        };
         let sys_move =
             noise::probe_move(&machine.base, &machine.now, &cn.cpus, noise::Probe::Syscall);
         // The between-run spread, its degrees of freedom and the moments
@@ -671,8 +732,9 @@ fn report(
                     now_runs: t.now_runs,
                     repeat_for_threshold: t.repeats_for(threshold, MAX_REPEAT as usize),
                 }),
+                noisier: None,
             });
-        } else if mv.is_some() || own.is_some() {
+        } else if mv.is_some() || own.is_some() || noisier.is_some() {
             // The case's own spread counts no less than half the machine's
             // move since the baseline: a shift the gauge saw is between-run
             // spread whatever the history says.
@@ -708,6 +770,11 @@ fn report(
                     noise::Probe::Loop
                 },
                 covariate: None,
+                noisier: noisier.map(|r| Noisier {
+                    now_pct: r.now * 100.0,
+                    label_pct: r.label * 100.0,
+                    bound_pct: r.bound * 100.0,
+                }),
             });
         }
         let adjusted_worse = part
@@ -716,6 +783,11 @@ fn report(
             .map(|c| c.worse_pct / 100.0);
         let verdict = if let Some(w) = adjusted_worse {
             Verdict::of(significant, Some(w < 0.0), w, mdc, threshold)
+        } else if noisier.is_some() {
+            // The runs now are in a regime none of the label's runs saw:
+            // the line cannot say what the machine explains, and the test
+            // between two runs cannot either (docs/method.md).
+            Verdict::CannotTell
         } else if moved {
             // A machine that ran s times slower explains a case up to s
             // times worse, no more: tested against the baseline as the
@@ -868,7 +940,10 @@ fn report(
                     c.against_line()
                 )?;
             }
-            for c in cases.iter().filter(|c| c.machine_moved && !c.regressed) {
+            for c in cases
+                .iter()
+                .filter(|c| c.machine_moved && !c.regressed && c.noisier().is_none())
+            {
                 let (m, probe): (f64, noise::Probe) = c
                     .machine
                     .as_ref()
@@ -890,10 +965,19 @@ fn report(
                     threshold * 100.0,
                 )?;
             }
-            for c in cases
-                .iter()
-                .filter(|c| c.verdict == Verdict::CannotTell && !c.machine_moved)
-            {
+            for c in cases.iter().filter(|c| !c.regressed) {
+                let Some(n) = c.noisier() else { continue };
+                outln!(
+                    "CANNOT TELL {}): the machine is noisier now than in the baseline label's runs (the gauge's CPU loop spread ±{:.1}% within a run now, ±{:.1}% in theirs, beyond ±{:.1}%): their line does not describe it; check again when it is quieter",
+                    c.head(),
+                    n.now_pct,
+                    n.label_pct,
+                    n.bound_pct,
+                )?;
+            }
+            for c in cases.iter().filter(|c| {
+                c.verdict == Verdict::CannotTell && !c.machine_moved && c.noisier().is_none()
+            }) {
                 outln!(
                     "CANNOT TELL {}, {}): the smallest change this comparison could see is {}, above the {}% threshold{}",
                     c.head(),
