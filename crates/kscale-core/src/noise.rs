@@ -468,6 +468,10 @@ pub struct Regime {
     pub label: f64,
     /// The mean spread of the runs now.
     pub now: f64,
+    /// The spread of the baseline the runs now are compared with, when it
+    /// was read: taken at the same hour in a gate, it tells of the hour as
+    /// much as they do.
+    pub baseline: Option<f64>,
     /// The largest spread of the regime: `label` × [`REGIME_FACTOR`], at
     /// least [`REGIME_FLOOR`].
     pub bound: f64,
@@ -475,8 +479,9 @@ pub struct Regime {
 
 impl Regime {
     /// The label's runs (`spreads`, each run's [`control_spread`]) against
-    /// the runs now: `None` without either.
-    pub fn of(label: &[f64], now: &[f64]) -> Option<Regime> {
+    /// the runs now and the baseline: `None` without label runs or runs
+    /// now.
+    pub fn of(label: &[f64], now: &[f64], baseline: Option<f64>) -> Option<Regime> {
         let mut l: Vec<f64> = label.iter().copied().filter(|v| v.is_finite()).collect();
         let n: Vec<f64> = now.iter().copied().filter(|v| v.is_finite()).collect();
         if l.is_empty() || n.is_empty() {
@@ -494,6 +499,7 @@ impl Regime {
             // The mean, not the median: one run now in a burst phase pulls
             // the mean of the runs' estimates off the line on its own.
             now: n.iter().sum::<f64>() / n.len() as f64,
+            baseline: baseline.filter(|b| b.is_finite()),
             bound: (label * REGIME_FACTOR).max(REGIME_FLOOR),
         })
     }
@@ -504,9 +510,15 @@ impl Regime {
         spread.is_finite() && spread <= self.bound
     }
 
-    /// The runs now jumped more than the line's runs: it does not apply.
+    /// The runs now, or the baseline, jumped more than the line's runs: it
+    /// does not apply. The runs now by their mean, not their median: one
+    /// run in a burst phase moves their mean estimate off the line alone.
+    /// The baseline too: under the neighbour, runs whose control read
+    /// quiet still ran 30–50 % off the line (the control's medians step
+    /// past bursts), so a quiet-reading run now at a noisy hour is not
+    /// proof of a quiet machine.
     pub fn noisier(&self) -> bool {
-        self.now > self.bound
+        self.now > self.bound || self.baseline.is_some_and(|b| b > self.bound)
     }
 }
 
@@ -1131,18 +1143,24 @@ mod tests {
         let label = [0.03, 0.035, 0.04, 0.036, 0.5, 0.033, 0.038];
         // Quiet runs now: within; the label's one wild run is left out of
         // the fit.
-        let quiet = Regime::of(&label, &[0.03, 0.045, 0.04]).unwrap();
+        let quiet = Regime::of(&label, &[0.03, 0.045, 0.04], Some(0.05)).unwrap();
         assert!((quiet.label - 0.036).abs() < 1e-12, "{quiet:?}");
         assert!((quiet.bound - 0.072).abs() < 1e-12, "{quiet:?}");
         assert!(!quiet.noisier());
         assert!(quiet.admits(0.04) && !quiet.admits(0.5) && !quiet.admits(f64::NAN));
         // One run of three in a burst phase: the mean is beyond.
-        assert!(Regime::of(&label, &[0.03, 0.3, 0.04]).unwrap().noisier());
+        assert!(Regime::of(&label, &[0.03, 0.3, 0.04], None)
+            .unwrap()
+            .noisier());
+        // Quiet runs now against a baseline taken in a burst phase.
+        assert!(Regime::of(&label, &[0.03, 0.03, 0.04], Some(0.3))
+            .unwrap()
+            .noisier());
         // A history of still runs: a 4 % run now is not foreign.
-        let still = Regime::of(&[0.01; 8], &[0.045]).unwrap();
+        let still = Regime::of(&[0.01; 8], &[0.045], None).unwrap();
         assert_eq!(still.bound, REGIME_FLOOR);
         assert!(!still.noisier());
-        assert!(Regime::of(&[], &[0.1]).is_none() && Regime::of(&label, &[]).is_none());
+        assert!(Regime::of(&[], &[0.1], None).is_none() && Regime::of(&label, &[], None).is_none());
     }
 
     #[test]

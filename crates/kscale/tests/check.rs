@@ -433,10 +433,18 @@ fn six_runs_of_a_label_set_a_case_against_the_controls_line() {
     // themselves more than the label's did; the line then rightly stands
     // aside (the next test). Once more, then the line must decide.
     for _ in 0..2 {
-        if v["cases"][0]["machine"]["noisier"].is_null() {
+        let n = &v["cases"][0]["machine"]["noisier"];
+        if n.is_null() {
             break;
         }
         eprintln!("the machine was noisier than the label's runs: checking once more");
+        // A baseline that jumped itself stays so: a new one first.
+        if n["baseline_pct"].as_f64() > n["bound_pct"].as_f64() {
+            env.tiny_run(&["syscall.null"], "1", "base")
+                .args(paced)
+                .assert()
+                .success();
+        }
         out = c.output().unwrap();
         v = json(&out);
     }

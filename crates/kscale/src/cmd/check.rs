@@ -458,6 +458,8 @@ struct MachinePart {
 struct Noisier {
     /// The mean spread of the runs now.
     now_pct: f64,
+    /// The baseline's spread.
+    baseline_pct: Option<f64>,
     /// The median spread of the label's runs.
     label_pct: f64,
     /// The regime's bound.
@@ -502,7 +504,8 @@ enum Line {
 /// runs just measured, for the probe whose line leaves the runs the least
 /// spread. Only the label's runs within the regime (the CPU loop's spread
 /// within a run, [`noise::Regime`]) are fitted, and the runs now are
-/// tested only while their mean spread is within it.
+/// tested only while their mean spread, and the baseline's, are within
+/// it.
 fn covariate(
     machine: &Machine,
     runs: &[(i64, &kscale_store::CaseData)],
@@ -530,9 +533,14 @@ fn covariate(
         .iter()
         .filter_map(|(c, gauge)| spread_of(gauge, c))
         .collect();
-    let Some(regime) =
-        noise::Regime::of(&label.iter().map(|l| l.2).collect::<Vec<_>>(), &now_spreads)
-    else {
+    let baseline = now
+        .first()
+        .and_then(|(c, _)| noise::control_spread(&machine.base, &c.cpus, noise::Probe::Loop));
+    let Some(regime) = noise::Regime::of(
+        &label.iter().map(|l| l.2).collect::<Vec<_>>(),
+        &now_spreads,
+        baseline,
+    ) else {
         return Line::None;
     };
     if regime.noisier() {
@@ -772,6 +780,7 @@ fn report(
                 covariate: None,
                 noisier: noisier.map(|r| Noisier {
                     now_pct: r.now * 100.0,
+                    baseline_pct: r.baseline.map(|b| b * 100.0),
                     label_pct: r.label * 100.0,
                     bound_pct: r.bound * 100.0,
                 }),
@@ -968,9 +977,12 @@ fn report(
             for c in cases.iter().filter(|c| !c.regressed) {
                 let Some(n) = c.noisier() else { continue };
                 outln!(
-                    "CANNOT TELL {}): the machine is noisier now than in the baseline label's runs (the gauge's CPU loop spread ±{:.1}% within a run now, ±{:.1}% in theirs, beyond ±{:.1}%): their line does not describe it; check again when it is quieter",
+                    "CANNOT TELL {}): the machine is noisier now than in the baseline label's runs (the gauge's CPU loop spread ±{:.1}% within a run now, {}±{:.1}% in theirs, beyond ±{:.1}%): their line does not describe it; check again when it is quieter",
                     c.head(),
                     n.now_pct,
+                    n.baseline_pct
+                        .map(|b| format!("±{b:.1}% in the baseline, "))
+                        .unwrap_or_default(),
                     n.label_pct,
                     n.bound_pct,
                 )?;
