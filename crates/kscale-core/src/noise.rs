@@ -416,26 +416,27 @@ pub fn across_runs(
 /// `None` with fewer than [`MIN_LEVEL_READINGS`] readings, too few to
 /// average a moment's spread away.
 pub fn control_level(readings: &[Reading], cpus: &[usize], probe: Probe) -> Option<f64> {
+    let logs = control_logs(readings, cpus, probe)?;
+    Some(logs.iter().sum::<f64>() / logs.len() as f64)
+}
+
+/// ln `probe` of the readings on `cpus` (every CPU when empty), when
+/// there are at least [`MIN_LEVEL_READINGS`] of them.
+fn control_logs(readings: &[Reading], cpus: &[usize], probe: Probe) -> Option<Vec<f64>> {
     let logs: Vec<f64> = readings
         .iter()
         .filter(|r| cpus.is_empty() || cpus.contains(&r.cpu))
         .filter_map(|r| probe.of(r))
         .map(f64::ln)
         .collect();
-    (logs.len() >= MIN_LEVEL_READINGS).then(|| logs.iter().sum::<f64>() / logs.len() as f64)
+    (logs.len() >= MIN_LEVEL_READINGS).then_some(logs)
 }
 
 /// The spread of ln `probe` over one run's readings on `cpus` (every CPU
 /// when empty): how much the machine's speed jumped within the run. `None`
 /// with fewer than [`MIN_LEVEL_READINGS`] readings.
 pub fn control_spread(readings: &[Reading], cpus: &[usize], probe: Probe) -> Option<f64> {
-    let logs: Vec<f64> = readings
-        .iter()
-        .filter(|r| cpus.is_empty() || cpus.contains(&r.cpu))
-        .filter_map(|r| probe.of(r))
-        .map(f64::ln)
-        .collect();
-    (logs.len() >= MIN_LEVEL_READINGS).then(|| sd(&logs))
+    control_logs(readings, cpus, probe).map(|logs| sd(&logs))
 }
 
 fn sd(v: &[f64]) -> f64 {
