@@ -445,6 +445,22 @@ pub fn allocate(rule: &StopRule, cases: &[CaseState<'_>], remaining_s: f64) -> V
     plans
 }
 
+/// How many of `plans` the budget decides: the cases converged and those
+/// funded in full at their spread's point estimate. After the pilot this
+/// is the run's revised outlook (docs/method.md, "Planning to the noise"):
+/// the gauge's second of readings cannot see the host's minute drift, the
+/// cases' first trials can.
+pub fn decidable(plans: &[Plan]) -> usize {
+    plans
+        .iter()
+        .filter(|p| match p {
+            Plan::Converged => true,
+            Plan::Run { grant_s, need } => *grant_s >= need.more_s * (1.0 - 1e-9),
+            Plan::Stop { .. } | Plan::Leave { .. } => false,
+        })
+        .count()
+}
+
 /// Trials past [`StopRule::judged_after`] within which a case may still be
 /// left out: the planning after its first judged trial decides, and a
 /// trial or two of slack covers a planning that came late. A case funded
@@ -568,6 +584,29 @@ mod tests {
             may_leave: false,
             share_trials: 0.0,
         }
+    }
+
+    #[test]
+    fn decidable_counts_what_the_budget_funds_in_full() {
+        // Two cheap quiet cases and one that needs far more than is left.
+        let a = [0.9, 1.1, 0.9, 1.1, 1.0];
+        let wide = [0.5, 1.5, 0.6, 1.4, 1.0];
+        let cases = [case(&a, 0.1), case(&a, 0.1), case(&wide, 1.0)];
+        let need_a = need(&RULE, &cases[0]).more_s;
+        let need_w = need(&RULE, &cases[2]).more_s;
+        assert!(need_w > 10.0 * need_a, "{need_a} {need_w}");
+        // Room for the two cheap ones and part of the wide one.
+        let plans = allocate(&RULE, &cases, 2.0 * need_a + need_w / 2.0);
+        assert_eq!(decidable(&plans), 2, "{plans:?}");
+        // Room for all.
+        let plans = allocate(&RULE, &cases, 2.0 * need_a + need_w + 1.0);
+        assert_eq!(decidable(&plans), 3, "{plans:?}");
+        // A converged case counts; a stopped one does not.
+        let stop = Plan::Stop {
+            need: need(&RULE, &cases[2]),
+            reason: StopReason::Budget,
+        };
+        assert_eq!(decidable(&[Plan::Converged, stop]), 1);
     }
 
     #[test]

@@ -616,6 +616,10 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Re
         ranks[i] = rank;
     }
     let mut step = 0u64;
+    // Cases left out after their pilot, and whether the revised outlook
+    // was said.
+    let mut left_out = vec![false; units.len()];
+    let mut piloted = false;
     loop {
         let reserve = if r.profiler.wanted() {
             units
@@ -706,6 +710,7 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Re
                         need,
                         "it needs more than an even share of the run",
                     )?;
+                    left_out[i] = true;
                     let twins: Vec<usize> = (0..units.len())
                         .filter(|&k| !units[k].finished && units[k].twin_of(&units[i]))
                         .collect();
@@ -716,10 +721,30 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Re
                             need,
                             "left with its case on the other configuration, which scalability pairs it with",
                         )?;
+                        left_out[k] = true;
                     }
                 }
                 // The plan without them: its next case may differ.
                 continue;
+            }
+            if !piloted
+                && !conv.is_empty()
+                && conv
+                    .iter()
+                    .all(|&i| units[i].counted.len() >= rule.judged_after())
+            {
+                piloted = true;
+                let kept = converging.iter().filter(|&&i| !left_out[i]).count();
+                let done = converging
+                    .iter()
+                    .filter(|&&i| units[i].finished && units[i].converged)
+                    .count();
+                say_pilot(
+                    r,
+                    started.elapsed().as_secs_f64(),
+                    done + budget::decidable(&plans),
+                    kept,
+                );
             }
             next
         };
@@ -743,6 +768,23 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Re
         )?;
     }
     Ok(())
+}
+
+/// The run's outlook revised from its cases' first judged trials, said
+/// once every open case has them (docs/method.md, "Planning to the
+/// noise"): the gauge's second of readings cannot see the host's minute
+/// drift nor a spread that lives in one kernel path, the pilot can.
+fn say_pilot(r: &Runner<'_, '_>, at_s: f64, decidable: usize, kept: usize) {
+    let msg = format!(
+        "kscale: after the pilot ({at_s:.0} s in, every case's first {} trials): the budget can decide about {decidable} of the {kept} cases kept (revised prediction: {:.0} % converged)",
+        r.opts.rule.judged_after(),
+        100.0 * decidable as f64 / kept.max(1) as f64
+    );
+    if r.env.bar.is_hidden() {
+        eprintln!("{msg}");
+    } else {
+        r.env.bar.println(msg);
+    }
 }
 
 /// What storing a case's end is taken to cost before one has been timed.
