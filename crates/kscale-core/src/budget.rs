@@ -417,7 +417,9 @@ pub fn allocate(rule: &StopRule, cases: &[CaseState<'_>], remaining_s: f64) -> V
                 left -= extra;
             } else if cases[i].may_leave
                 && ((just_judged(rule, &cases[i]) && need.more_s > fair_s)
-                    || (cases[i].share_trials > 0.0 && need.more_trials > cases[i].share_trials))
+                    || (cases[i].share_trials > 0.0
+                        && cases[i].values.len() >= rule.judged_after()
+                        && need.more_trials > cases[i].share_trials))
             {
                 let need = *need;
                 plans[i] = Plan::Leave { need };
@@ -694,6 +696,14 @@ mod tests {
             "{plans:?}"
         );
         assert!(plans[1].grant_s() < need_b, "{plans:?}");
+        // Nor for its share of the run's rounds: two trials 40 % apart say
+        // too little of its spread (a study left `mem.wr` out so).
+        let young_share = CaseState {
+            share_trials: 1.0,
+            ..leavable(&young, 5000)
+        };
+        let plans = allocate(&RULE, &[young_share, cases[1]], need_b);
+        assert!(matches!(plans[0], Plan::Run { .. }), "{plans:?}");
         // Nor is one judged long ago and funded then: what the budget's end
         // leaves unfunded stays in the run as NOT CONVERGED.
         let old: Vec<f64> = b.iter().cycle().take(12).copied().collect();
