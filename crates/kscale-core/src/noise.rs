@@ -32,6 +32,12 @@ pub struct Reading {
     /// readings taken before it existed.
     #[serde(default)]
     pub sys_ns: Option<f64>,
+    /// Nanoseconds of the CPU loop as the mean of the reading's
+    /// repetitions: a preemption burst that lands in one repetition counts
+    /// in it, where the median steps past it (docs/method.md, "Where the
+    /// line does not apply"); `None` in readings taken before it existed.
+    #[serde(default)]
+    pub cpu_mean_ns: Option<f64>,
 }
 
 /// Seconds within which the control's readings count as one moment of the
@@ -185,6 +191,9 @@ pub enum Probe {
     Loop,
     /// The kernel crossing: a system call's entry and exit on this machine.
     Syscall,
+    /// The CPU loop's mean over a reading's repetitions, bursts included
+    /// ([`burst_spread`]).
+    LoopMean,
 }
 
 impl Probe {
@@ -193,6 +202,7 @@ impl Probe {
         let v = match self {
             Probe::Loop => Some(r.cpu_ns),
             Probe::Syscall => r.sys_ns,
+            Probe::LoopMean => r.cpu_mean_ns,
         };
         v.filter(|v| v.is_finite() && *v > 0.0)
     }
@@ -201,6 +211,7 @@ impl Probe {
         match self {
             Probe::Loop => "CPU loop",
             Probe::Syscall => "kernel crossing",
+            Probe::LoopMean => "CPU loop (mean of repetitions)",
         }
     }
 }
@@ -437,6 +448,31 @@ fn control_logs(readings: &[Reading], cpus: &[usize], probe: Probe) -> Option<Ve
 /// with fewer than [`MIN_LEVEL_READINGS`] readings.
 pub fn control_spread(readings: &[Reading], cpus: &[usize], probe: Probe) -> Option<f64> {
     control_logs(readings, cpus, probe).map(|logs| sd(&logs))
+}
+
+/// How much a run's machine jumped within it, as [`Regime`] compares runs:
+/// the interquartile spread (IQR ÷ 1.349, the SD of a normal with that
+/// IQR) of ln the CPU loop's *mean* over its repetitions, across the run's
+/// readings on `cpus`. The mean counts a burst that lands in one
+/// repetition, which the median steps past: under a neighbour that
+/// preempts outright (`scripts/noisy-neighbour` with SCHED_FIFO) the
+/// medians of a run read as still as a quiet run's, 1 %, while its trials
+/// take the bursts in full. The quartiles keep one preempted reading of a
+/// quiet run from reading as a noisy run, and see a machine where a
+/// quarter of the readings or more were hit. Readings without the mean
+/// (stored before it existed) give `None`, and the caller falls back to
+/// [`control_spread`] of the median for every run it compares.
+pub fn burst_spread(readings: &[Reading], cpus: &[usize]) -> Option<f64> {
+    let mut logs = control_logs(readings, cpus, Probe::LoopMean)?;
+    logs.sort_by(f64::total_cmp);
+    Some((quantile_sorted(&logs, 0.75) - quantile_sorted(&logs, 0.25)) / 1.349)
+}
+
+/// The `q` quantile of sorted `v` (linear between order statistics).
+fn quantile_sorted(v: &[f64], q: f64) -> f64 {
+    let at = q * (v.len() - 1) as f64;
+    let (lo, hi) = (at.floor() as usize, at.ceil() as usize);
+    v[lo] + (v[hi] - v[lo]) * (at - lo as f64)
 }
 
 fn sd(v: &[f64]) -> f64 {
@@ -846,6 +882,7 @@ mod tests {
             mem_mbs: None,
             wake_us: None,
             sys_ns: None,
+            cpu_mean_ns: None,
         }
     }
 
@@ -1174,6 +1211,7 @@ mod tests {
                 mem_mbs: None,
                 wake_us: None,
                 sys_ns: None,
+                cpu_mean_ns: None,
             })
             .collect();
         let s = control_spread(&rs, &[0], Probe::Loop).unwrap();
@@ -1181,6 +1219,51 @@ mod tests {
         assert!((s - want).abs() < 1e-12, "{s} {want}");
         assert!(control_spread(&rs[..9], &[0], Probe::Loop).is_none());
         assert!(control_spread(&rs, &[1], Probe::Loop).is_none());
+    }
+
+    #[test]
+    fn a_burst_spread_sees_bursts_the_medians_step_past_and_not_one() {
+        // Twenty readings whose medians are all 100; `hit` of them had a
+        // repetition preempted, their mean three times the median.
+        let run = |hit: usize| -> Vec<Reading> {
+            (0..20)
+                .map(|i| Reading {
+                    t_s: i as f64,
+                    cpu: 0,
+                    cpu_ns: 100.0,
+                    mem_mbs: None,
+                    wake_us: None,
+                    sys_ns: None,
+                    cpu_mean_ns: Some(if i < hit {
+                        300.0
+                    } else {
+                        100.0 + i as f64 * 0.1
+                    }),
+                })
+                .collect()
+        };
+        for hit in [0, 1, 8] {
+            let rs = run(hit);
+            assert!(control_spread(&rs, &[0], Probe::Loop).unwrap() < 1e-12);
+            let b = burst_spread(&rs, &[0]).unwrap();
+            if hit < 2 {
+                // One preempted reading of a quiet run is not a noisy run.
+                assert!(b < 0.01, "{hit}: {b}");
+            } else {
+                // Eight of twenty: the upper quartile is a hit reading.
+                assert!(b > 0.3, "{hit}: {b}");
+            }
+        }
+        // Without the mean (readings stored before it), no figure.
+        let old: Vec<Reading> = run(8)
+            .into_iter()
+            .map(|r| Reading {
+                cpu_mean_ns: None,
+                ..r
+            })
+            .collect();
+        assert!(burst_spread(&old, &[0]).is_none());
+        assert!(burst_spread(&run(8)[..9], &[0]).is_none());
     }
 
     #[test]
@@ -1192,6 +1275,7 @@ mod tests {
             mem_mbs: None,
             wake_us: None,
             sys_ns: None,
+            cpu_mean_ns: None,
         };
         let rs: Vec<Reading> = (0..12)
             .map(|i| r(i % 2, if i % 2 == 0 { 100.0 } else { 200.0 }))

@@ -146,6 +146,7 @@ mod tests {
                     mem_mbs: Some(9000.0),
                     wake_us: Some(12.5),
                     sys_ns: Some(110.0),
+                    cpu_mean_ns: None,
                 })
             })
             .collect();

@@ -18,11 +18,13 @@ impl Store {
                 let seq = seq + *k;
                 *k += 1;
                 db.execute(
-                    "INSERT INTO gauge (run_id, seq, t_s, cpu, cpu_ns, mem_mbs, wake_us, sys_ns)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                    "INSERT INTO gauge (run_id, seq, t_s, cpu, cpu_ns, mem_mbs, wake_us, sys_ns,
+                        cpu_mean_ns)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
                      ON CONFLICT (run_id, seq, cpu) DO UPDATE SET t_s = excluded.t_s,
                         cpu_ns = excluded.cpu_ns, mem_mbs = excluded.mem_mbs,
-                        wake_us = excluded.wake_us, sys_ns = excluded.sys_ns",
+                        wake_us = excluded.wake_us, sys_ns = excluded.sys_ns,
+                        cpu_mean_ns = excluded.cpu_mean_ns",
                     &[
                         &run_id,
                         &seq,
@@ -32,6 +34,7 @@ impl Store {
                         &r.mem_mbs,
                         &r.wake_us,
                         &r.sys_ns,
+                        &r.cpu_mean_ns,
                     ],
                 )?;
             }
@@ -43,7 +46,8 @@ impl Store {
     /// measured before the gauge existed.
     pub fn gauge(&self, run_id: i64) -> Result<Vec<Reading>> {
         self.db.query_rows(
-            "SELECT t_s, cpu, cpu_ns, mem_mbs, wake_us, sys_ns FROM gauge WHERE run_id = $1
+            "SELECT t_s, cpu, cpu_ns, mem_mbs, wake_us, sys_ns, cpu_mean_ns FROM gauge
+             WHERE run_id = $1
              ORDER BY seq, cpu",
             &[&run_id],
             |r| {
@@ -54,6 +58,7 @@ impl Store {
                     mem_mbs: r.get(3)?,
                     wake_us: r.get(4)?,
                     sys_ns: r.get(5)?,
+                    cpu_mean_ns: r.get(6)?,
                 })
             },
         )

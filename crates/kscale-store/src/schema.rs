@@ -166,6 +166,10 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // call's time at each reading, which moves when the host slows kernel
     // paths and the CPU loop does not.
     "ALTER TABLE gauge ADD COLUMN sys_ns REAL;",
+    // v11 → v12 (where the control's line does not apply, docs/method.md):
+    // the CPU loop's mean over a reading's repetitions, which counts a
+    // preemption burst that the median steps past.
+    "ALTER TABLE gauge ADD COLUMN cpu_mean_ns REAL;",
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

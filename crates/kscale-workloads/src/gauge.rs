@@ -163,6 +163,7 @@ pub fn take(req: &GaugeRequest) -> Result<Vec<Reading>> {
                         .sum::<f64>()
                 })
                 .collect();
+            let cpu_mean_ns = Some(reps.iter().sum::<f64>() / reps.len() as f64);
             reps.sort_by(f64::total_cmp);
             let cpu_ns = reps[reps.len() / 2];
             let mut crossings: Vec<f64> = (0..LOOP_REPS).map(|_| crossing()).collect();
@@ -182,6 +183,7 @@ pub fn take(req: &GaugeRequest) -> Result<Vec<Reading>> {
                 mem_mbs,
                 wake_us,
                 sys_ns,
+                cpu_mean_ns,
             });
         }
     }

@@ -519,8 +519,24 @@ fn covariate(
             .filter(|v| v.is_finite() && *v > 0.0)
             .map(f64::ln)
     };
+    // How much each run jumped within itself: the loop's mean over its
+    // repetitions where every run compared has it, since it sees a burst
+    // the median steps past ([`noise::burst_spread`]); else, for stores
+    // with runs from before it, the medians' spread, alike for all.
+    let has_mean = |g: &[Reading]| g.iter().any(|r| r.cpu_mean_ns.is_some());
+    let bursts = runs
+        .iter()
+        .filter_map(|(id, _)| machine.earlier_gauge.get(id))
+        .filter(|g| !g.is_empty())
+        .all(|g| has_mean(g))
+        && now.iter().all(|(_, g)| has_mean(g))
+        && has_mean(&machine.base);
     let spread_of = |gauge: &[Reading], c: &kscale_store::CaseData| {
-        noise::control_spread(gauge, &c.cpus, noise::Probe::Loop)
+        if bursts {
+            noise::burst_spread(gauge, &c.cpus)
+        } else {
+            noise::control_spread(gauge, &c.cpus, noise::Probe::Loop)
+        }
     };
     let label: Vec<(i64, &kscale_store::CaseData, f64)> = runs
         .iter()
@@ -533,9 +549,7 @@ fn covariate(
         .iter()
         .filter_map(|(c, gauge)| spread_of(gauge, c))
         .collect();
-    let baseline = now
-        .first()
-        .and_then(|(c, _)| noise::control_spread(&machine.base, &c.cpus, noise::Probe::Loop));
+    let baseline = now.first().and_then(|(c, _)| spread_of(&machine.base, c));
     let Some(regime) = noise::Regime::of(
         &label.iter().map(|l| l.2).collect::<Vec<_>>(),
         &now_spreads,
@@ -959,7 +973,7 @@ fn report(
                     .map(|m| {
                         let v = match m.moved_by {
                             noise::Probe::Syscall => m.syscall_slower_pct,
-                            noise::Probe::Loop => m.slower_pct,
+                            noise::Probe::Loop | noise::Probe::LoopMean => m.slower_pct,
                         };
                         (v.unwrap_or(0.0), m.moved_by)
                     })
