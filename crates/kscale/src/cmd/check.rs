@@ -519,10 +519,11 @@ fn covariate(
             .filter(|v| v.is_finite() && *v > 0.0)
             .map(f64::ln)
     };
-    // How much each run jumped within itself: the loop's mean over its
-    // repetitions where every run compared has it, since it sees a burst
-    // the median steps past ([`noise::burst_spread`]); else, for stores
-    // with runs from before it, the medians' spread, alike for all.
+    // How much each run jumped within itself: with the loop's mean over
+    // its repetitions where every run compared has it, since the mean
+    // sees a burst the median steps past ([`noise::burst_spread`]); else,
+    // for stores with runs from before it, the medians' spread alone,
+    // alike for all.
     let has_mean = |g: &[Reading]| g.iter().any(|r| r.cpu_mean_ns.is_some());
     let bursts = runs
         .iter()
