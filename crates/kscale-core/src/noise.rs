@@ -191,9 +191,6 @@ pub enum Probe {
     Loop,
     /// The kernel crossing: a system call's entry and exit on this machine.
     Syscall,
-    /// The CPU loop's mean over a reading's repetitions, bursts included
-    /// ([`burst_spread`]).
-    LoopMean,
 }
 
 impl Probe {
@@ -202,7 +199,6 @@ impl Probe {
         let v = match self {
             Probe::Loop => Some(r.cpu_ns),
             Probe::Syscall => r.sys_ns,
-            Probe::LoopMean => r.cpu_mean_ns,
         };
         v.filter(|v| v.is_finite() && *v > 0.0)
     }
@@ -211,7 +207,6 @@ impl Probe {
         match self {
             Probe::Loop => "CPU loop",
             Probe::Syscall => "kernel crossing",
-            Probe::LoopMean => "CPU loop (mean of repetitions)",
         }
     }
 }
@@ -427,17 +422,22 @@ pub fn across_runs(
 /// `None` with fewer than [`MIN_LEVEL_READINGS`] readings, too few to
 /// average a moment's spread away.
 pub fn control_level(readings: &[Reading], cpus: &[usize], probe: Probe) -> Option<f64> {
-    let logs = control_logs(readings, cpus, probe)?;
+    let logs = control_logs(readings, cpus, |r| probe.of(r))?;
     Some(logs.iter().sum::<f64>() / logs.len() as f64)
 }
 
-/// ln `probe` of the readings on `cpus` (every CPU when empty), when
+/// ln `value` of the readings on `cpus` (every CPU when empty), when
 /// there are at least [`MIN_LEVEL_READINGS`] of them.
-fn control_logs(readings: &[Reading], cpus: &[usize], probe: Probe) -> Option<Vec<f64>> {
+fn control_logs(
+    readings: &[Reading],
+    cpus: &[usize],
+    value: impl Fn(&Reading) -> Option<f64>,
+) -> Option<Vec<f64>> {
     let logs: Vec<f64> = readings
         .iter()
         .filter(|r| cpus.is_empty() || cpus.contains(&r.cpu))
-        .filter_map(|r| probe.of(r))
+        .filter_map(value)
+        .filter(|v| v.is_finite() && *v > 0.0)
         .map(f64::ln)
         .collect();
     (logs.len() >= MIN_LEVEL_READINGS).then_some(logs)
@@ -447,7 +447,7 @@ fn control_logs(readings: &[Reading], cpus: &[usize], probe: Probe) -> Option<Ve
 /// when empty): how much the machine's speed jumped within the run. `None`
 /// with fewer than [`MIN_LEVEL_READINGS`] readings.
 pub fn control_spread(readings: &[Reading], cpus: &[usize], probe: Probe) -> Option<f64> {
-    control_logs(readings, cpus, probe).map(|logs| sd(&logs))
+    control_logs(readings, cpus, |r| probe.of(r)).map(|logs| sd(&logs))
 }
 
 /// How much a run's machine jumped within it, as [`Regime`] compares runs:
@@ -469,7 +469,7 @@ pub fn control_spread(readings: &[Reading], cpus: &[usize], probe: Probe) -> Opt
 /// where the readings have no mean (stored before it existed): the caller
 /// then compares every run by [`control_spread`] alone.
 pub fn burst_spread(readings: &[Reading], cpus: &[usize]) -> Option<f64> {
-    let mut logs = control_logs(readings, cpus, Probe::LoopMean)?;
+    let mut logs = control_logs(readings, cpus, |r| r.cpu_mean_ns)?;
     logs.sort_by(f64::total_cmp);
     let iqr = (quantile_sorted(&logs, 0.75) - quantile_sorted(&logs, 0.25)) / 1.349;
     let median_sd = control_spread(readings, cpus, Probe::Loop).unwrap_or(0.0);

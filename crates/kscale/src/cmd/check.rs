@@ -974,7 +974,7 @@ fn report(
                     .map(|m| {
                         let v = match m.moved_by {
                             noise::Probe::Syscall => m.syscall_slower_pct,
-                            noise::Probe::Loop | noise::Probe::LoopMean => m.slower_pct,
+                            noise::Probe::Loop => m.slower_pct,
                         };
                         (v.unwrap_or(0.0), m.moved_by)
                     })
