@@ -263,9 +263,9 @@ fn two_runs_at_once_say_so() {
             "--trial-time",
             "0.2",
             "--min-trials",
-            "25",
+            "40",
             "--max-trials",
-            "25",
+            "40",
             "--no-progress",
             "--label",
             "first",
@@ -277,8 +277,24 @@ fn two_runs_at_once_say_so() {
         .spawn()
         .expect("spawn kscale");
     std::thread::sleep(std::time::Duration::from_secs(2));
+    // The second measures for a few seconds, so that the first's looks
+    // (between its trials) fall inside it however the two are scheduled.
     let second = env
-        .tiny_run(&["syscall.null"], "1", "second")
+        .cmd(&[
+            "run",
+            "syscall.null",
+            "--cpus",
+            "1",
+            "--trial-time",
+            "0.2",
+            "--min-trials",
+            "10",
+            "--max-trials",
+            "10",
+            "--no-progress",
+            "--label",
+            "second",
+        ])
         .env_remove("KSCALE_OTHER_RUNS")
         .output()
         .expect("kscale");

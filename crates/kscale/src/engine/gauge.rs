@@ -194,11 +194,12 @@ fn start_control(
 /// One control reading of every CPU when [`EVERY`] has passed since the
 /// last: called between trials, never during one.
 pub fn tick(store: &Store) {
-    // Another run is looked for more often than the machine is read: a
-    // /proc scan costs well under a millisecond.
+    // Another run is looked for more often than the machine is read, and
+    // often enough to see a run that lives a second: a /proc scan costs
+    // well under a millisecond.
     let due = LOOKED.with(|l| {
         let mut l = l.borrow_mut();
-        let due = l.is_none_or(|t: Instant| t.elapsed() >= Duration::from_secs(1));
+        let due = l.is_none_or(|t: Instant| t.elapsed() >= Duration::from_millis(250));
         if due {
             *l = Some(Instant::now());
         }
