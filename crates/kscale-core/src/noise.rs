@@ -476,6 +476,28 @@ pub fn burst_spread(readings: &[Reading], cpus: &[usize]) -> Option<f64> {
     Some(iqr.max(median_sd))
 }
 
+/// How much a case's own trials jumped within one run: the SD of ln its
+/// counted trials' values, `None` with fewer than [`MIN_TRIAL_SPREAD`].
+/// The case's trials take every burst that lands in them in full, where
+/// the control's readings, a few milliseconds each between trials, sample
+/// a low phase's rare bursts far less often: under
+/// `scripts/noisy-neighbour --duty 25` a run whose control spread 2.0 %
+/// had trials spread 22 %, and the quiet VM's runs' trials spread 0.7–5.5
+/// % (docs/validation.md). [`Regime`] compares runs by this too.
+pub fn trial_spread(values: &[f64]) -> Option<f64> {
+    let logs: Vec<f64> = values
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .map(f64::ln)
+        .collect();
+    (logs.len() >= MIN_TRIAL_SPREAD).then(|| sd(&logs))
+}
+
+/// The fewest counted trials a run's [`trial_spread`] is read from: the
+/// quick rule's first judgement.
+pub const MIN_TRIAL_SPREAD: usize = 5;
+
 /// The `q` quantile of sorted `v` (linear between order statistics).
 fn quantile_sorted(v: &[f64], q: f64) -> f64 {
     let at = q * (v.len() - 1) as f64;
@@ -881,6 +903,20 @@ pub fn sweep_ranks(n: usize) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cases_trials_spread_within_a_run() {
+        assert_eq!(trial_spread(&[1.0; 4]), None);
+        assert_eq!(trial_spread(&[1.0; 8]), Some(0.0));
+        // A burst that stalls half the trials to three times their length
+        // spreads them far beyond a quiet run's few %.
+        let jumped: Vec<f64> = (0..8).map(|i| if i % 2 == 0 { 1.0 } else { 3.0 }).collect();
+        assert!(trial_spread(&jumped).is_some_and(|s| s > 0.5));
+        let quiet: Vec<f64> = (0..8).map(|i| 1.0 + 0.02 * (i % 3) as f64).collect();
+        assert!(trial_spread(&quiet).is_some_and(|s| s < 0.02));
+        // Values a failed trial leaves are not counted.
+        assert_eq!(trial_spread(&[1.0, 1.0, 1.0, 1.0, 0.0, f64::NAN]), None);
+    }
 
     fn r(t_s: f64, cpu: usize, cpu_ns: f64) -> Reading {
         Reading {

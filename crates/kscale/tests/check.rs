@@ -525,3 +525,46 @@ fn runs_noisier_than_the_labels_are_not_set_against_its_line() {
     );
     assert_eq!(out.status.code(), Some(125), "{text}");
 }
+
+/// Runs now whose case's own trials jump within them far more than the
+/// label's runs' trials did (`KSCALE_TEST_TRIAL_JUMP`, a test-only knob:
+/// about half the trials stall to three times their length) are outside
+/// the regime the line was fitted on, even where the control between the
+/// trials read nothing: the case cannot be told (exit 125), and the
+/// output says whose spread showed it.
+#[test]
+fn runs_whose_trials_jump_are_not_set_against_the_line() {
+    let _alone = alone();
+    let env = Env::new();
+    let paced = ["--span", "3s", "--max-trials", "5"];
+    for _ in 0..6 {
+        env.tiny_run(&["syscall.null"], "1", "base")
+            .args(paced)
+            .assert()
+            .success();
+    }
+    let mut c = tiny_check(&env, "base", "8");
+    c.args(["--format", "json", "--repeat", "2"])
+        .env("KSCALE_TEST_TRIAL_JUMP", "3");
+    let out = c.output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stdout));
+    });
+    let m = &v["cases"][0]["machine"];
+    assert!(m["covariate"].is_null(), "{v}");
+    let n = &m["noisier"];
+    assert_eq!(n["by"], "trials", "{v}");
+    let (now, bound) = (
+        n["now_pct"].as_f64().unwrap_or_else(|| panic!("{v}")),
+        n["bound_pct"].as_f64().unwrap_or_else(|| panic!("{v}")),
+    );
+    assert!(now > bound && bound >= 5.0, "{v}");
+    assert_eq!(v["cases"][0]["verdict"], "cannot_tell", "{v}");
+    assert_eq!(out.status.code(), Some(125), "{v}");
+    let mut c = tiny_check(&env, "base", "8");
+    c.args(["--repeat", "2"]).env("KSCALE_TEST_TRIAL_JUMP", "3");
+    let out = c.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("the case's own trials spread"), "{text}");
+    assert_eq!(out.status.code(), Some(125), "{text}");
+}

@@ -32,7 +32,39 @@ fn test_work() -> Option<u64> {
     (k > 0).then_some(k)
 }
 
+/// Test-only: `KSCALE_TEST_TRIAL_JUMP=F` makes about half of the
+/// `syscall.null` trials, drawn by the clock, F times as long: the CPU
+/// stalled for the rest of each timed loop, as a burst a neighbour runs
+/// would stall it, while the gauge's readings between trials see nothing
+/// (the case's own trials' spread, `kscale check`'s tests). Read once a
+/// trial, outside the loop.
+fn test_trial_jump() -> Option<f64> {
+    let f: f64 = std::env::var("KSCALE_TEST_TRIAL_JUMP").ok()?.parse().ok()?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .subsec_nanos();
+    (f > 1.0 && (nanos / 1000) % 2 == 1).then_some(f)
+}
+
 pub(super) fn null(ctx: &TrialCtx) -> Result<TrialOutput> {
+    if let Some(f) = test_trial_jump() {
+        let (per_op, n) = ctx.time_per_op(|n| {
+            let start = std::time::Instant::now();
+            let ran = timed(|| {
+                for _ in 0..n {
+                    // SAFETY: as below.
+                    std::hint::black_box(unsafe { libc::syscall(libc::SYS_getppid) });
+                }
+                Ok(())
+            })?;
+            while start.elapsed() < ran.mul_f64(f) {
+                std::hint::spin_loop();
+            }
+            Ok(start.elapsed())
+        })?;
+        return Ok(TrialOutput::new(n).with(&LAT, per_op * 1e6));
+    }
     if let Some(k) = test_work() {
         let (per_op, n) = ctx.time_per_op(|n| {
             timed(|| {
