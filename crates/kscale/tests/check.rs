@@ -303,9 +303,7 @@ fn repeated_baselines_give_a_case_its_own_between_run_spread() {
             .success();
     }
     let out = check(&env, &["--format", "json"], SLOW);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("{e}: {}", String::from_utf8_lossy(&out.stdout));
-    });
+    let v = json(&out);
     let m = &v["cases"][0]["machine"];
     assert_eq!(m["between_runs"], 3, "{v}");
     assert!(m["between_pct"].as_f64().is_some_and(|b| b >= 0.0), "{v}");
@@ -396,6 +394,22 @@ fn paced_trials_span_the_span_and_the_check_follows_its_baseline() {
     }
 }
 
+/// A paced baseline under the label `base`, as a nightly lab takes one:
+/// a 3 s span of at most five trials (docs/method.md, "Paced trials").
+fn paced_base(env: &Env) {
+    env.tiny_run(&["syscall.null"], "1", "base")
+        .args(["--span", "3s", "--max-trials", "5"])
+        .assert()
+        .success();
+}
+
+/// `check --format json`'s document, or the test fails with its stdout.
+fn json(out: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stdout));
+    })
+}
+
 /// With paced runs under the baseline's label, each with the control's
 /// level through it, a case is set against the line through them
 /// (docs/method.md, "The control as a covariate"): JSON says so with the
@@ -405,15 +419,11 @@ fn paced_trials_span_the_span_and_the_check_follows_its_baseline() {
 fn six_runs_of_a_label_set_a_case_against_the_controls_line() {
     let _alone = alone();
     let env = Env::new();
-    let paced = ["--span", "3s", "--max-trials", "5"];
     // Eight: a run or two that jumped within itself more than twice the
     // label's typical spread is left out of the line (docs/method.md,
     // "Where the line does not apply"), and six must remain.
     for _ in 0..8 {
-        env.tiny_run(&["syscall.null"], "1", "base")
-            .args(paced)
-            .assert()
-            .success();
+        paced_base(&env);
     }
     // Two runs now (`--repeat 2`): their mean is set against the line,
     // and neither counts among the label's runs.
@@ -423,11 +433,6 @@ fn six_runs_of_a_label_set_a_case_against_the_controls_line() {
         c.env(k, v);
     }
     let mut out = c.output().unwrap();
-    let json = |out: &std::process::Output| -> serde_json::Value {
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!("{e}: {}", String::from_utf8_lossy(&out.stdout));
-        })
-    };
     let mut v = json(&out);
     // Tests running beside this one can make the runs now jump within
     // themselves more than the label's did; the line then rightly stands
@@ -440,10 +445,7 @@ fn six_runs_of_a_label_set_a_case_against_the_controls_line() {
         eprintln!("the machine was noisier than the label's runs: checking once more");
         // A baseline that jumped itself stays so: a new one first.
         if n["baseline_pct"].as_f64() > n["bound_pct"].as_f64() {
-            env.tiny_run(&["syscall.null"], "1", "base")
-                .args(paced)
-                .assert()
-                .success();
+            paced_base(&env);
         }
         out = c.output().unwrap();
         v = json(&out);
@@ -483,12 +485,8 @@ fn six_runs_of_a_label_set_a_case_against_the_controls_line() {
 fn runs_noisier_than_the_labels_are_not_set_against_its_line() {
     let _alone = alone();
     let env = Env::new();
-    let paced = ["--span", "3s", "--max-trials", "5"];
     for _ in 0..6 {
-        env.tiny_run(&["syscall.null"], "1", "base")
-            .args(paced)
-            .assert()
-            .success();
+        paced_base(&env);
     }
     let mut c = tiny_check(&env, "base", "4");
     c.args(["--format", "json"])
@@ -497,9 +495,7 @@ fn runs_noisier_than_the_labels_are_not_set_against_its_line() {
         c.env(k, v);
     }
     let out = c.output().unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("{e}: {}", String::from_utf8_lossy(&out.stdout));
-    });
+    let v = json(&out);
     let m = &v["cases"][0]["machine"];
     assert!(m["covariate"].is_null(), "{v}");
     let n = &m["noisier"];
@@ -528,7 +524,8 @@ fn runs_noisier_than_the_labels_are_not_set_against_its_line() {
 
 /// Runs now whose case's own trials jump within them far more than the
 /// label's runs' trials did (`KSCALE_TEST_TRIAL_JUMP`, a test-only knob:
-/// about half the trials stall to three times their length) are outside
+/// about half the trials stall to ten times their length, beyond any
+/// spread a machine busy with other tests gives the label's runs) are outside
 /// the regime the line was fitted on, even where the control between the
 /// trials read nothing: the case cannot be told (exit 125), and the
 /// output says whose spread showed it.
@@ -536,20 +533,14 @@ fn runs_noisier_than_the_labels_are_not_set_against_its_line() {
 fn runs_whose_trials_jump_are_not_set_against_the_line() {
     let _alone = alone();
     let env = Env::new();
-    let paced = ["--span", "3s", "--max-trials", "5"];
     for _ in 0..6 {
-        env.tiny_run(&["syscall.null"], "1", "base")
-            .args(paced)
-            .assert()
-            .success();
+        paced_base(&env);
     }
     let mut c = tiny_check(&env, "base", "8");
     c.args(["--format", "json", "--repeat", "2"])
-        .env("KSCALE_TEST_TRIAL_JUMP", "3");
+        .env("KSCALE_TEST_TRIAL_JUMP", "10");
     let out = c.output().unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("{e}: {}", String::from_utf8_lossy(&out.stdout));
-    });
+    let v = json(&out);
     let m = &v["cases"][0]["machine"];
     assert!(m["covariate"].is_null(), "{v}");
     let n = &m["noisier"];
@@ -562,7 +553,8 @@ fn runs_whose_trials_jump_are_not_set_against_the_line() {
     assert_eq!(v["cases"][0]["verdict"], "cannot_tell", "{v}");
     assert_eq!(out.status.code(), Some(125), "{v}");
     let mut c = tiny_check(&env, "base", "8");
-    c.args(["--repeat", "2"]).env("KSCALE_TEST_TRIAL_JUMP", "3");
+    c.args(["--repeat", "2"])
+        .env("KSCALE_TEST_TRIAL_JUMP", "10");
     let out = c.output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("the case's own trials spread"), "{text}");

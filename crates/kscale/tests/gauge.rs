@@ -251,11 +251,9 @@ fn a_missing_server_is_one_line_not_a_zero_capacity() {
 fn two_runs_at_once_say_so() {
     let _serial = measuring();
     let env = Env::new();
-    let long = std::process::Command::new(common::bin())
-        .current_dir(env.path())
-        .args(["--db"])
-        .arg(env.path().join("a.db"))
-        .args([
+    // `syscall.null` on one CPU for `trials` trials of 0.2 s.
+    let run = |trials: &'static str, label: &'static str| {
+        [
             "run",
             "syscall.null",
             "--cpus",
@@ -263,13 +261,19 @@ fn two_runs_at_once_say_so() {
             "--trial-time",
             "0.2",
             "--min-trials",
-            "40",
+            trials,
             "--max-trials",
-            "40",
+            trials,
             "--no-progress",
             "--label",
-            "first",
-        ])
+            label,
+        ]
+    };
+    let long = std::process::Command::new(common::bin())
+        .current_dir(env.path())
+        .args(["--db"])
+        .arg(env.path().join("a.db"))
+        .args(run("40", "first"))
         .env("NO_COLOR", "1")
         .env_remove("KSCALE_OTHER_RUNS")
         .stdout(std::process::Stdio::null())
@@ -280,21 +284,7 @@ fn two_runs_at_once_say_so() {
     // The second measures for a few seconds, so that the first's looks
     // (between its trials) fall inside it however the two are scheduled.
     let second = env
-        .cmd(&[
-            "run",
-            "syscall.null",
-            "--cpus",
-            "1",
-            "--trial-time",
-            "0.2",
-            "--min-trials",
-            "10",
-            "--max-trials",
-            "10",
-            "--no-progress",
-            "--label",
-            "second",
-        ])
+        .cmd(&run("10", "second"))
         .env_remove("KSCALE_OTHER_RUNS")
         .output()
         .expect("kscale");
