@@ -395,10 +395,12 @@ fn paced_trials_span_the_span_and_the_check_follows_its_baseline() {
 }
 
 /// A paced baseline under the label `base`, as a nightly lab takes one:
-/// a 3 s span of at most five trials (docs/method.md, "Paced trials").
+/// a 3 s span of five trials (docs/method.md, "Paced trials").
 fn paced_base(env: &Env) {
+    // Five counted trials: a run's own trial spread is read from five or
+    // more (`noise::MIN_TRIAL_SPREAD`), and a 3 s span alone asks for four.
     env.tiny_run(&["syscall.null"], "1", "base")
-        .args(["--span", "3s", "--max-trials", "5"])
+        .args(["--span", "3s", "--min-trials", "5", "--max-trials", "5"])
         .assert()
         .success();
 }
@@ -524,7 +526,7 @@ fn runs_noisier_than_the_labels_are_not_set_against_its_line() {
 
 /// Runs now whose case's own trials jump within them far more than the
 /// label's runs' trials did (`KSCALE_TEST_TRIAL_JUMP`, a test-only knob:
-/// about half the trials stall to ten times their length, beyond any
+/// every other trial stalls to ten times its length, beyond any
 /// spread a machine busy with other tests gives the label's runs) are outside
 /// the regime the line was fitted on, even where the control between the
 /// trials read nothing: the case cannot be told (exit 125), and the

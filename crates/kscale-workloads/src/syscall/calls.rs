@@ -32,23 +32,28 @@ fn test_work() -> Option<u64> {
     (k > 0).then_some(k)
 }
 
-/// Test-only: `KSCALE_TEST_TRIAL_JUMP=F` makes about half of the
-/// `syscall.null` trials, drawn by the clock, F times as long: the CPU
-/// stalled for the rest of each timed loop, as a burst a neighbour runs
-/// would stall it, while the gauge's readings between trials see nothing
-/// (the case's own trials' spread, `kscale check`'s tests). Read once a
-/// trial, outside the loop.
-fn test_trial_jump() -> Option<f64> {
+/// Test-only: `KSCALE_TEST_TRIAL_JUMP=F` makes every other
+/// `syscall.null` trial of a run (the warm-up's first) F times as long:
+/// the CPU stalled for the rest of each timed loop, as a burst a neighbour
+/// runs would stall it, while the gauge's readings between trials see
+/// nothing (the case's own trials' spread, `kscale check`'s tests). The
+/// trials are counted in a file in the run's scratch directory, because
+/// each may be a fresh worker: a draw from the clock's low digits jumped
+/// every trial on a machine whose clock ticks coarsely. Read once a trial,
+/// outside the loop.
+fn test_trial_jump(dir: &std::path::Path) -> Option<f64> {
     let f: f64 = std::env::var("KSCALE_TEST_TRIAL_JUMP").ok()?.parse().ok()?;
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()?
-        .subsec_nanos();
-    (f > 1.0 && (nanos / 1000) % 2 == 1).then_some(f)
+    let count = dir.join(".kscale-test-trial-jump");
+    let n: u64 = std::fs::read_to_string(&count)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0);
+    std::fs::write(&count, (n + 1).to_string()).ok()?;
+    (f > 1.0 && n % 2 == 1).then_some(f)
 }
 
 pub(super) fn null(ctx: &TrialCtx) -> Result<TrialOutput> {
-    if let Some(f) = test_trial_jump() {
+    if let Some(f) = test_trial_jump(&ctx.dir) {
         let (per_op, n) = ctx.time_per_op(|n| {
             let start = std::time::Instant::now();
             let ran = timed(|| {
