@@ -209,6 +209,37 @@ extern "C" fn prot_handler(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut
     }
 }
 
+/// `handler=plain`, lat_sig prot's handler: one argument, no siginfo, so
+/// it cannot see where the fault was. It counts only while a timed write
+/// is under way (`PROT_PAGE` set and the count short of the target, which
+/// [`ProtPage::fault`] arms); any other fault restores the default action
+/// so the process dies of it as it should.
+extern "C" fn prot_handler_plain(sig: libc::c_int) {
+    let page = PROT_PAGE.load(Ordering::SeqCst);
+    let target = PROT_TARGET.load(Ordering::SeqCst);
+    if page == 0 || target == 0 {
+        // SAFETY: signal() is async-signal-safe.
+        unsafe { libc::signal(sig, libc::SIG_DFL) };
+        return;
+    }
+    let faults = PROT_FAULTS.fetch_add(1, Ordering::SeqCst) + 1;
+    if faults >= target {
+        let len = PROT_LEN.load(Ordering::SeqCst);
+        // SAFETY: as in prot_handler.
+        if unsafe {
+            libc::mprotect(
+                page as *mut libc::c_void,
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+            )
+        } != 0
+        {
+            // SAFETY: signal() is async-signal-safe.
+            unsafe { libc::signal(sig, libc::SIG_DFL) };
+        }
+    }
+}
+
 /// A shared read-only mapping of a file page, unmapped when dropped (which
 /// also tells the handler it no longer has a page).
 struct ProtPage(Mapping);
@@ -239,6 +270,8 @@ impl ProtPage {
             return Err(os_err("mprotect read-only"));
         }
         let faults = PROT_FAULTS.load(Ordering::SeqCst);
+        // Disarmed: a fault from here on is not one of ours.
+        PROT_TARGET.store(0, Ordering::SeqCst);
         ensure!(
             faults == n,
             "expected {n} protection faults, caught {faults}"
@@ -268,10 +301,17 @@ pub(super) fn prot_fault(ctx: &TrialCtx) -> Result<TrialOutput> {
         .with_context(|| format!("open {}", file.path.display()))?;
     let page = ProtPage::map(fd.as_raw_fd(), page_len)?;
     let _usr1 = install_empty_usr1()?;
-    let handler = prot_handler
-        as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)
-        as libc::sighandler_t;
-    let sa = action(handler, libc::SA_SIGINFO);
+    let sa = match ctx.param(&super::PROT_PARAMS[0])?.as_str() {
+        "plain" => action(
+            prot_handler_plain as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            0,
+        ),
+        _ => action(
+            prot_handler as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)
+                as libc::sighandler_t,
+            libc::SA_SIGINFO,
+        ),
+    };
     let _segv = SigRestore::install(libc::SIGSEGV, &sa)?;
     // Some systems report a fault on a shared file mapping as SIGBUS.
     let _bus = SigRestore::install(libc::SIGBUS, &sa)?;
