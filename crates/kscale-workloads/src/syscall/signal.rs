@@ -193,51 +193,47 @@ extern "C" fn prot_handler(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut
     // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
     let addr = unsafe { (*info).si_addr() } as usize;
     if page == 0 || addr < page || addr >= page + len {
-        // SAFETY: signal() is async-signal-safe.
-        unsafe { libc::signal(sig, libc::SIG_DFL) };
+        die_of(sig);
         return;
     }
-    let faults = PROT_FAULTS.fetch_add(1, Ordering::SeqCst) + 1;
-    if faults >= PROT_TARGET.load(Ordering::SeqCst) {
-        let rw = libc::PROT_READ | libc::PROT_WRITE;
-        // SAFETY: page..page+len is the mapping prot_fault owns; mprotect is a
-        // plain system call.
-        if unsafe { libc::mprotect(page as *mut libc::c_void, len, rw) } != 0 {
-            // SAFETY: signal() is async-signal-safe.
-            unsafe { libc::signal(sig, libc::SIG_DFL) };
-        }
-    }
+    count_fault(sig, page, len, PROT_TARGET.load(Ordering::SeqCst));
 }
 
 /// `handler=plain`, lat_sig prot's handler: one argument, no siginfo, so
 /// it cannot see where the fault was. It counts only while a timed write
-/// is under way (`PROT_PAGE` set and the count short of the target, which
-/// [`ProtPage::fault`] arms); any other fault restores the default action
-/// so the process dies of it as it should.
+/// is under way (`PROT_PAGE` set and a target armed by
+/// [`ProtPage::fault`]); any other fault restores the default action so
+/// the process dies of it as it should.
 extern "C" fn prot_handler_plain(sig: libc::c_int) {
     let page = PROT_PAGE.load(Ordering::SeqCst);
     let target = PROT_TARGET.load(Ordering::SeqCst);
     if page == 0 || target == 0 {
-        // SAFETY: signal() is async-signal-safe.
-        unsafe { libc::signal(sig, libc::SIG_DFL) };
+        die_of(sig);
         return;
     }
+    count_fault(sig, page, PROT_LEN.load(Ordering::SeqCst), target);
+}
+
+/// What both handlers do with one of their faults: count it, and at the
+/// `target`-th make the page writable so the write completes (or die of
+/// `sig` when that fails, instead of looping for ever).
+fn count_fault(sig: libc::c_int, page: usize, len: usize, target: u64) {
     let faults = PROT_FAULTS.fetch_add(1, Ordering::SeqCst) + 1;
     if faults >= target {
-        let len = PROT_LEN.load(Ordering::SeqCst);
-        // SAFETY: as in prot_handler.
-        if unsafe {
-            libc::mprotect(
-                page as *mut libc::c_void,
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-            )
-        } != 0
-        {
-            // SAFETY: signal() is async-signal-safe.
-            unsafe { libc::signal(sig, libc::SIG_DFL) };
+        let rw = libc::PROT_READ | libc::PROT_WRITE;
+        // SAFETY: page..page+len is the mapping prot_fault owns; mprotect is a
+        // plain system call.
+        if unsafe { libc::mprotect(page as *mut libc::c_void, len, rw) } != 0 {
+            die_of(sig);
         }
     }
+}
+
+/// The default action back for `sig`, so that the fault it repeats kills
+/// the process.
+fn die_of(sig: libc::c_int) {
+    // SAFETY: signal() is async-signal-safe.
+    unsafe { libc::signal(sig, libc::SIG_DFL) };
 }
 
 /// A shared read-only mapping of a file page, unmapped when dropped (which
