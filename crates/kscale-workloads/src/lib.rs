@@ -98,6 +98,28 @@ pub struct WorkloadDef {
     /// which the primary metric still equals it (SPECweb99's capacity: the
     /// most connections that all conform). `None`: no capacity search.
     pub capacity: Option<&'static str>,
+    /// The clock its timed loops read ([`Clock`]).
+    pub clock: Clock,
+}
+
+/// The clock a micro workload's timed loops read (docs/method.md, "The
+/// thread's own clock").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Clock {
+    /// Wall time: what the operation took, everything that ran meanwhile
+    /// on its CPU included. Every workload whose operation waits for
+    /// another thread, process, device or the network.
+    #[default]
+    Wall,
+    /// The calling thread's CPU time: for an operation that never leaves
+    /// the thread that times it (a system call answered on the spot, a
+    /// fault and its signal, a pass over memory), the time the CPU spent
+    /// on it. A neighbour or the host that takes the CPU away between two
+    /// of its instructions then stops the clock instead of adding its
+    /// burst to the operation, which on a shared machine is most of a
+    /// trial's spread; on an idle machine the two clocks agree.
+    Thread,
 }
 
 impl WorkloadDef {
@@ -236,6 +258,7 @@ impl WorkloadDef {
         unavailable: always_available,
         caveat: no_caveat,
         capacity: None,
+        clock: Clock::Wall,
     };
 
     /// How long one trial of these params may take before its worker is
@@ -307,6 +330,8 @@ pub struct TrialCtx {
     pub dir: PathBuf,
     /// The CPU configuration; the worker is already confined to it.
     pub cpus: Vec<usize>,
+    /// The clock [`TrialCtx::timed`] reads: the workload's.
+    pub clock: Clock,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -383,6 +408,20 @@ impl TrialCtx {
             iterations: r.iterations,
             dir: r.dir.clone(),
             cpus: r.cpus.clone(),
+            clock: find(&r.workload).map_or(Clock::Wall, |w| w.clock),
+        }
+    }
+
+    /// Times a closure with the workload's [`Clock`]: the monotonic clock,
+    /// or the calling thread's CPU clock.
+    pub fn timed(&self, f: impl FnOnce() -> Result<()>) -> Result<Duration> {
+        match self.clock {
+            Clock::Wall => timed(f),
+            Clock::Thread => {
+                let start = timing::thread_cpu_time()?;
+                f()?;
+                Ok(timing::thread_cpu_time()?.saturating_sub(start))
+            }
         }
     }
 
@@ -432,6 +471,7 @@ pub(crate) fn test_ctx(params: &[(&str, &str)], trial_ms: u64) -> TrialCtx {
         iterations: None,
         dir: std::env::temp_dir(),
         cpus: vec![0],
+        clock: Clock::Wall,
     }
 }
 
@@ -498,6 +538,43 @@ mod tests {
     use super::*;
     use std::collections::HashSet;
 
+    /// The thread's clock stops while the thread does not run (here: it
+    /// sleeps, as it would while a neighbour holds its CPU); the wall's
+    /// does not.
+    #[test]
+    fn the_thread_clock_leaves_out_time_off_the_cpu() {
+        let nap = || {
+            std::thread::sleep(Duration::from_millis(60));
+            Ok(())
+        };
+        let mut ctx = test_ctx(&[], 10);
+        let wall = ctx.timed(nap).unwrap();
+        ctx.clock = Clock::Thread;
+        let thread = ctx.timed(nap).unwrap();
+        assert!(
+            wall >= Duration::from_millis(60),
+            "wall clock read {wall:?}"
+        );
+        assert!(
+            thread < Duration::from_millis(20),
+            "thread clock read {thread:?}"
+        );
+        // And it counts the thread's own work.
+        let spin = ctx
+            .timed(|| {
+                let start = Instant::now();
+                while start.elapsed() < Duration::from_millis(30) {
+                    std::hint::spin_loop();
+                }
+                Ok(())
+            })
+            .unwrap();
+        assert!(
+            spin >= Duration::from_millis(5),
+            "thread clock read {spin:?} of a 30 ms spin"
+        );
+    }
+
     #[test]
     fn registry_is_consistent() {
         let mut ids = HashSet::new();
@@ -508,6 +585,12 @@ mod tests {
                 assert!(ids.insert(w.id()), "duplicate workload {}", w.id());
                 assert!(!w.metrics.is_empty(), "{} has no metric", w.id());
                 assert!(!w.help.is_empty() && !w.title.is_empty());
+                assert!(
+                    w.clock == Clock::Wall || w.roles.is_none(),
+                    "{}: a macro workload's roles wait on one another; only a run function \
+                     whose operation stays on its thread may read the thread's clock",
+                    w.id()
+                );
                 assert_eq!(
                     w.roles.is_some(),
                     std::ptr::fn_addr_eq(w.run, WorkloadDef::BASE.run),

@@ -15,7 +15,7 @@
 
 use crate::shared::buf::AlignedBuf;
 use crate::timing::median_time_per_op;
-use crate::{timed, ChartDef, Family, TrialCtx, TrialOutput, WorkloadDef};
+use crate::{ChartDef, Clock, Family, TrialCtx, TrialOutput, WorkloadDef};
 use anyhow::{ensure, Context, Result};
 use kscale_core::{MetricDef, ParamDef, ParamKind};
 use std::hint::black_box;
@@ -61,6 +61,9 @@ const MEM: WorkloadDef = WorkloadDef {
     metrics: BW_METRICS,
     geomean_over: Some("size"),
     charts: CHARTS,
+    // A pass over memory never leaves the thread that times it
+    // (docs/method.md, "The thread's own clock").
+    clock: Clock::Thread,
     ..WorkloadDef::family("mem")
 };
 
@@ -212,7 +215,7 @@ fn opaque_i32(v: i32) -> i32 {
 /// `bytes` per pass.
 fn bandwidth(ctx: &TrialCtx, bytes: usize, mut pass: impl FnMut()) -> Result<TrialOutput> {
     let (per_pass, n) = median_time_per_op(ctx, |n| {
-        timed(|| {
+        ctx.timed(|| {
             for _ in 0..n {
                 pass();
             }

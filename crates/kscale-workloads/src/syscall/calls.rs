@@ -72,7 +72,7 @@ pub(super) fn null(ctx: &TrialCtx) -> Result<TrialOutput> {
     }
     if let Some(k) = test_work() {
         let (per_op, n) = ctx.time_per_op(|n| {
-            timed(|| {
+            ctx.timed(|| {
                 let mut x: u64 = std::hint::black_box(0x2545_f491_4f6c_dd1d);
                 for _ in 0..n {
                     // SAFETY: as below.
@@ -91,7 +91,7 @@ pub(super) fn null(ctx: &TrialCtx) -> Result<TrialOutput> {
     }
     if let Some(delay) = test_delay() {
         let (per_op, n) = ctx.time_per_op(|n| {
-            timed(|| {
+            ctx.timed(|| {
                 for _ in 0..n {
                     let start = std::time::Instant::now();
                     // SAFETY: as below.
@@ -106,7 +106,7 @@ pub(super) fn null(ctx: &TrialCtx) -> Result<TrialOutput> {
         return Ok(TrialOutput::new(n).with(&LAT, per_op * 1e6));
     }
     let (per_op, n) = ctx.time_per_op(|n| {
-        timed(|| {
+        ctx.timed(|| {
             for _ in 0..n {
                 // SAFETY: getppid has no arguments and cannot fail. Called via
                 // libc::syscall so no library cache can answer it.
@@ -123,7 +123,7 @@ pub(super) fn read(ctx: &TrialCtx) -> Result<TrialOutput> {
     let fd = zero.as_raw_fd();
     let mut byte = 0u8;
     let (per_op, n) = ctx.time_per_op(|n| {
-        timed(|| {
+        ctx.timed(|| {
             for _ in 0..n {
                 // SAFETY: fd stays open for the loop; the buffer is one writable byte.
                 if unsafe { libc::read(fd, std::ptr::addr_of_mut!(byte).cast(), 1) } != 1 {
@@ -144,7 +144,7 @@ pub(super) fn write(ctx: &TrialCtx) -> Result<TrialOutput> {
     let fd = null.as_raw_fd();
     let byte = 0u8;
     let (per_op, n) = ctx.time_per_op(|n| {
-        timed(|| {
+        ctx.timed(|| {
             for _ in 0..n {
                 // SAFETY: fd stays open for the loop; the buffer is one readable byte.
                 if unsafe { libc::write(fd, std::ptr::addr_of!(byte).cast(), 1) } != 1 {
@@ -188,7 +188,7 @@ pub(super) fn stat(ctx: &TrialCtx) -> Result<TrialOutput> {
     // SAFETY: an all-zero `struct stat` is a valid value to be overwritten.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     let (per_op, n) = ctx.time_per_op(|n| {
-        timed(|| {
+        ctx.timed(|| {
             for _ in 0..n {
                 // SAFETY: path is a NUL-terminated string alive for the loop; st is writable.
                 if unsafe { libc::stat(path, &mut st) } != 0 {
@@ -208,7 +208,7 @@ pub(super) fn fstat(ctx: &TrialCtx) -> Result<TrialOutput> {
     // SAFETY: an all-zero `struct stat` is a valid value to be overwritten.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     let (per_op, n) = ctx.time_per_op(|n| {
-        timed(|| {
+        ctx.timed(|| {
             for _ in 0..n {
                 // SAFETY: fd stays open for the loop; st is writable.
                 if unsafe { libc::fstat(fd, &mut st) } != 0 {
@@ -225,7 +225,7 @@ pub(super) fn open_close(ctx: &TrialCtx) -> Result<TrialOutput> {
     let (_scratch, file, c_path) = param_file(ctx, "open")?;
     let path = c_path.as_ptr();
     let (per_op, n) = ctx.time_per_op(|n| {
-        timed(|| {
+        ctx.timed(|| {
             for _ in 0..n {
                 // SAFETY: path is a NUL-terminated string alive for the loop. Plain
                 // O_RDONLY as lmbench does; the fd is closed right away.

@@ -16,7 +16,7 @@ mod proc;
 mod signal;
 
 use crate::shared::place::{place_help, PLACE_PARAM};
-use crate::{Family, TrialOutput, WorkloadDef};
+use crate::{Clock, Family, TrialOutput, WorkloadDef};
 use calls::{fstat, null, open_close, read, stat, write};
 use kscale_core::{MetricDef, ParamDef, ParamKind};
 use pair::{pipe, unix};
@@ -40,25 +40,33 @@ const SYSCALL: WorkloadDef = WorkloadDef {
     ..WorkloadDef::family("syscall")
 };
 
+/// The calls answered on the calling thread, timed by its CPU clock
+/// (docs/method.md, "The thread's own clock"); pipes, sockets, processes
+/// and the signal pairs whose two loops are subtracted stay on the wall.
+const ON_CPU: WorkloadDef = WorkloadDef {
+    clock: Clock::Thread,
+    ..SYSCALL
+};
+
 pub static FAMILY: Family = Family {
     name: "syscall",
     title: "Latency of simple functions",
     help:
         "Time per operation of simple system calls, signals, pipes and process creation (lmbench).",
     workloads: &[
-        SYSCALL.named(
+        ON_CPU.named(
             "null",
             "Simple syscall",
             "getppid(), a system call that does no work (lmbench lat_syscall null).",
             null,
         ),
-        SYSCALL.named(
+        ON_CPU.named(
             "read",
             "Simple read",
             "read() of 1 byte from /dev/zero (lmbench lat_syscall read).",
             read,
         ),
-        SYSCALL.named(
+        ON_CPU.named(
             "write",
             "Simple write",
             "write() of 1 byte to /dev/null (lmbench lat_syscall write).",
@@ -66,7 +74,7 @@ pub static FAMILY: Family = Family {
         ),
         WorkloadDef {
             params: FILE_PARAMS,
-            ..SYSCALL.named(
+            ..ON_CPU.named(
                 "stat",
                 "Simple stat",
                 "stat() of a small file in the run's scratch directory (lmbench lat_syscall stat). The \
@@ -75,7 +83,7 @@ pub static FAMILY: Family = Family {
                 stat,
             )
         },
-        SYSCALL.named(
+        ON_CPU.named(
             "fstat",
             "Simple fstat",
             "fstat() of an open small file (lmbench lat_syscall fstat).",
@@ -83,7 +91,7 @@ pub static FAMILY: Family = Family {
         ),
         WorkloadDef {
             params: FILE_PARAMS,
-            ..SYSCALL.named(
+            ..ON_CPU.named(
                 "open_close",
                 "Simple open/close",
                 "open() + close() of a small file in the scratch directory (lmbench lat_syscall open); \
@@ -91,7 +99,7 @@ pub static FAMILY: Family = Family {
                 open_close,
             )
         },
-        SYSCALL.named(
+        ON_CPU.named(
             "sig_install",
             "Signal handler installation",
             "sigaction(SIGUSR1) installing a handler (lmbench lat_sig install).",

@@ -80,7 +80,7 @@ pub(super) fn sig_install(ctx: &TrialCtx) -> Result<TrialOutput> {
     let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
     let mut sa = action(handler, 0);
     let (per_op, n) = ctx.time_per_op(|n| {
-        timed(|| {
+        ctx.timed(|| {
             for _ in 0..n {
                 // Filled inside the loop as lmbench's loop does (handler,
                 // empty mask, flags), so the figure includes what a program

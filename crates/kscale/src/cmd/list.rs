@@ -113,8 +113,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// How a workload runs when that is not one worker converging a mean: its
-/// roles (docs/macro.md) and its run rule.
+/// How a workload runs when that is not one worker converging a mean on
+/// the wall clock: its roles (docs/macro.md), its run rule and its clock
+/// (docs/method.md, "The thread's own clock").
 fn runs_as(w: &kscale_workloads::WorkloadDef) -> Option<String> {
     use kscale_workloads::roles::Timing;
     let mut parts = Vec::new();
@@ -136,6 +137,12 @@ fn runs_as(w: &kscale_workloads::WorkloadDef) -> Option<String> {
     }
     if let kscale_core::RunRule::MedianOf(n) = w.rule {
         parts.push(format!("median of {n} trials"));
+    }
+    if w.clock == kscale_workloads::Clock::Thread {
+        parts.push(
+            "timed by its thread's CPU clock: time another task holds the CPU is left out"
+                .to_string(),
+        );
     }
     (!parts.is_empty()).then(|| parts.join("; "))
 }
