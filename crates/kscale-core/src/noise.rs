@@ -38,6 +38,15 @@ pub struct Reading {
     /// line does not apply"); `None` in readings taken before it existed.
     #[serde(default)]
     pub cpu_mean_ns: Option<f64>,
+    /// The CPU loop and the kernel crossing on the calling thread's CPU
+    /// clock (the medians of the same repetitions): the machine as a case
+    /// timed on that clock meets it, with the time another task held the
+    /// CPU left out (docs/method.md, "The thread's own clock"); `None` in
+    /// readings taken before it existed.
+    #[serde(default)]
+    pub cpu_thread_ns: Option<f64>,
+    #[serde(default)]
+    pub sys_thread_ns: Option<f64>,
 }
 
 /// Seconds within which the control's readings count as one moment of the
@@ -70,6 +79,10 @@ pub struct CpuNoise {
     pub sys_cv: f64,
     pub sys_drift: f64,
     pub sys_median_ns: f64,
+    /// The larger of the CPU loop's and the kernel crossing's spreads on
+    /// the thread's CPU clock ([`winsorized_cv`]); `None` without such
+    /// readings.
+    pub thread_cv: Option<f64>,
 }
 
 impl CpuNoise {
@@ -78,6 +91,13 @@ impl CpuNoise {
     /// kernel as well as run code.
     pub fn plan_cv(&self) -> f64 {
         self.cv.max(self.sys_cv)
+    }
+
+    /// The spread a case timed on its thread's CPU clock is planned at
+    /// (docs/method.md, "The thread's own clock"): the thread-clock
+    /// probes', or [`CpuNoise::plan_cv`] where the readings have none.
+    pub fn plan_thread_cv(&self) -> f64 {
+        self.thread_cv.unwrap_or_else(|| self.plan_cv())
     }
 
     /// The larger drift of the two, as [`CpuNoise::plan_cv`].
@@ -167,7 +187,16 @@ pub fn per_cpu(readings: &[Reading]) -> Vec<CpuNoise> {
             let mem: Vec<f64> = mine.iter().filter_map(|r| r.mem_mbs).collect();
             let wake: Vec<f64> = mine.iter().filter_map(|r| r.wake_us).collect();
             let mut sys: Vec<f64> = mine.iter().filter_map(|r| r.sys_ns).collect();
+            let on_thread = |v: Vec<f64>| (v.len() >= 2).then(|| winsorized_cv(&v));
+            let thread_cv = match (
+                on_thread(mine.iter().filter_map(|r| r.cpu_thread_ns).collect()),
+                on_thread(mine.iter().filter_map(|r| r.sys_thread_ns).collect()),
+            ) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
             CpuNoise {
+                thread_cv,
                 sys_cv: winsorized_cv(&sys),
                 sys_drift: drift(&mine, Probe::Syscall),
                 sys_median_ns: median(&mut sys),
@@ -769,25 +798,43 @@ pub fn outlook(
     costs: &[(f64, f64)],
     budget_s: Option<f64>,
 ) -> Outlook {
+    let each: Vec<(f64, f64, f64)> = costs.iter().map(|&(p, f)| (p, f, cv)).collect();
+    outlook_each(cv, width, confidence, cap, &each, budget_s)
+}
+
+/// [`outlook`] where each case is planned at its own spread: `cases[i]` is
+/// (seconds a trial, seconds once, CV) — a case timed on its thread's
+/// clock meets the machine's noise on that clock (docs/method.md, "The
+/// thread's own clock"). `cv` is the figure the outlook states.
+pub fn outlook_each(
+    cv: f64,
+    width: f64,
+    confidence: f64,
+    cap: usize,
+    cases: &[(f64, f64, f64)],
+    budget_s: Option<f64>,
+) -> Outlook {
     let trials = trials_needed(cv, width, confidence, cap);
-    let mut need: Vec<f64> = costs
+    // Each case's need in seconds; infinite where it cannot converge.
+    let mut need: Vec<f64> = cases
         .iter()
-        .map(|&(per, fixed)| fixed + per * trials as f64)
+        .map(|&(per, fixed, c)| {
+            let n = trials_needed(c, width, confidence, cap);
+            if n >= cap {
+                f64::INFINITY
+            } else {
+                fixed + per * n as f64
+            }
+        })
         .collect();
     need.sort_by(f64::total_cmp);
     let decidable = match budget_s {
-        None => {
-            if trials >= cap {
-                0
-            } else {
-                costs.len()
-            }
-        }
+        None => need.iter().filter(|n| n.is_finite()).count(),
         Some(b) => {
             let mut left = b;
             let mut k = 0;
             for n in need {
-                if trials >= cap || n > left {
+                if n > left {
                     break;
                 }
                 left -= n;
@@ -800,7 +847,7 @@ pub fn outlook(
         cv,
         trials,
         decidable,
-        of: costs.len(),
+        of: cases.len(),
     }
 }
 
@@ -817,9 +864,13 @@ pub struct Candidate {
     /// Seconds a counted trial, and seconds once (its warm-up).
     pub per_s: f64,
     pub fixed_s: f64,
+    /// The spread it is planned at: the gauge's on the clock it is timed
+    /// by.
+    pub cv: f64,
 }
 
-/// Which candidates a run measures at a noise of `cv` within `budget_s`:
+/// Which candidates a run measures, each at its own spread (`cv` is the
+/// one the outlook states), within `budget_s`:
 /// all of them when the outlook decides them all; else groups are left
 /// out, highest rank first (costliest first within a rank), until every
 /// kept case is one the budget can decide, or only representatives are
@@ -834,13 +885,13 @@ pub fn choose(
 ) -> (Vec<bool>, Outlook) {
     let mut keep = vec![true; cands.len()];
     let look = |keep: &[bool]| {
-        let costs: Vec<(f64, f64)> = cands
+        let costs: Vec<(f64, f64, f64)> = cands
             .iter()
             .zip(keep)
             .filter(|(_, k)| **k)
-            .map(|(c, _)| (c.per_s, c.fixed_s))
+            .map(|(c, _)| (c.per_s, c.fixed_s, c.cv))
             .collect();
-        outlook(cv, width, confidence, cap, &costs, Some(budget_s))
+        outlook_each(cv, width, confidence, cap, &costs, Some(budget_s))
     };
     // Groups in the order they are left out.
     let mut groups: Vec<(u32, f64, usize)> = Vec::new();
@@ -927,6 +978,8 @@ mod tests {
             wake_us: None,
             sys_ns: None,
             cpu_mean_ns: None,
+            cpu_thread_ns: None,
+            sys_thread_ns: None,
         }
     }
 
@@ -1096,11 +1149,13 @@ mod tests {
                         rank: *r,
                         per_s: 0.1,
                         fixed_s: 0.1,
+                        cv: f64::NAN,
                     });
                 }
             }
         }
         let kept = |cv: f64| {
+            let cands: Vec<Candidate> = cands.iter().map(|c| Candidate { cv, ..*c }).collect();
             let (k, o) = choose(&cands, cv, 0.1, 0.95, 100, 120.0);
             (k.iter().filter(|k| **k).count(), o)
         };
@@ -1114,6 +1169,46 @@ mod tests {
         // Past what any budget decides, the representatives stay: one
         // group per workload, both configurations.
         assert_eq!(noisy, 20, "{on:?}");
+    }
+
+    #[test]
+    fn each_case_is_planned_at_the_spread_of_its_clock() {
+        // Half the cases timed on the wall at 60 %, half on their thread's
+        // clock at 2 %: with time to spare only the quiet half decides.
+        let cases: Vec<(f64, f64, f64)> = (0..100)
+            .map(|i| (0.1, 0.1, if i % 2 == 0 { 0.60 } else { 0.02 }))
+            .collect();
+        let o = outlook_each(0.60, 0.1, 0.95, 100, &cases, Some(1000.0));
+        assert_eq!((o.decidable, o.of), (50, 100));
+        assert_eq!(o.trials, 100, "the stated figure is the wall's");
+        // The gauge's thread-clock probes give each CPU its own spread.
+        let r = |i: usize, wall: f64, thread: f64| Reading {
+            t_s: i as f64 * 0.1,
+            cpu: 0,
+            cpu_ns: wall,
+            mem_mbs: None,
+            wake_us: None,
+            sys_ns: None,
+            cpu_mean_ns: None,
+            cpu_thread_ns: Some(thread),
+            sys_thread_ns: None,
+        };
+        let rs: Vec<Reading> = (0..8)
+            .map(|i| r(i, if i % 2 == 0 { 1.0e6 } else { 2.0e6 }, 1.0e6 + i as f64))
+            .collect();
+        let n = per_cpu(&rs)[0];
+        assert!(n.plan_cv() > 0.3, "{n:?}");
+        assert!(n.plan_thread_cv() < 0.01, "{n:?}");
+        // Readings stored before the thread's clock plan at the wall's.
+        let old: Vec<Reading> = rs
+            .iter()
+            .map(|x| Reading {
+                cpu_thread_ns: None,
+                ..*x
+            })
+            .collect();
+        let n = per_cpu(&old)[0];
+        assert_eq!(n.plan_thread_cv(), n.plan_cv());
     }
 
     #[test]
@@ -1256,6 +1351,8 @@ mod tests {
                 wake_us: None,
                 sys_ns: None,
                 cpu_mean_ns: None,
+                cpu_thread_ns: None,
+                sys_thread_ns: None,
             })
             .collect();
         let s = control_spread(&rs, &[0], Probe::Loop).unwrap();
@@ -1283,6 +1380,8 @@ mod tests {
                     } else {
                         100.0 + i as f64 * 0.1
                     }),
+                    cpu_thread_ns: None,
+                    sys_thread_ns: None,
                 })
                 .collect()
         };
@@ -1337,6 +1436,8 @@ mod tests {
             wake_us: None,
             sys_ns: None,
             cpu_mean_ns: None,
+            cpu_thread_ns: None,
+            sys_thread_ns: None,
         };
         let rs: Vec<Reading> = (0..12)
             .map(|i| r(i % 2, if i % 2 == 0 { 100.0 } else { 200.0 }))

@@ -147,6 +147,8 @@ mod tests {
                     wake_us: Some(12.5),
                     sys_ns: Some(110.0),
                     cpu_mean_ns: None,
+                    cpu_thread_ns: None,
+                    sys_thread_ns: None,
                 })
             })
             .collect();

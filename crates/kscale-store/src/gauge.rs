@@ -19,12 +19,14 @@ impl Store {
                 *k += 1;
                 db.execute(
                     "INSERT INTO gauge (run_id, seq, t_s, cpu, cpu_ns, mem_mbs, wake_us, sys_ns,
-                        cpu_mean_ns)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                        cpu_mean_ns, cpu_thread_ns, sys_thread_ns)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
                      ON CONFLICT (run_id, seq, cpu) DO UPDATE SET t_s = excluded.t_s,
                         cpu_ns = excluded.cpu_ns, mem_mbs = excluded.mem_mbs,
                         wake_us = excluded.wake_us, sys_ns = excluded.sys_ns,
-                        cpu_mean_ns = excluded.cpu_mean_ns",
+                        cpu_mean_ns = excluded.cpu_mean_ns,
+                        cpu_thread_ns = excluded.cpu_thread_ns,
+                        sys_thread_ns = excluded.sys_thread_ns",
                     &[
                         &run_id,
                         &seq,
@@ -35,6 +37,8 @@ impl Store {
                         &r.wake_us,
                         &r.sys_ns,
                         &r.cpu_mean_ns,
+                        &r.cpu_thread_ns,
+                        &r.sys_thread_ns,
                     ],
                 )?;
             }
@@ -46,7 +50,8 @@ impl Store {
     /// measured before the gauge existed.
     pub fn gauge(&self, run_id: i64) -> Result<Vec<Reading>> {
         self.db.query_rows(
-            "SELECT t_s, cpu, cpu_ns, mem_mbs, wake_us, sys_ns, cpu_mean_ns FROM gauge
+            "SELECT t_s, cpu, cpu_ns, mem_mbs, wake_us, sys_ns, cpu_mean_ns, cpu_thread_ns,
+                    sys_thread_ns FROM gauge
              WHERE run_id = $1
              ORDER BY seq, cpu",
             &[&run_id],
@@ -59,6 +64,8 @@ impl Store {
                     wake_us: r.get(4)?,
                     sys_ns: r.get(5)?,
                     cpu_mean_ns: r.get(6)?,
+                    cpu_thread_ns: r.get(7)?,
+                    sys_thread_ns: r.get(8)?,
                 })
             },
         )

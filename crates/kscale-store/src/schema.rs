@@ -170,6 +170,11 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // the CPU loop's mean over a reading's repetitions, which counts a
     // preemption burst that the median steps past.
     "ALTER TABLE gauge ADD COLUMN cpu_mean_ns REAL;",
+    // v12 → v13 (the thread's own clock, docs/method.md): the CPU loop and
+    // the kernel crossing on the thread's CPU clock, the machine as cases
+    // timed on that clock meet it.
+    "ALTER TABLE gauge ADD COLUMN cpu_thread_ns REAL;
+     ALTER TABLE gauge ADD COLUMN sys_thread_ns REAL;",
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -113,7 +113,40 @@ both!(
     a_running_run_whose_process_is_gone_reads_killed,
     series_reads_a_workload_across_runs,
     a_case_left_out_is_gone_and_named,
+    gauge_readings_round_trip_on_both_clocks,
 );
+
+/// Every probe of a gauge reading comes back as stored, the thread-clock
+/// ones included, and a reading without them reads `None`.
+fn gauge_readings_round_trip_on_both_clocks(env: &Env) {
+    use kscale_core::noise::Reading;
+    let store = env.open();
+    let run = store.create_run(&new_run("gauge")).unwrap();
+    let full = Reading {
+        t_s: 1.5,
+        cpu: 1,
+        cpu_ns: 1.6e6,
+        mem_mbs: Some(9000.0),
+        wake_us: Some(5.2),
+        sys_ns: Some(82.0),
+        cpu_mean_ns: Some(1.7e6),
+        cpu_thread_ns: Some(1.59e6),
+        sys_thread_ns: Some(80.5),
+    };
+    let bare = Reading {
+        cpu: 0,
+        mem_mbs: None,
+        wake_us: None,
+        sys_ns: None,
+        cpu_mean_ns: None,
+        cpu_thread_ns: None,
+        sys_thread_ns: None,
+        ..full
+    };
+    store.add_gauge(run, 0, &[bare, full]).unwrap();
+    let back = store.gauge(run).unwrap();
+    assert_eq!(back, vec![bare, full]);
+}
 
 fn new_run(label: &str) -> NewRun {
     NewRun {

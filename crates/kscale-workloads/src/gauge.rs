@@ -59,15 +59,36 @@ fn cpu_loop() -> Duration {
     start.elapsed()
 }
 
-/// Nanoseconds of one kernel crossing: `getppid`, the system call with
-/// the least work inside the kernel (glibc does not cache it), so its time
-/// is the entry and exit the host lets a guest's system call have.
-fn crossing() -> f64 {
-    let start = Instant::now();
+/// [`CROSSINGS`] kernel crossings: `getppid`, the system call with the
+/// least work inside the kernel (glibc does not cache it), so its time is
+/// the entry and exit the host lets a guest's system call have.
+fn crossing() {
     for _ in 0..CROSSINGS {
         std::hint::black_box(nix::unistd::getppid());
     }
-    start.elapsed().as_secs_f64() * 1e9 / f64::from(CROSSINGS)
+}
+
+/// Nanoseconds `f` took on the wall's clock and on the calling thread's
+/// CPU clock (NaN where that clock cannot be read).
+fn on_both_clocks(f: impl FnOnce()) -> (f64, f64) {
+    let cpu0 = crate::timing::thread_cpu_time().ok();
+    let start = Instant::now();
+    f();
+    let wall = start.elapsed().as_secs_f64() * 1e9;
+    let cpu = match (cpu0, crate::timing::thread_cpu_time().ok()) {
+        (Some(a), Some(b)) => b.saturating_sub(a).as_secs_f64() * 1e9,
+        _ => f64::NAN,
+    };
+    (wall, cpu)
+}
+
+/// The median of `v`, `None` when it is empty or holds a NaN.
+fn median_of(v: &mut [f64]) -> Option<f64> {
+    if v.is_empty() || v.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some(v[v.len() / 2])
 }
 
 /// One pass of reads over `buf`, in MB/s.
@@ -156,19 +177,38 @@ pub fn take(req: &GaugeRequest) -> Result<Vec<Reading>> {
                 Some(f) if k % 2 == 1 => f,
                 _ => 1,
             };
+            // Each repetition on both clocks: the wall's for cases timed
+            // on it, the thread's for cases timed on their thread's CPU
+            // clock (docs/method.md, "The thread's own clock").
+            let mut on_thread = Vec::with_capacity(LOOP_REPS);
             let mut reps: Vec<f64> = (0..LOOP_REPS)
                 .map(|_| {
-                    (0..times)
-                        .map(|_| cpu_loop().as_secs_f64() * 1e9)
-                        .sum::<f64>()
+                    let (wall, cpu) = on_both_clocks(|| {
+                        for _ in 0..times {
+                            cpu_loop();
+                        }
+                    });
+                    on_thread.push(cpu);
+                    wall
                 })
                 .collect();
             let cpu_mean_ns = Some(reps.iter().sum::<f64>() / reps.len() as f64);
             reps.sort_by(f64::total_cmp);
             let cpu_ns = reps[reps.len() / 2];
-            let mut crossings: Vec<f64> = (0..LOOP_REPS).map(|_| crossing()).collect();
+            let cpu_thread_ns = median_of(&mut on_thread);
+            let mut crossings_on_thread = Vec::with_capacity(LOOP_REPS);
+            let mut crossings: Vec<f64> = (0..LOOP_REPS)
+                .map(|_| {
+                    let (wall, cpu) = on_both_clocks(|| {
+                        crossing();
+                    });
+                    crossings_on_thread.push(cpu / f64::from(CROSSINGS));
+                    wall / f64::from(CROSSINGS)
+                })
+                .collect();
             crossings.sort_by(f64::total_cmp);
             let sys_ns = Some(crossings[crossings.len() / 2]);
+            let sys_thread_ns = median_of(&mut crossings_on_thread);
             let mem_mbs = Some(mem_pass(&buf));
             let partner = req.cpus[(i + 1) % req.cpus.len()];
             let wake_us = if partner != cpu {
@@ -184,6 +224,8 @@ pub fn take(req: &GaugeRequest) -> Result<Vec<Reading>> {
                 wake_us,
                 sys_ns,
                 cpu_mean_ns,
+                cpu_thread_ns,
+                sys_thread_ns,
             });
         }
     }

@@ -315,6 +315,9 @@ pub fn describe(readings: &[Reading]) -> Vec<String> {
             if let Some(w) = med(wake) {
                 s += &format!("; wake-up {w:.1} µs, CV {}", pct(n.wake_cv));
             }
+            if let Some(t) = n.thread_cv {
+                s += &format!("; on the thread's CPU clock CV {}", pct(t));
+            }
             s
         })
         .collect()
@@ -328,6 +331,24 @@ pub fn worst_cv(readings: &[Reading]) -> f64 {
         .map(|n| n.plan_cv())
         .filter(|c| c.is_finite())
         .fold(0.0, f64::max)
+}
+
+/// [`worst_cv`] on the thread's CPU clock: the spread cases timed on it
+/// are planned at (docs/method.md, "The thread's own clock").
+pub fn worst_thread_cv(readings: &[Reading]) -> f64 {
+    noise::per_cpu(readings)
+        .iter()
+        .map(|n| n.plan_thread_cv())
+        .filter(|c| c.is_finite())
+        .fold(0.0, f64::max)
+}
+
+/// The spread a case of `w` is planned at: the gauge's on its clock.
+pub fn case_cv(w: &kscale_workloads::WorkloadDef, wall: f64, thread: f64) -> f64 {
+    match w.clock {
+        kscale_workloads::Clock::Wall => wall,
+        kscale_workloads::Clock::Thread => thread,
+    }
 }
 
 thread_local! {
@@ -393,6 +414,7 @@ pub fn fit_plan(
         return (Vec::new(), None);
     };
     let cv = worst_cv(readings);
+    let thread_cv = worst_thread_cv(readings);
     let rule = opts.rule;
     let costs = super::runner::guessed_costs(opts);
     let searched = opts.capacity
@@ -433,6 +455,7 @@ pub fn fit_plan(
             rank: 0,
             per_s,
             fixed_s: once_s,
+            cv: case_cv(w, cv, thread_cv),
         });
         index.push(i);
     }
@@ -445,14 +468,14 @@ pub fn fit_plan(
     let left = (budget_s * share - fixed_s).max(0.0);
     // A quiet machine measures the whole plan.
     if cv <= QUIET_CV || !fit {
-        let o = noise::outlook(
+        let o = noise::outlook_each(
             cv,
             rule.width_pct / 100.0,
             rule.confidence_pct / 100.0,
             rule.max_trials,
             &cands
                 .iter()
-                .map(|c| (c.per_s, c.fixed_s))
+                .map(|c| (c.per_s, c.fixed_s, c.cv))
                 .collect::<Vec<_>>(),
             Some(left),
         );

@@ -302,8 +302,30 @@ fn say_noise(readings: &[kscale_core::noise::Reading], opts: &RunOptions) {
     } else {
         format!("~{} trials", o.trials)
     };
+    // Cases timed on their thread's CPU clock meet the machine on that
+    // clock (docs/method.md, "The thread's own clock").
+    let on_thread = opts
+        .plan
+        .iter()
+        .filter_map(|e| kscale_workloads::find(&e.workload))
+        .any(|w| w.clock == kscale_workloads::Clock::Thread);
+    let thread_cv = gauge::worst_thread_cv(readings);
+    let thread = if on_thread && thread_cv < o.cv {
+        let n = kscale_core::noise::trials_needed(
+            thread_cv,
+            rule.width_pct / 100.0,
+            rule.confidence_pct / 100.0,
+            rule.max_trials,
+        );
+        format!(
+            " (cases timed on their thread's CPU clock: CV {:.0} %, ~{n} trials)",
+            thread_cv * 100.0
+        )
+    } else {
+        String::new()
+    };
     eprintln!(
-        "kscale: gauge: at a gauge CV of {:.0} % (the CPU loop's or the system call's, the larger), a {} % interval needs {trials} a case here{}",
+        "kscale: gauge: at a gauge CV of {:.0} % (the CPU loop's or the system call's, the larger), a {} % interval needs {trials} a case here{thread}{}",
         o.cv * 100.0,
         rule.width_pct,
         match opts.budget_s {
