@@ -7,6 +7,7 @@ use super::{
 };
 use crate::shared::fd::{poll_many, wait_readable};
 use crate::shared::place::Placement;
+use crate::timing::median_time_per_op;
 use crate::{timed, TrialCtx, TrialOutput};
 use anyhow::{bail, ensure, Context, Result};
 use std::io::{self, Read, Write};
@@ -180,7 +181,7 @@ pub(super) fn rpc_tcp(ctx: &TrialCtx) -> Result<TrialOutput> {
 
     let mut client = TcpRpcClient::connect(addr)?;
     let mut v: u32 = 0;
-    let (per_op, n) = ctx.time_per_op(|n| {
+    let (per_op, n) = median_time_per_op(ctx, |n| {
         timed(|| {
             for _ in 0..n {
                 v = v.wrapping_add(1);
@@ -338,7 +339,7 @@ pub(super) fn rpc_udp(ctx: &TrialCtx) -> Result<TrialOutput> {
 
     let mut client = UdpRpcClient::connect(addr)?;
     let mut v: u32 = 0;
-    let (per_op, n) = ctx.time_per_op(|n| {
+    let (per_op, n) = median_time_per_op(ctx, |n| {
         timed(|| {
             for _ in 0..n {
                 v = v.wrapping_add(1);

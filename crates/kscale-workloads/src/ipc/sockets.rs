@@ -6,6 +6,7 @@ use super::{
     LAT, MSG, NODELAY_PARAM, PORTS_PARAM, SERVER_IDLE,
 };
 use crate::shared::place::Placement;
+use crate::timing::median_time_per_op;
 use crate::{timed, TrialCtx, TrialOutput};
 use anyhow::{ensure, Context, Result};
 use std::io::{self, Read, Write};
@@ -24,7 +25,7 @@ pub(super) fn udp(ctx: &TrialCtx) -> Result<TrialOutput> {
         .set_read_timeout(Some(IO_TIMEOUT))
         .context("UDP client timeout")?;
     let mut seq: u32 = 0;
-    let (per_op, n) = ctx.time_per_op(|n| {
+    let (per_op, n) = median_time_per_op(ctx, |n| {
         timed(|| {
             let mut buf = [0u8; 2 * MSG];
             for _ in 0..n {
@@ -84,7 +85,7 @@ pub(super) fn tcp(ctx: &TrialCtx) -> Result<TrialOutput> {
     s.set_read_timeout(Some(IO_TIMEOUT))
         .context("TCP client timeout")?;
     let mut seq: u32 = 0;
-    let (per_op, n) = ctx.time_per_op(|n| {
+    let (per_op, n) = median_time_per_op(ctx, |n| {
         timed(|| {
             let mut buf = [0u8; MSG];
             for _ in 0..n {

@@ -5,6 +5,7 @@ use super::latency;
 use crate::shared::child::ChildGuard;
 use crate::shared::fd::{read_exact, write_exact};
 use crate::shared::place::Placement;
+use crate::timing::median_time_per_op;
 use crate::{timed, TrialCtx, TrialOutput};
 use anyhow::{Context, Result};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -51,7 +52,7 @@ fn ping_pong(
     let (w, r) = (parent_w.as_raw_fd(), parent_r.as_raw_fd());
     // One exchange before timing so both processes are running (as lmbench).
     round_trip(w, r).context("first round trip")?;
-    let (per_op, n) = ctx.time_per_op(|n| {
+    let (per_op, n) = median_time_per_op(ctx, |n| {
         timed(|| {
             for _ in 0..n {
                 round_trip(w, r)?;
