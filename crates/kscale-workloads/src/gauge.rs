@@ -45,9 +45,9 @@ const WAKES: u32 = 200;
 const CROSSINGS: u32 = 20_000;
 
 /// A fixed chain of dependent integer operations the compiler cannot fold:
-/// its time is the core's speed as the host gives it now.
-fn cpu_loop() -> Duration {
-    let start = Instant::now();
+/// its time ([`on_both_clocks`]) is the core's speed as the host gives it
+/// now.
+fn cpu_loop() {
     let mut x: u64 = std::hint::black_box(0x9e37_79b9_7f4a_7c15);
     for _ in 0..LOOP_ITERS {
         // xorshift64: three dependent operations an iteration.
@@ -56,7 +56,6 @@ fn cpu_loop() -> Duration {
         x ^= x << 17;
     }
     std::hint::black_box(x);
-    start.elapsed()
 }
 
 /// [`CROSSINGS`] kernel crossings: `getppid`, the system call with the
@@ -82,13 +81,16 @@ fn on_both_clocks(f: impl FnOnce()) -> (f64, f64) {
     (wall, cpu)
 }
 
-/// The median of `v`, `None` when it is empty or holds a NaN.
-fn median_of(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() || v.iter().any(|x| !x.is_finite()) {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    Some(v[v.len() / 2])
+/// [`LOOP_REPS`] repetitions of `f`, each in ns on the wall's clock and
+/// on the thread's ([`on_both_clocks`]).
+fn repeated(mut f: impl FnMut()) -> (Vec<f64>, Vec<f64>) {
+    (0..LOOP_REPS).map(|_| on_both_clocks(&mut f)).unzip()
+}
+
+/// The median of repetitions read on the thread's clock; `None` where
+/// that clock could not be read.
+fn thread_median(v: &[f64]) -> Option<f64> {
+    Some(kscale_core::stats::median(v)).filter(|m| m.is_finite())
 }
 
 /// One pass of reads over `buf`, in MB/s.
@@ -180,35 +182,21 @@ pub fn take(req: &GaugeRequest) -> Result<Vec<Reading>> {
             // Each repetition on both clocks: the wall's for cases timed
             // on it, the thread's for cases timed on their thread's CPU
             // clock (docs/method.md, "The thread's own clock").
-            let mut on_thread = Vec::with_capacity(LOOP_REPS);
-            let mut reps: Vec<f64> = (0..LOOP_REPS)
-                .map(|_| {
-                    let (wall, cpu) = on_both_clocks(|| {
-                        for _ in 0..times {
-                            cpu_loop();
-                        }
-                    });
-                    on_thread.push(cpu);
-                    wall
-                })
-                .collect();
+            let (mut reps, on_thread) = repeated(|| {
+                for _ in 0..times {
+                    cpu_loop();
+                }
+            });
             let cpu_mean_ns = Some(reps.iter().sum::<f64>() / reps.len() as f64);
             reps.sort_by(f64::total_cmp);
             let cpu_ns = reps[reps.len() / 2];
-            let cpu_thread_ns = median_of(&mut on_thread);
-            let mut crossings_on_thread = Vec::with_capacity(LOOP_REPS);
-            let mut crossings: Vec<f64> = (0..LOOP_REPS)
-                .map(|_| {
-                    let (wall, cpu) = on_both_clocks(|| {
-                        crossing();
-                    });
-                    crossings_on_thread.push(cpu / f64::from(CROSSINGS));
-                    wall / f64::from(CROSSINGS)
-                })
-                .collect();
-            crossings.sort_by(f64::total_cmp);
-            let sys_ns = Some(crossings[crossings.len() / 2]);
-            let sys_thread_ns = median_of(&mut crossings_on_thread);
+            let cpu_thread_ns = thread_median(&on_thread);
+            let per_crossing = |v: Vec<f64>| -> Vec<f64> {
+                v.into_iter().map(|ns| ns / f64::from(CROSSINGS)).collect()
+            };
+            let (crossings, crossings_on_thread) = repeated(crossing);
+            let sys_ns = Some(kscale_core::stats::median(&per_crossing(crossings)));
+            let sys_thread_ns = thread_median(&per_crossing(crossings_on_thread));
             let mem_mbs = Some(mem_pass(&buf));
             let partner = req.cpus[(i + 1) % req.cpus.len()];
             let wake_us = if partner != cpu {

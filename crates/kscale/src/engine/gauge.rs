@@ -326,19 +326,20 @@ pub fn describe(readings: &[Reading]) -> Vec<String> {
 /// The noisiest CPU's CV in `readings`, the CPU loop's or the kernel
 /// crossing's, whichever is larger (0 when there are none).
 pub fn worst_cv(readings: &[Reading]) -> f64 {
-    noise::per_cpu(readings)
-        .iter()
-        .map(|n| n.plan_cv())
-        .filter(|c| c.is_finite())
-        .fold(0.0, f64::max)
+    worst(readings, noise::CpuNoise::plan_cv)
 }
 
 /// [`worst_cv`] on the thread's CPU clock: the spread cases timed on it
 /// are planned at (docs/method.md, "The thread's own clock").
 pub fn worst_thread_cv(readings: &[Reading]) -> f64 {
+    worst(readings, noise::CpuNoise::plan_thread_cv)
+}
+
+/// The largest of `cv` over the CPUs `readings` cover (0 without any).
+fn worst(readings: &[Reading], cv: fn(&noise::CpuNoise) -> f64) -> f64 {
     noise::per_cpu(readings)
         .iter()
-        .map(|n| n.plan_thread_cv())
+        .map(cv)
         .filter(|c| c.is_finite())
         .fold(0.0, f64::max)
 }
