@@ -415,6 +415,7 @@ impl TrialCtx {
     /// Times a closure with the workload's [`Clock`]: the monotonic clock,
     /// or the calling thread's CPU clock.
     pub fn timed(&self, f: impl FnOnce() -> Result<()>) -> Result<Duration> {
+        TIMED_CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         match self.clock {
             Clock::Wall => timed(f),
             Clock::Thread => {
@@ -514,13 +515,35 @@ pub fn fill_quantiles(metrics: &[MetricDef], out: &mut TrialOutput) -> Result<()
     Ok(())
 }
 
+/// Calls of [`TrialCtx::timed`] in this process, on any thread: a trial of
+/// a workload on the thread's clock that made none timed itself some
+/// other way (the free [`timed`] reads the wall), and its figure would be
+/// the wall's under the thread clock's name.
+static TIMED_CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Refuses a trial of `w` that took no reading of [`TrialCtx::timed`]
+/// while its definition says its figure is on the thread's clock; `before`
+/// is [`TIMED_CALLS`] before the trial. Only ever too lenient: calls from
+/// another trial in the same process can only add.
+fn ensure_timed_on_its_clock(w: &WorkloadDef, before: u64) -> Result<()> {
+    let after = TIMED_CALLS.load(std::sync::atomic::Ordering::Relaxed);
+    anyhow::ensure!(
+        w.clock != Clock::Thread || after > before,
+        "{} is defined on the thread's CPU clock but timed nothing through TrialCtx::timed: its figure would be the wall's",
+        w.id()
+    );
+    Ok(())
+}
+
 /// Runs one trial in this process. Called by the hidden worker sub-command
 /// after it has pinned itself.
 pub fn run_trial(req: &TrialRequest) -> Result<TrialOutput> {
     let w =
         find(&req.workload).ok_or_else(|| anyhow::anyhow!("unknown workload {}", req.workload))?;
     let ctx = TrialCtx::from_request(req);
+    let before = TIMED_CALLS.load(std::sync::atomic::Ordering::Relaxed);
     let mut out = (w.run)(&ctx)?;
+    ensure_timed_on_its_clock(w, before)?;
     fill_quantiles(w.metrics, &mut out)?;
     for m in w.metrics {
         anyhow::ensure!(
@@ -537,6 +560,36 @@ pub fn run_trial(req: &TrialRequest) -> Result<TrialOutput> {
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    #[test]
+    fn a_thread_clock_workload_must_time_through_its_context() {
+        let w = find("syscall.null").expect("syscall.null is registered");
+        assert_eq!(w.clock, Clock::Thread);
+        let before = TIMED_CALLS.load(std::sync::atomic::Ordering::Relaxed);
+        let e = ensure_timed_on_its_clock(w, before)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("syscall.null") && e.contains("thread's CPU clock"),
+            "{e}"
+        );
+        let ctx = TrialCtx::from_request(&TrialRequest {
+            workload: "syscall.null".into(),
+            params: Default::default(),
+            cpus: vec![0],
+            trial_time_s: 0.01,
+            iterations: None,
+            dir: std::env::temp_dir(),
+            role: None,
+        });
+        ctx.timed(|| Ok(())).expect("the thread's clock reads");
+        assert!(ensure_timed_on_its_clock(w, before).is_ok());
+        // A wall-clock workload times itself as it likes.
+        let wall = find("syscall.pipe").expect("syscall.pipe is registered");
+        assert_eq!(wall.clock, Clock::Wall);
+        let now = TIMED_CALLS.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(ensure_timed_on_its_clock(wall, now).is_ok());
+    }
 
     /// The thread's clock stops while the thread does not run (here: it
     /// sleeps, as it would while a neighbour holds its CPU); the wall's
