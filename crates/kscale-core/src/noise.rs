@@ -8,7 +8,7 @@
 
 use crate::stats::Estimate;
 use serde::{Deserialize, Serialize};
-use statrs::distribution::{ContinuousCDF, StudentsT};
+use statrs::distribution::{ContinuousCDF, FisherSnedecor, StudentsT};
 
 /// One gauge reading of one CPU: what a fixed amount of work took there at
 /// one moment of the run.
@@ -376,6 +376,39 @@ pub fn between_runs(runs: &[(f64, f64)]) -> Option<(f64, f64)> {
     let (_, sd) = mean_sd(&logs);
     let within = runs.iter().map(|(c, s)| (s / c).powi(2)).sum::<f64>() / runs.len() as f64;
     Some(((sd * sd - within).max(0.0).sqrt(), (runs.len() - 1) as f64))
+}
+
+/// A case's between-run spread from its own few runs, pooled with the
+/// machine's as the gauge read it (`prior`: the spread per run and its
+/// degrees of freedom, the readings behind it less one a run), as one
+/// pooled variance: (df_own·own² + df_prior·prior²) ÷ (df_own + df_prior),
+/// on df_own + df_prior degrees of freedom. A handful of runs alone leaves
+/// so few degrees of freedom that the t quantile, not the spread, holds
+/// the detectable change above any change worth gating on (at three runs
+/// and the gate's α, t ≈ 14); the gauge has read the same machine's spread
+/// between moments many times over. It stands aside where the case's own
+/// runs spread beyond it — F = own² ÷ prior² above its 95 % quantile —
+/// as a case whose runs move more than the CPU loop does (a page cache, a
+/// network path) cannot borrow the loop's calm. Without own runs the prior
+/// alone. Returns the spread and its degrees of freedom; `None` when
+/// neither is known.
+pub fn pool_between(own: Option<(f64, f64)>, prior: Option<(f64, f64)>) -> Option<(f64, f64)> {
+    let prior = prior.filter(|(g, df)| g.is_finite() && *g > 0.0 && *df >= 1.0);
+    match (own, prior) {
+        (own, None) => own,
+        (None, Some(p)) => Some(p),
+        (Some((b, dfo)), Some((g, dfg))) => {
+            let beyond = FisherSnedecor::new(dfo.max(1.0), dfg)
+                .map(|f| b * b / (g * g) > f.inverse_cdf(0.95))
+                .unwrap_or(true);
+            if beyond {
+                Some((b, dfo))
+            } else {
+                let pooled = ((dfo * b * b + dfg * g * g) / (dfo + dfg)).sqrt();
+                Some((pooled, dfo + dfg))
+            }
+        }
+    }
 }
 
 /// How many independent moments of the machine a case's trials span: its
@@ -1011,6 +1044,43 @@ mod tests {
         ];
         assert!(winsorized_cv(&w) > 0.1);
         assert_eq!(winsorized_cv(&[5.0]), 0.0);
+    }
+
+    #[test]
+    fn a_few_runs_borrow_the_gauges_spread_unless_they_spread_beyond_it() {
+        // Nothing known, or the prior alone.
+        assert_eq!(pool_between(None, None), None);
+        assert_eq!(pool_between(None, Some((0.02, 16.0))), Some((0.02, 16.0)));
+        assert_eq!(pool_between(Some((0.03, 2.0)), None), Some((0.03, 2.0)));
+        // An unusable prior is none.
+        assert_eq!(
+            pool_between(Some((0.03, 2.0)), Some((0.0, 16.0))),
+            Some((0.03, 2.0))
+        );
+        // Three runs that agree with the gauge: pooled, on both's degrees
+        // of freedom, between the two spreads.
+        let (b, df) = pool_between(Some((0.03, 2.0)), Some((0.02, 16.0))).expect("pooled");
+        assert_eq!(df, 18.0);
+        assert!(b > 0.02 && b < 0.03, "{b}");
+        assert!((b * b - (2.0 * 0.0009 + 16.0 * 0.0004) / 18.0).abs() < 1e-12);
+        // Runs spreading five times the loop's: their own, not the loop's.
+        assert_eq!(
+            pool_between(Some((0.10, 4.0)), Some((0.02, 16.0))),
+            Some((0.10, 4.0))
+        );
+        // The pooled test sees a 10 % change that the runs alone cannot.
+        let e = |c: f64| Estimate {
+            center: c,
+            se: c * 0.005,
+            df: 2.0,
+        };
+        let alpha = 0.005;
+        let (p_own, _) =
+            across_runs(e(1.0), e(1.1), 0.02, Some(2.0), 1.0, 1.0, alpha, 0.8).expect("own");
+        let (b, df) = pool_between(Some((0.02, 2.0)), Some((0.02, 16.0))).expect("pooled");
+        let (p_pooled, _) =
+            across_runs(e(1.0), e(1.1), b, Some(df), 1.0, 1.0, alpha, 0.8).expect("pooled");
+        assert!(p_own > alpha && p_pooled < alpha, "{p_own} {p_pooled}");
     }
 
     #[test]

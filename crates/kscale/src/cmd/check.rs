@@ -440,6 +440,9 @@ struct MachinePart {
     /// Where that spread came from: the case's own runs under the
     /// baseline's label (how many), or the gauge (0).
     between_runs: usize,
+    /// The label's runs were too few alone and were pooled with the
+    /// gauge's spread ([`noise::pool_between`]).
+    between_pooled: bool,
     /// How much slower the kernel crossing ran now, in %, on the case's
     /// CPUs, when both runs read it.
     syscall_slower_pct: Option<f64>,
@@ -741,6 +744,16 @@ fn report(
                 noise::moments(c.span_s())
             }
         };
+        let (kb, kn) = (moments_of(base, &cb), moments_of(now, &cn));
+        // The gauge's spread between moments as it weighs on one run of
+        // each side, known to its readings' degrees of freedom.
+        let gauge_df = |m: &noise::Move| (m.n_base + m.n_now).saturating_sub(2) as f64;
+        let prior = mv.map(|m| {
+            (
+                m.moment_cv * ((1.0 / kb.max(1.0) + 1.0 / kn.max(1.0)) / 2.0).sqrt(),
+                gauge_df(&m),
+            )
+        });
         let spread = |with_shift: bool| {
             // Half the larger of the probes' moves: on the same kernel the
             // kernel crossing's too, which a case on a kernel path follows
@@ -751,14 +764,18 @@ fn report(
                 .map(|m| (m.slower - 1.0).abs() / 2.0)
                 .fold(0.0, f64::max);
             match own {
-                Some((b, df)) => (
-                    if with_shift { b.max(shift) } else { b },
-                    Some(df),
-                    1.0,
-                    1.0,
-                ),
+                Some(o) => {
+                    // A few runs of the label pooled with the gauge's
+                    // spread, where they do not spread beyond it.
+                    let (b, df) = noise::pool_between(Some(o), prior).unwrap_or(o);
+                    (
+                        if with_shift { b.max(shift) } else { b },
+                        Some(df),
+                        1.0,
+                        1.0,
+                    )
+                }
                 None => {
-                    let (kb, kn) = (moments_of(base, &cb), moments_of(now, &cn));
                     // The machine's shift between the runs is one draw on
                     // each side however many moments they sampled: kept
                     // whole while the moments' spread is averaged down.
@@ -767,10 +784,15 @@ fn report(
                     } else {
                         0.0
                     };
-                    (mv.map_or(0.0, |m| m.moment_cv.max(floor)), None, kb, kn)
+                    // The moments' spread is known to the gauge's
+                    // readings; a shift that sets the floor is one draw,
+                    // known no better than the trials' own spread.
+                    let df = mv.filter(|m| m.moment_cv >= floor).map(|m| gauge_df(&m));
+                    (mv.map_or(0.0, |m| m.moment_cv.max(floor)), df, kb, kn)
                 }
             }
         };
+        let pooled = own.is_some_and(|o| noise::pool_between(Some(o), prior) != Some(o));
         let mut part = None;
         if let Some((probe, t)) = cov {
             // The runs' line has the machine's level in it: the case is
@@ -783,6 +805,7 @@ fn report(
                 slower_pct: mv.map(|m| (m.slower - 1.0) * 100.0),
                 between_pct: t.residual * 100.0,
                 between_runs: t.runs,
+                between_pooled: false,
                 syscall_slower_pct: sys_move.map(|s| (s.slower - 1.0) * 100.0),
                 moved_by: probe,
                 covariate: Some(Covariate {
@@ -829,6 +852,7 @@ fn report(
                     * ((1.0 / mb.max(1.0) + 1.0 / mn.max(1.0)) / 2.0).sqrt()
                     * 100.0,
                 between_runs: if own.is_some() { runs.len() } else { 0 },
+                between_pooled: pooled,
                 syscall_slower_pct: sys,
                 moved_by: if sys_moved {
                     noise::Probe::Syscall
@@ -1083,8 +1107,10 @@ fn report(
                             })
                         } else if m.between_runs > 0 {
                             format!(
-                                " (the case's own spread between runs, ±{:.1}% from {} runs of the baseline's label, included)",
-                                m.between_pct, m.between_runs
+                                " (the case's own spread between runs, ±{:.1}% from {} runs of the baseline's label{}, included)",
+                                m.between_pct,
+                                m.between_runs,
+                                if m.between_pooled { " pooled with the gauge's" } else { "" }
                             )
                         } else {
                             format!(
