@@ -158,6 +158,16 @@ const VERIFY: ParamDef = ParamDef {
     quick: &[],
 };
 
+const CALLS: ParamDef = ParamDef {
+    name: "calls",
+    help: "trace: the calls each of the trace's operations needs; dbench: also the one dbench's \
+           client adds to every line, a kill(parent, 0) to see its parent is alive (so that the \
+           two make the same calls: docs/families/fileserver.md).",
+    kind: ParamKind::Choice(&["trace", "dbench"]),
+    default: &["trace"],
+    quick: &[],
+};
+
 /// The trace's metrics. The p99s are of the calls NetBench's trace makes at
 /// least every 900 lines or so, so that every window has some; LockX
 /// (every 4,300), SET_FILE_INFORMATION, QUERY_FS_INFORMATION, Mkdir and
@@ -231,7 +241,7 @@ pub static FAMILY: Family = Family {
                operations/s, the calls that did not do what the trace recorded, and the p99 of \
                each kind of call. With verify=on a read that does not return what was written \
                fails the trial.",
-            params: &[CLIENTS, roles::DURATION, TRACE, VERIFY],
+            params: &[CLIENTS, roles::DURATION, TRACE, VERIFY, CALLS],
             metrics: TRACE_METRICS,
             charts: &[ChartDef::against("clients")
                 .log()

@@ -107,6 +107,7 @@ pub(super) fn corrupt_trace_tree(dir: &Path, rng: &mut Rng) {
 pub(super) fn run_trace(ctx: &TrialCtx) -> Result<TrialOutput> {
     let clients = ctx.params.int("clients")? as usize;
     let verify = ctx.params.get("verify")? == "on";
+    let liveness = ctx.params.get("calls")? == "dbench";
     let source = ctx.params.get("trace")?;
     let trace = Trace::load(source)?;
     let timed: Vec<&str> = TRACE_METRICS.iter().filter_map(|m| m.histogram()).collect();
@@ -120,7 +121,7 @@ pub(super) fn run_trace(ctx: &TrialCtx) -> Result<TrialOutput> {
     let o = run_clients(
         ctx,
         clients,
-        |i, dir, seed| Ok(Replayer::new(&trace, dir, i, seed, verify)),
+        |i, dir, seed| Ok(Replayer::new(&trace, dir, i, seed, verify).liveness(liveness)),
         corrupt_trace_tree,
     )?;
     let window = ctx.params.seconds("duration")?;
