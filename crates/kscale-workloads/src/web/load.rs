@@ -256,6 +256,8 @@ struct Worker<'a> {
     notes: Vec<String>,
     /// Where responses are read into; bodies are counted and dropped.
     chunk: Vec<u8>,
+    /// wait=spin: poll for events without ever sleeping in epoll_wait.
+    spin: bool,
 }
 
 impl Worker<'_> {
@@ -482,6 +484,10 @@ impl Worker<'_> {
                     r.0 .0.saturating_duration_since(now)
                 })
                 .min(Duration::from_millis(20));
+            // Spinning, the load never sleeps, so the server's response
+            // never has to wake it: as a generator saturating its CPU
+            // (wrk at its rate) always finds a response ready when it looks.
+            let wait = if self.spin { Duration::ZERO } else { wait };
             let n = self.ep.wait(&mut evs, wait).context("epoll_wait")?;
             for ev in evs.iter().take(n) {
                 let (i, flags) = (ev.u64 as usize, ev.events);
@@ -548,6 +554,7 @@ pub(super) fn load(ctx: &RoleCtx) -> Result<RoleOutput> {
     let conns = ctx.share_of(p.int("conns")?) as usize;
     let rate = p.int("rate")?;
     let seed = p.int("seed")?;
+    let spin = p.get("wait")? == "spin";
     let mut mix = MixKind::parse(p.get("mix")?)?;
     // A load with no server role of its own drives the `target` URL.
     let target = match &ctx.endpoint {
@@ -629,6 +636,7 @@ pub(super) fn load(ctx: &RoleCtx) -> Result<RoleOutput> {
             begin: None,
             notes: Vec::new(),
             chunk: vec![0u8; 64 << 10],
+            spin,
         };
         for (i, c) in w.conns.iter().enumerate() {
             if let Some(s) = &c.s {

@@ -117,6 +117,17 @@ const SEED: ParamDef = ParamDef {
     quick: &[],
 };
 
+const WAIT: ParamDef = ParamDef {
+    name: "wait",
+    help: "How the load waits for responses: `sleep` in epoll_wait until one arrives or a \
+           request is due, as a client does; `spin`, polling without sleeping, so that no \
+           response has to wake it, as a generator saturating its CPU (wrk) never sleeps \
+           (docs/families/web.md).",
+    kind: ParamKind::Choice(&["sleep", "spin"]),
+    default: &["sleep"],
+    quick: &[],
+};
+
 const MODE: ParamDef = ParamDef {
     name: "mode",
     help: "Design of kscale's own server: `thread-pool` (16 threads per CPU of the \
@@ -202,7 +213,7 @@ pub static FAMILY: Family = Family {
                    kscale's own server on the measured CPUs, in the design `mode` names: static \
                    files with sendfile, dynamic GETs, ad rotation and POSTs in-process, CGI as a \
                    fork and exec. The same metrics as web.nginx; three trials, the median.",
-            params: &[CONNS, MODE, RATE, MIX, FILESET, SEED, DURATION],
+            params: &[CONNS, MODE, RATE, MIX, FILESET, SEED, DURATION, WAIT],
             roles: Some(&OWN),
             ..SPECWEB
         },
@@ -216,7 +227,7 @@ pub static FAMILY: Family = Family {
                server's CPU utilisation and CPU µs per operation of server and load. Three \
                trials, the \
                median, as SPECweb99 ruled.",
-            params: &[CONNS, RATE, MIX, FILESET, SEED, DURATION],
+            params: &[CONNS, RATE, MIX, FILESET, SEED, DURATION, WAIT],
             roles: Some(&WEB),
             unavailable: nginx::unavailable,
             ..SPECWEB
@@ -228,7 +239,7 @@ pub static FAMILY: Family = Family {
                    serving a file set from `kscale web fileset`; `kscale run web --target \
                    URL`). Families and suites leave it out unless it is named or given \
                    --target. No server CPU is measured.",
-            params: &[TARGET, DYNAMIC, CONNS, RATE, MIX, SEED, DURATION],
+            params: &[TARGET, DYNAMIC, CONNS, RATE, MIX, SEED, DURATION, WAIT],
             roles: Some(&EXTERNAL),
             ..SPECWEB
         },
