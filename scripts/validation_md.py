@@ -42,7 +42,7 @@ HEADLINE = {
     "validate-net": ("`net`", "netperf, iperf3", "net-against-netperf-and-iperf3"),
     "validate-chat": ("`chat`", "perf bench sched messaging (same order of magnitude)",
                       "chat-against-perf-bench-sched-messaging"),
-    "validate-web": ("`web`", "wrk", "web-against-wrk"),
+    "validate-web": ("`web`", "wrk (the load never sleeping, as wrk, `wait=spin`)", "web-against-wrk"),
     "validate-fileserver": ("`fileserver.mix`", "dbench (the trace's proportions, not its calls: same order of magnitude)",
                             "fileserver-against-dbench"),
     "validate-fileserver-trace-tmpfs": ("`fileserver.trace` on tmpfs", "dbench (the same loadfile and calls, `calls=dbench`)",
