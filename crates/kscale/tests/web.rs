@@ -195,6 +195,35 @@ fn quick_run_of_the_own_server_in_both_modes() {
     );
 }
 
+/// wait=spin keeps the load from sleeping: at a throttled rate, where the
+/// sleeping load is idle between requests, the spinning one burns its CPU
+/// (many times the load's CPU a request) and serves the same requests.
+#[test]
+fn a_spinning_load_never_sleeps() {
+    let env = Env::new();
+    let results = &env.run_quick(
+        &["web.own"],
+        &["mode=epoll", "conns=4", "duration=1", "wait=sleep,spin"],
+    );
+    let of = |wait: &str, m: &str| -> f64 {
+        results
+            .iter()
+            .find(|r| r["metric"] == m && r["params"]["wait"] == wait)
+            .unwrap_or_else(|| panic!("no {m} for wait={wait}"))["mean"]
+            .as_f64()
+            .unwrap()
+    };
+    for wait in ["sleep", "spin"] {
+        assert_eq!(of(wait, "errors"), 0.0, "wait={wait}");
+        assert_eq!(of(wait, "conforming"), 4.0, "wait={wait}");
+    }
+    let (sleep, spin) = (of("sleep", "sd_load"), of("spin", "sd_load"));
+    assert!(
+        spin > 5.0 * sleep,
+        "load CPU a request: sleeping {sleep} µs, spinning {spin} µs"
+    );
+}
+
 /// Debian's nginx on a loopback port, serving `root` with kscale's own
 /// configuration (its dynamic locations included), killed with its process
 /// group when dropped.
