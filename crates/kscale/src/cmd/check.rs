@@ -754,6 +754,10 @@ fn report(
                 gauge_df(&m),
             )
         });
+        // The label's own spread, pooled with the gauge's where its runs do
+        // not spread beyond it.
+        let own_pooled = own.map(|o| noise::pool_between(Some(o), prior).unwrap_or(o));
+        let pooled = own.is_some() && own_pooled != own;
         let spread = |with_shift: bool| {
             // Half the larger of the probes' moves: on the same kernel the
             // kernel crossing's too, which a case on a kernel path follows
@@ -763,18 +767,13 @@ fn report(
                 .flatten()
                 .map(|m| (m.slower - 1.0).abs() / 2.0)
                 .fold(0.0, f64::max);
-            match own {
-                Some(o) => {
-                    // A few runs of the label pooled with the gauge's
-                    // spread, where they do not spread beyond it.
-                    let (b, df) = noise::pool_between(Some(o), prior).unwrap_or(o);
-                    (
-                        if with_shift { b.max(shift) } else { b },
-                        Some(df),
-                        1.0,
-                        1.0,
-                    )
-                }
+            match own_pooled {
+                Some((b, df)) => (
+                    if with_shift { b.max(shift) } else { b },
+                    Some(df),
+                    1.0,
+                    1.0,
+                ),
                 None => {
                     // The machine's shift between the runs is one draw on
                     // each side however many moments they sampled: kept
@@ -792,7 +791,6 @@ fn report(
                 }
             }
         };
-        let pooled = own.is_some_and(|o| noise::pool_between(Some(o), prior) != Some(o));
         let mut part = None;
         if let Some((probe, t)) = cov {
             // The runs' line has the machine's level in it: the case is
