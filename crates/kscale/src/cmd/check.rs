@@ -62,6 +62,13 @@ pub struct Args {
     /// as a covariate"). 1 to 20.
     #[arg(long, value_name = "N", default_value_t = 1)]
     repeat: u32,
+    /// Report a case regressed on the first runs alone. By default a case
+    /// found regressed is measured again (as many runs) and stays
+    /// regressed only if those runs find it so too: a spell of the
+    /// host's moves one run, not two (docs/method.md, "A regression
+    /// reproduces").
+    #[arg(long)]
+    no_confirm: bool,
     #[command(flatten)]
     run: super::run::Args,
 }
@@ -121,6 +128,25 @@ struct CaseCheck {
     machine: Option<MachinePart>,
     /// The machine itself moved by more than the threshold: cannot tell.
     machine_moved: bool,
+    /// What the runs measured again found, for a case the first runs found
+    /// regressed.
+    confirmation: Option<Confirmation>,
+}
+
+/// The second look at a case the first runs found regressed.
+#[derive(Serialize)]
+struct Confirmation {
+    /// The runs measured again.
+    runs: Vec<i64>,
+    /// How much worse they found it, in % (about the control's line where
+    /// it decided), and the p of their test (each `None` where they did
+    /// not measure it).
+    worse_pct: Option<f64>,
+    p: Option<f64>,
+    /// The level their test was made at: [`CONFIRM_ALPHA`] over the cases.
+    alpha: f64,
+    /// They found it regressed too: the case stays regressed.
+    reproduced: bool,
 }
 
 impl CaseCheck {
@@ -283,11 +309,91 @@ pub fn run(mut args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         )));
     }
 
+    let Some((store, ids)) = measure_runs(&args, &db, "")? else {
+        return Ok(ExitCode::from(UNMEASURED));
+    };
+    let Some((now, machine)) = compared(&store, &base, &ids, &[])? else {
+        return Ok(ExitCode::from(UNMEASURED));
+    };
+    let mut assessed = assess(&base, &now, &machine, threshold, GATE_ALPHA)?;
+    let flagged = assessed.cases.iter().filter(|c| c.regressed).count();
+    if flagged > 0 && !args.no_confirm {
+        // A spell of the host's can move one run as far as a real change
+        // (docs/method.md, "A regression reproduces"); it does not move the
+        // runs measured again a few seconds later.
+        eprintln!(
+            "kscale check: {flagged} case(s) regressed in run{} {}; measuring again to see whether it reproduces",
+            if ids.len() > 1 { "s" } else { "" },
+            join_ids(&ids)
+        );
+        let Some((store, again)) = measure_runs(&args, &db, "again: ")? else {
+            return Ok(ExitCode::from(UNMEASURED));
+        };
+        let Some((now2, machine2)) = compared(&store, &base, &again, &ids)? else {
+            return Ok(ExitCode::from(UNMEASURED));
+        };
+        let second = assess(&base, &now2, &machine2, threshold, CONFIRM_ALPHA)?;
+        confirm(&mut assessed, &second, &again);
+    }
+    report(&base, &machine, threshold, args.format, assessed)
+}
+
+/// The chance, over the cases compared, that the runs measured again find
+/// a case regressed that did not change: looser than [`GATE_ALPHA`], since
+/// only a case the first runs found regressed at that level is measured
+/// again, and a real change should not be lost to the second look.
+pub const CONFIRM_ALPHA: f64 = 0.05;
+
+fn join_ids(ids: &[i64]) -> String {
+    ids.iter()
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Marks each case `first` found regressed with what the runs measured
+/// again (`again`, assessed as `second`) found: a case they do not find
+/// regressed too is "cannot tell".
+fn confirm(first: &mut Assessed, second: &Assessed, again: &[i64]) {
+    for c in first.cases.iter_mut().filter(|c| c.regressed) {
+        let d = second
+            .cases
+            .iter()
+            .find(|d| d.workload == c.workload && d.case == c.case && d.cpus == c.cpus);
+        let reproduced = d.is_some_and(|d| d.regressed);
+        c.confirmation = Some(Confirmation {
+            runs: again.to_vec(),
+            // As the verdict was reached: about the control's line where it
+            // decided.
+            worse_pct: d.map(|d| {
+                d.machine
+                    .as_ref()
+                    .and_then(|m| m.covariate.as_ref())
+                    .map_or(d.worse_pct, |c| c.worse_pct)
+            }),
+            p: d.and_then(|d| d.p),
+            alpha: second.alpha,
+            reproduced,
+        });
+        if !reproduced {
+            c.regressed = false;
+            c.verdict = Verdict::CannotTell;
+        }
+    }
+}
+
+/// Measures the targets `--repeat` times; `None` (after saying why) when a
+/// run could not be measured.
+fn measure_runs(
+    args: &Args,
+    db: &Option<PathBuf>,
+    what: &str,
+) -> Result<Option<(Store, Vec<i64>)>> {
     let mut ids = Vec::new();
     let mut measured = None;
     for i in 0..args.repeat {
         if args.repeat > 1 {
-            eprintln!("kscale check: run {} of {}", i + 1, args.repeat);
+            eprintln!("kscale check: {what}run {} of {}", i + 1, args.repeat);
         }
         match super::run::measure(&args.run, db.clone()) {
             Ok((store, id)) => {
@@ -310,54 +416,63 @@ pub fn run(mut args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
                     )?;
                 }
                 eprintln!("kscale: check: could not measure: {e:#}");
-                return Ok(ExitCode::from(UNMEASURED));
+                return Ok(None);
             }
         }
     }
-    let (now, machine) = match measured.zip(ids.first().copied()) {
-        Some((store, id)) => {
-            let earlier = earlier_runs(&store, &base, &ids)?;
-            let mut earlier_gauge = BTreeMap::new();
-            for c in &earlier {
-                if let std::collections::btree_map::Entry::Vacant(e) = earlier_gauge.entry(c.run_id)
-                {
-                    e.insert(store.gauge(c.run_id)?);
-                }
-            }
-            let mut repeats = Vec::new();
-            for &r in &ids {
-                repeats.push((store.load_run(r)?, store.gauge(r)?));
-            }
-            let machine = Machine {
-                base: store.gauge(base.run.id)?,
-                now: repeats
-                    .iter()
-                    .flat_map(|(_, g)| g.iter().cloned())
-                    .collect(),
-                repeats,
-                earlier,
-                earlier_gauge,
-                same_kernel: {
-                    let now_run = store.run(id)?;
-                    let k = |s: &serde_json::Value| {
-                        (
-                            s["kernel"]["release"].clone(),
-                            s["kernel"]["version"].clone(),
-                            s["kernel"]["cmdline"].clone(),
-                        )
-                    };
-                    k(&base.run.snapshot) == k(&now_run.snapshot)
-                },
-            };
-            let Some(((first, _), rest)) = machine.repeats.split_first() else {
-                return Ok(ExitCode::from(UNMEASURED));
-            };
-            let merged = merge(first, rest.iter().map(|(r, _)| r));
-            (merged, machine)
-        }
-        None => return Ok(ExitCode::from(UNMEASURED)),
+    Ok(measured.map(|s| (s, ids)))
+}
+
+/// The runs `ids` merged into one, and the machine's part in comparing
+/// them with `base`: the gauge's readings, the runs of the baseline's label
+/// (none of `ids` or `also_not`, the runs measured before them).
+fn compared(
+    store: &Store,
+    base: &RunData,
+    ids: &[i64],
+    also_not: &[i64],
+) -> Result<Option<(RunData, Machine)>> {
+    let Some(&id) = ids.first() else {
+        return Ok(None);
     };
-    report(&base, &now, &machine, threshold, args.format)
+    let excluded: Vec<i64> = ids.iter().chain(also_not).copied().collect();
+    let earlier = earlier_runs(store, base, &excluded)?;
+    let mut earlier_gauge = BTreeMap::new();
+    for c in &earlier {
+        if let std::collections::btree_map::Entry::Vacant(e) = earlier_gauge.entry(c.run_id) {
+            e.insert(store.gauge(c.run_id)?);
+        }
+    }
+    let mut repeats = Vec::new();
+    for &r in ids {
+        repeats.push((store.load_run(r)?, store.gauge(r)?));
+    }
+    let machine = Machine {
+        base: store.gauge(base.run.id)?,
+        now: repeats
+            .iter()
+            .flat_map(|(_, g)| g.iter().cloned())
+            .collect(),
+        repeats,
+        earlier,
+        earlier_gauge,
+        same_kernel: {
+            let now_run = store.run(id)?;
+            let k = |s: &serde_json::Value| {
+                (
+                    s["kernel"]["release"].clone(),
+                    s["kernel"]["version"].clone(),
+                    s["kernel"]["cmdline"].clone(),
+                )
+            };
+            k(&base.run.snapshot) == k(&now_run.snapshot)
+        },
+    };
+    let Some(((first, _), rest)) = machine.repeats.split_first() else {
+        return Ok(None);
+    };
+    let merged = merge(first, rest.iter().map(|(r, _)| r));
+    Ok(Some((merged, machine)))
 }
 
 /// The runs `--repeat` took, as one: the first run's cases, each with the
@@ -645,13 +760,26 @@ fn case_of<'a>(
     })
 }
 
-fn report(
+/// What one comparison found: each case's verdict, the cases not measured
+/// now, and what the tests were made at.
+struct Assessed {
+    cases: Vec<CaseCheck>,
+    failed: Vec<String>,
+    /// The per-case level of the tests: `family_alpha` over the cases.
+    alpha: f64,
+    family_alpha: f64,
+    estimator: &'static str,
+}
+
+/// Compares each case measured now (`now`, the runs of `machine.repeats`
+/// merged) with the baseline's, at `family_alpha` over the cases.
+fn assess(
     base: &RunData,
     now: &RunData,
     machine: &Machine,
     threshold: f64,
-    format: Format,
-) -> Result<ExitCode> {
+    family_alpha: f64,
+) -> Result<Assessed> {
     let cmp = compare_metric(&[base, now], &super::Registry, None)
         .map_err(|e| anyhow::anyhow!("cannot compare with the baseline: {e}"))?;
     let rows: Vec<_> = cmp
@@ -666,7 +794,7 @@ fn report(
                 .map(|r| (row, r))
         })
         .collect();
-    let alpha = GATE_ALPHA / rows.len().max(1) as f64;
+    let alpha = family_alpha / rows.len().max(1) as f64;
     let mut cases = Vec::new();
     for (row, r) in rows {
         let worse = match row.direction {
@@ -952,6 +1080,7 @@ fn report(
             verdict,
             machine: part,
             machine_moved: moved,
+            confirmation: None,
         });
     }
     // Cases of the baseline that were targeted but not measured now.
@@ -975,6 +1104,37 @@ fn report(
             )
         })
         .collect();
+    Ok(Assessed {
+        cases,
+        failed,
+        alpha,
+        family_alpha,
+        estimator: cmp.estimator.as_str(),
+    })
+}
+
+/// Prints what `assessed` found (each case's confirmation by the runs
+/// measured again, where one was asked for) and returns the exit status.
+fn report(
+    base: &RunData,
+    machine: &Machine,
+    threshold: f64,
+    format: Format,
+    assessed: Assessed,
+) -> Result<ExitCode> {
+    let Assessed {
+        cases,
+        failed,
+        alpha,
+        family_alpha,
+        estimator,
+    } = assessed;
+    let now_ids: Vec<i64> = machine.repeats.iter().map(|(r, _)| r.run.id).collect();
+    let now_id = now_ids.first().copied().unwrap_or(0);
+    let now_label = machine
+        .repeats
+        .first()
+        .map_or(String::new(), |(r, _)| r.run.label.clone());
     let overall = noise::machine_move(&machine.base, &machine.now, &[]);
     let regressed = cases.iter().filter(|c| c.regressed).count();
     let cannot_tell = cases
@@ -996,13 +1156,13 @@ fn report(
             serde_json::to_string_pretty(&json!({
                 "status": status,
                 "baseline": {"id": base.run.id, "label": base.run.label},
-                "run": {"id": now.run.id, "label": now.run.label},
+                "run": {"id": now_id, "label": now_label},
                 "runs": machine.repeats.iter().map(|(r, _)| r.run.id).collect::<Vec<_>>(),
                 "threshold_pct": threshold * 100.0,
                 "alpha": alpha,
-                "alpha_family": GATE_ALPHA,
+                "alpha_family": family_alpha,
                 "power": POWER,
-                "estimator": cmp.estimator.as_str(),
+                "estimator": estimator,
                 "machine": overall.map(|m| json!({
                     "slower_pct": (m.slower - 1.0) * 100.0,
                     "between_pct": m.between_cv * 100.0,
@@ -1023,11 +1183,34 @@ fn report(
             };
             for c in cases.iter().filter(|c| c.regressed) {
                 outln!(
-                    "{} {}, p = {}){}",
+                    "{} {}, p = {}){}{}",
                     paint("REGRESSED"),
                     c.head(),
                     c.p.map(p_value).unwrap_or_else(|| "-".into()),
-                    c.against_line()
+                    c.against_line(),
+                    c.confirmation
+                        .as_ref()
+                        .map(|f| format!(
+                            "; measured again in run{}: {}",
+                            plural(&f.runs),
+                            f.found()
+                        ))
+                        .unwrap_or_default()
+                )?;
+            }
+            for (c, f) in cases.iter().filter_map(|c| {
+                c.confirmation
+                    .as_ref()
+                    .filter(|f| !f.reproduced)
+                    .map(|f| (c, f))
+            }) {
+                outln!(
+                    "CANNOT TELL {}, p = {}) in run{}, but not when measured again in run{} ({}): a spell of the machine moves one run, not a change; check again",
+                    c.head(),
+                    c.p.map(p_value).unwrap_or_else(|| "-".into()),
+                    plural(&now_ids),
+                    plural(&f.runs),
+                    f.found()
                 )?;
             }
             for c in cases
@@ -1073,7 +1256,10 @@ fn report(
                 )?;
             }
             for c in cases.iter().filter(|c| {
-                c.verdict == Verdict::CannotTell && !c.machine_moved && c.noisier().is_none()
+                c.verdict == Verdict::CannotTell
+                    && !c.machine_moved
+                    && c.noisier().is_none()
+                    && c.confirmation.is_none()
             }) {
                 outln!(
                     "CANNOT TELL {}, {}): the smallest change this comparison could see is {}, above the {}% threshold{}",
@@ -1160,6 +1346,30 @@ fn report(
     Ok(ExitCode::from(code))
 }
 
+/// ` 12` or `s 12, 13`: after "run".
+fn plural(ids: &[i64]) -> String {
+    format!("{} {}", if ids.len() > 1 { "s" } else { "" }, join_ids(ids))
+}
+
+impl Confirmation {
+    /// `+11.0% worse, p = 0.0004`: what the runs measured again found.
+    fn found(&self) -> String {
+        match self.worse_pct {
+            Some(w) => format!(
+                "{}, p = {}{}",
+                change(w),
+                self.p.map(p_value).unwrap_or_else(|| "-".into()),
+                if self.reproduced {
+                    ""
+                } else {
+                    ", not regressed"
+                }
+            ),
+            None => "not measured".into(),
+        }
+    }
+}
+
 /// `+22.4% worse` or `7.2% better`: a faster result is never "worse".
 fn change(worse_pct: f64) -> String {
     if worse_pct < 0.0 {
@@ -1213,6 +1423,88 @@ mod tests {
         assert!((beyond_machine(Direction::Higher, 0.1, 2.0) - 0.8).abs() < 1e-9);
         // Throughput at 60 % on a 2x slower machine: better than explained.
         assert!(beyond_machine(Direction::Higher, 0.6, 2.0) < 0.0);
+    }
+
+    fn case(cpus: &str, worse: f64, regressed: bool) -> super::CaseCheck {
+        super::CaseCheck {
+            workload: "syscall.null".into(),
+            case: "Simple syscall".into(),
+            cpus: cpus.into(),
+            metric: "latency".into(),
+            unit: "µs".into(),
+            direction: super::Direction::Lower,
+            baseline: 1.0,
+            now: 1.0 + worse / 100.0,
+            worse_pct: worse,
+            p: Some(if regressed { 1e-4 } else { 0.3 }),
+            significant: regressed,
+            test: None,
+            mdc_pct: Some(4.0),
+            regressed,
+            verdict: if regressed {
+                Verdict::Regressed
+            } else {
+                Verdict::Ok
+            },
+            machine: None,
+            machine_moved: false,
+            confirmation: None,
+        }
+    }
+
+    fn assessed(cases: Vec<super::CaseCheck>, family_alpha: f64) -> super::Assessed {
+        super::Assessed {
+            alpha: family_alpha / cases.len() as f64,
+            cases,
+            failed: Vec::new(),
+            family_alpha,
+            estimator: "trimmed",
+        }
+    }
+
+    #[test]
+    fn a_regression_stands_only_where_the_runs_measured_again_find_it_too() {
+        // The first run: both CPU configurations 12 % worse, a third case
+        // fine.
+        let mut first = assessed(
+            vec![
+                case("1", 12.0, true),
+                case("all", 12.0, true),
+                case("2", 1.0, false),
+            ],
+            super::GATE_ALPHA,
+        );
+        // Measured again: one configuration still worse, the other was a
+        // spell of the machine.
+        let second = assessed(
+            vec![
+                case("1", 11.0, true),
+                case("all", 0.5, false),
+                case("2", 1.0, false),
+            ],
+            super::CONFIRM_ALPHA,
+        );
+        super::confirm(&mut first, &second, &[7]);
+        let [one, all, two] = &first.cases[..] else {
+            panic!("three cases")
+        };
+        assert!(one.regressed && one.verdict == Verdict::Regressed);
+        let f = one.confirmation.as_ref().expect("looked at again");
+        assert!(f.reproduced && f.runs == [7] && f.worse_pct == Some(11.0));
+        assert!(!all.regressed && all.verdict == Verdict::CannotTell);
+        let f = all.confirmation.as_ref().expect("looked at again");
+        assert!(!f.reproduced && f.worse_pct == Some(0.5));
+        assert!(f.found().contains("not regressed"), "{}", f.found());
+        // A case that was not regressed is not looked at again.
+        assert!(two.confirmation.is_none() && two.verdict == Verdict::Ok);
+        // A case the second look could not measure is not confirmed.
+        let mut first = assessed(vec![case("1", 12.0, true)], super::GATE_ALPHA);
+        super::confirm(&mut first, &assessed(vec![], super::CONFIRM_ALPHA), &[8]);
+        assert!(!first.cases[0].regressed);
+        assert_eq!(
+            first.cases[0].confirmation.as_ref().map(|f| f.found()),
+            Some("not measured".to_string())
+        );
     }
 
     #[test]
