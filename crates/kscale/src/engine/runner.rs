@@ -29,6 +29,11 @@ struct Unit {
     next_idx: i64,
     warmup_iterations: Option<u64>,
     counted: Vec<f64>,
+    /// Each counted trial's hypervisor steal time and line round trip
+    /// between two of its CPUs (NaN where it has none): what a case left
+    /// out after its pilot is set beside (docs/method.md, "vCPU
+    /// placement").
+    host: Vec<(f64, f64)>,
     /// Trial wall time spent so far, warm-up included: what a case budget
     /// limits.
     spent_s: f64,
@@ -326,6 +331,7 @@ fn units(store: &Store, run_id: i64, opts: &RunOptions) -> Result<Vec<Unit>> {
             next_idx: 0,
             warmup_iterations: None,
             counted: Vec::new(),
+            host: Vec::new(),
             spent_s: 0.0,
             notes: Vec::new(),
             finished: false,
@@ -479,6 +485,36 @@ fn run_trial(
         },
     };
     super::roles::run_trial(w, req, timeout, place)
+}
+
+/// What a case's counted trials (`values`, with each one's steal time and
+/// line round trip in `host`) followed of the host's, as the tables say it
+/// of a NOT CONVERGED case: empty where they followed neither. A case left
+/// out for its spread is then named the host's, not the workload's.
+fn host_link(values: &[f64], host: &[(f64, f64)]) -> String {
+    let with = |pick: fn(&(f64, f64)) -> f64| -> (Vec<f64>, Vec<f64>) {
+        values
+            .iter()
+            .zip(host)
+            .filter(|(_, h)| pick(h).is_finite())
+            .map(|(v, h)| (pick(h), *v))
+            .unzip()
+    };
+    let (line, on_line) = with(|h| h.1);
+    if let Some(f) = kscale_core::Follows::line(&line, &on_line) {
+        return format!(
+            "; its trials followed the host's placement of the vCPUs (a cache line took {:.0}–{:.0} ns between two of its CPUs, r = {:.2}: docs/method.md, \"vCPU placement\")",
+            f.low, f.high, f.r
+        );
+    }
+    let (steal, on_steal) = with(|h| h.0);
+    if let Some(f) = kscale_core::Follows::steal(&steal, &on_steal) {
+        return format!(
+            "; its trials followed the hypervisor's steal time ({:.0}–{:.0} %, r = {:.2})",
+            f.low, f.high, f.r
+        );
+    }
+    String::new()
 }
 
 /// The round trip of a cache line between two CPUs a trial spans, probed
@@ -1018,6 +1054,10 @@ impl<'a, 'p> Runner<'a, 'p> {
             return Ok(());
         }
         u.counted.push(out.values[u.workload.primary().name]);
+        u.host
+            .push(out.accounting.as_ref().map_or((f64::NAN, f64::NAN), |a| {
+                (a.steal_pct, a.line_ns.unwrap_or(f64::NAN))
+            }));
         // Paced: the next counted trial starts a gap after this one's
         // start; back-to-back trials would follow one host spell and
         // narrow the interval without sampling more of the machine.
@@ -1091,11 +1131,12 @@ impl<'a, 'p> Runner<'a, 'p> {
             String::new()
         };
         let line = format!(
-            "{} [cpus {}]: left out after {} trials{spread}: {}; {why}",
+            "{} [cpus {}]: left out after {} trials{spread}: {}; {why}{}",
             u.label(),
             kscale_core::cpus::base_name(&u.entry.cpus_name),
             values.len(),
-            need.message()
+            need.message(),
+            host_link(values, &u.host)
         );
         self.store.leave_out_case(self.run_id, u.case_id, &line)?;
         let msg = format!("  {line}");
@@ -1203,4 +1244,31 @@ fn trial_timeout(
         .filter(|v| v.is_finite() && *v > 0.0)
         .map(Duration::from_secs_f64)
         .unwrap_or_else(|| w.time_limit(&kscale_core::Params(params.clone()), trial_time_s))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_case_left_out_names_the_host_it_followed() {
+        // Five pilot trials of a ring across two vCPUs: two with the vCPUs
+        // near (a 60 ns line), three far (390 ns), the ring 1.6x slower.
+        let values = [2.05, 2.02, 3.27, 3.20, 3.21];
+        let near_far = [60.0, 61.0, 390.0, 385.0, 388.0];
+        let host: Vec<(f64, f64)> = near_far.iter().map(|&l| (0.0, l)).collect();
+        let said = super::host_link(&values, &host);
+        assert!(said.contains("placement of the vCPUs"), "{said}");
+        assert!(said.contains("60–390 ns"), "{said}");
+        // The same spread with the vCPUs where they were: nothing to name.
+        let still: Vec<(f64, f64)> = values.iter().map(|_| (0.0, 60.0)).collect();
+        assert_eq!(super::host_link(&values, &still), "");
+        // Trials without a probe (one CPU) and steal that followed them.
+        let steal: Vec<(f64, f64)> = [0.0, 1.0, 20.0, 18.0, 22.0]
+            .iter()
+            .map(|&s| (s, f64::NAN))
+            .collect();
+        let said = super::host_link(&values, &steal);
+        assert!(said.contains("steal time (0–22 %"), "{said}");
+        // Too few trials to say.
+        assert_eq!(super::host_link(&values[..3], &host[..3]), "");
+    }
 }
