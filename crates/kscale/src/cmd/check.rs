@@ -1322,15 +1322,9 @@ fn report(
                 )?,
             }
             outln!(
-                "kscale check: {} case(s) of run{} {} compared with baseline run {} ({}): {} regressed by more than {}% (p < {} each, {GATE_ALPHA} over the {} cases), {} cannot tell (minimum detectable change above {}%, power {POWER}), {} not measured",
+                "kscale check: {} case(s) of run{} compared with baseline run {} ({}): {} regressed by more than {}% (p < {} each, {family_alpha} over the {} cases), {} cannot tell (minimum detectable change above {}%, power {POWER}), {} not measured",
                 cases.len(),
-                if machine.repeats.len() > 1 { "s" } else { "" },
-                machine
-                    .repeats
-                    .iter()
-                    .map(|(r, _)| r.run.id.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                plural(&now_ids),
                 base.run.id,
                 base.run.label,
                 regressed,
