@@ -208,24 +208,24 @@ pub fn tick(store: &Store) {
     if due && CONTROL.with(|c| c.borrow().is_some()) {
         look_for_others();
     }
-    sample(store, Some(EVERY));
+    sample(store, Some(EVERY), 1);
 }
 
 /// One control reading of every CPU when [`PACED_EVERY`] has passed since
 /// the last: called by a paced run when no trial is due yet.
 pub fn tick_paced(store: &Store) {
-    sample(store, Some(PACED_EVERY));
+    sample(store, Some(PACED_EVERY), 1);
 }
 
-/// A control reading when `every` has passed since the last one, or now
-/// (`None`).
-fn sample(store: &Store, every: Option<Duration>) {
+/// `readings` control readings when `every` has passed since the last
+/// one, or now (`None`).
+fn sample(store: &Store, every: Option<Duration>, readings: usize) {
     let due = CONTROL.with(|c| {
         c.borrow().as_ref().and_then(|c| {
             let due = every.is_none_or(|e| c.last.elapsed() >= e);
             (c.store_path == store.location() && due).then(|| GaugeRequest {
                 cpus: c.cpus.clone(),
-                readings: 1,
+                readings,
                 spacing_ms: 0,
                 t0_s: c.t0.elapsed().as_secs_f64(),
             })
@@ -255,9 +255,23 @@ fn sample(store: &Store, every: Option<Duration>) {
 }
 
 /// The control's last reading, and its readings over the run; the control
-/// ends.
+/// ends. A run too short for a reading between its trials (an unpaced
+/// quick run of a second or two: the gauge's eight and this one) ends
+/// with as many as bring each CPU to [`noise::MIN_LEVEL_READINGS`], so
+/// that `check` can set each of its cases against the control's line,
+/// a one-CPU case as well as one on every CPU (docs/method.md, "The
+/// control as a covariate"). About 0.1 s a reading.
 pub fn end(store: &Store) -> Option<Vec<Reading>> {
-    sample(store, None);
+    let short = CONTROL.with(|c| {
+        c.borrow().as_ref().map_or(0, |c| {
+            c.cpus
+                .iter()
+                .map(|cpu| c.readings.iter().filter(|r| r.cpu == *cpu).count())
+                .min()
+                .map_or(0, |have| noise::MIN_LEVEL_READINGS.saturating_sub(have))
+        })
+    });
+    sample(store, None, short.max(1));
     CONTROL.with(|c| c.borrow_mut().take().map(|c| c.readings))
 }
 
