@@ -562,3 +562,76 @@ fn runs_whose_trials_jump_are_not_set_against_the_line() {
     assert!(text.contains("the case's own trials spread"), "{text}");
     assert_eq!(out.status.code(), Some(125), "{text}");
 }
+
+/// A regression is measured again alone: the second look's run holds the
+/// regressed case and none of the cases that were fine.
+#[test]
+fn only_the_regressed_case_is_measured_again() {
+    let _alone = alone();
+    let env = Env::new();
+    let targets = [
+        "syscall.null",
+        "syscall.read",
+        "--cpus",
+        "1",
+        "--quick",
+        "--min-trials",
+        "5",
+        "--no-progress",
+    ];
+    env.cmd(&["run", "--label", "base"])
+        .args(targets)
+        .assert()
+        .success();
+    let out = env
+        .cmd(&[
+            "check",
+            "--baseline",
+            "base",
+            "--threshold",
+            "50%",
+            "--format",
+            "json",
+        ])
+        .args(targets)
+        .env("KSCALE_TEST_DELAY_NS", "20000")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cases = v["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 2, "{v}");
+    let slowed = cases
+        .iter()
+        .find(|c| c["workload"] == "syscall.null")
+        .unwrap();
+    assert_eq!(slowed["regressed"], true, "{v}");
+    let again = slowed["confirmation"]["runs"][0].as_i64().unwrap();
+    let other = cases
+        .iter()
+        .find(|c| c["workload"] == "syscall.read")
+        .unwrap();
+    assert!(other["confirmation"].is_null(), "{v}");
+    let export = env
+        .cmd(&["export", &again.to_string(), "--format", "json"])
+        .output()
+        .unwrap();
+    let e: serde_json::Value = serde_json::from_slice(&export.stdout).unwrap();
+    let measured: std::collections::BTreeSet<&str> = e["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["workload"].as_str())
+        .collect();
+    assert_eq!(
+        measured.into_iter().collect::<Vec<_>>(),
+        ["syscall.null"],
+        "{e}"
+    );
+}

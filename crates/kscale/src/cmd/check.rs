@@ -7,6 +7,7 @@
 //! what CI and `git bisect run` read: 0 good, 1 a case regressed, 125
 //! nothing could be measured, or no case could tell ("skip this commit").
 
+use crate::engine::plan::PlanEntry;
 use crate::error::{user, Interrupted, UserError};
 use crate::output::outln;
 use anyhow::Result;
@@ -63,7 +64,7 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 1)]
     repeat: u32,
     /// Report a case regressed on the first runs alone. By default a case
-    /// found regressed is measured again (as many runs) and stays
+    /// found regressed is measured again alone (as many runs) and stays
     /// regressed only if those runs find it so too: a spell of the
     /// host's moves one run, not two (docs/method.md, "A regression
     /// reproduces").
@@ -105,6 +106,9 @@ fn resolve_baseline(store: &Store, spec: &str) -> Result<i64> {
 struct CaseCheck {
     workload: String,
     case: String,
+    /// The case's params, to measure it again alone.
+    #[serde(skip)]
+    params: BTreeMap<String, String>,
     cpus: String,
     metric: String,
     unit: String,
@@ -309,7 +313,7 @@ pub fn run(mut args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         )));
     }
 
-    let Some((store, ids)) = measure_runs(&args, &db, "")? else {
+    let Some((store, ids)) = measure_runs(&args, &db, "", |_| true)? else {
         return Ok(ExitCode::from(UNMEASURED));
     };
     let Some((now, machine)) = compared(&store, &base, &ids, &[])? else {
@@ -326,7 +330,17 @@ pub fn run(mut args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
             if ids.len() > 1 { "s" } else { "" },
             join_ids(&ids)
         );
-        let Some((store, again)) = measure_runs(&args, &db, "again: ")? else {
+        // Only the cases found regressed: the others' verdicts stand, and
+        // measuring them again would only spend the time.
+        let regressed: Vec<&CaseCheck> = assessed.cases.iter().filter(|c| c.regressed).collect();
+        let flagged_case = |e: &PlanEntry| {
+            regressed.iter().any(|c| {
+                c.workload == e.workload
+                    && c.params == e.params
+                    && base_name(&c.cpus) == base_name(&e.cpus_name)
+            })
+        };
+        let Some((store, again)) = measure_runs(&args, &db, "again: ", flagged_case)? else {
             return Ok(ExitCode::from(UNMEASURED));
         };
         let Some((now2, machine2)) = compared(&store, &base, &again, &ids)? else {
@@ -382,12 +396,13 @@ fn confirm(first: &mut Assessed, second: &Assessed, again: &[i64]) {
     }
 }
 
-/// Measures the targets `--repeat` times; `None` (after saying why) when a
-/// run could not be measured.
+/// Measures the targets' cases `keep` accepts `--repeat` times; `None`
+/// (after saying why) when a run could not be measured.
 fn measure_runs(
     args: &Args,
     db: &Option<PathBuf>,
     what: &str,
+    keep: impl Fn(&PlanEntry) -> bool,
 ) -> Result<Option<(Store, Vec<i64>)>> {
     let mut ids = Vec::new();
     let mut measured = None;
@@ -395,7 +410,7 @@ fn measure_runs(
         if args.repeat > 1 {
             eprintln!("kscale check: {what}run {} of {}", i + 1, args.repeat);
         }
-        match super::run::measure(&args.run, db.clone()) {
+        match super::run::measure_kept(&args.run, db.clone(), &keep) {
             Ok((store, id)) => {
                 ids.push(id);
                 measured = Some(store);
@@ -1061,6 +1076,7 @@ fn assess(
         cases.push(CaseCheck {
             workload: row.workload.clone(),
             case: row.label.clone(),
+            params: row.params.clone(),
             cpus: row.cpus.clone(),
             metric: row.metric.clone(),
             unit: row.unit.clone(),
@@ -1423,6 +1439,7 @@ mod tests {
         super::CaseCheck {
             workload: "syscall.null".into(),
             case: "Simple syscall".into(),
+            params: Default::default(),
             cpus: cpus.into(),
             metric: "latency".into(),
             unit: "µs".into(),

@@ -36,10 +36,24 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
 
 /// Creates (or resumes) a run and measures it; shared with `kscale check`.
 pub fn measure(args: &Args, db: Option<PathBuf>) -> Result<(kscale_store::Store, i64)> {
+    measure_kept(args, db, |_| true)
+}
+
+/// [`measure`] of the planned cases `keep` accepts only (a new run):
+/// `check` measures again just the cases its first runs found regressed.
+pub fn measure_kept(
+    args: &Args,
+    db: Option<PathBuf>,
+    keep: impl Fn(&crate::engine::plan::PlanEntry) -> bool,
+) -> Result<(kscale_store::Store, i64)> {
     let start = match &args.resume {
         Some(spec) => Start::Resume(spec),
         None => Start::New {
-            opts: Box::new(args::options(&args.select, &args.run)?),
+            opts: Box::new({
+                let mut o = args::options(&args.select, &args.run)?;
+                o.plan.retain(|e| keep(e));
+                o
+            }),
             label: label(&args.run),
             capacity: args.select.capacity,
         },
