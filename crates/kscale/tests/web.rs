@@ -570,3 +570,68 @@ fn ten_thousand_connections_are_held_by_the_own_server() {
         assert!(v("ops") > 10_000.0, "{mode}: {} ops/s", v("ops"));
     }
 }
+
+/// `kscale web nginx-conf` prints the configuration web.nginx runs its
+/// server with, one nginx accepts as it stands (`nginx -t`), with the
+/// directory, root and port asked for; a port of 0 is refused.
+#[test]
+fn nginx_conf_is_what_nginx_accepts() {
+    let env = Env::new();
+    refused(
+        &env,
+        &[
+            "web",
+            "nginx-conf",
+            "--dir",
+            "/tmp",
+            "--root",
+            "/tmp",
+            "--port",
+            "0",
+        ],
+        "--port 0",
+    );
+    let Some(nginx) = nginx() else { return };
+    let dir = env.path().join("nginx");
+    let root = env.path().join("root");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&root).unwrap();
+    let out = env
+        .cmd(&[
+            "web",
+            "nginx-conf",
+            "--dir",
+            dir.to_str().unwrap(),
+            "--root",
+            root.to_str().unwrap(),
+            "--port",
+            "18089",
+            "--conns",
+            "50",
+        ])
+        .output()
+        .unwrap();
+    let conf = common::stdout_of_success(&out, "web nginx-conf");
+    assert!(conf.contains("listen 127.0.0.1:18089"), "{conf}");
+    assert!(
+        conf.contains(&format!("root {};", root.display())),
+        "{conf}"
+    );
+    let file = dir.join("nginx.conf");
+    std::fs::write(&file, &conf).unwrap();
+    let t = std::process::Command::new(nginx)
+        .arg("-t")
+        .arg("-p")
+        .arg(&dir)
+        .arg("-c")
+        .arg(&file)
+        .arg("-e")
+        .arg(dir.join("error.log"))
+        .output()
+        .unwrap();
+    assert!(
+        t.status.success(),
+        "nginx -t refused it: {}\n{conf}",
+        String::from_utf8_lossy(&t.stderr)
+    );
+}

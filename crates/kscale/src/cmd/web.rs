@@ -27,6 +27,28 @@ enum Sub {
     /// Serve a file set with kscale's own web server until Ctrl-C (for other load generators,
     /// such as wrk in scripts/validate-web).
     Serve(ServeArgs),
+    /// Print the nginx configuration web.nginx runs its server with, for an nginx started by
+    /// hand (scripts/validate-web points wrk at one).
+    NginxConf(NginxConfArgs),
+}
+
+#[derive(clap::Args)]
+struct NginxConfArgs {
+    /// nginx's own directory: its pid file, error log and temporary files.
+    #[arg(long, value_name = "DIR")]
+    dir: PathBuf,
+    /// The document root (a file set from `kscale web fileset`).
+    #[arg(long, value_name = "DIR")]
+    root: PathBuf,
+    /// The port to listen on, on 127.0.0.1.
+    #[arg(long, value_name = "PORT")]
+    port: u16,
+    /// Worker processes.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    workers: usize,
+    /// Connections the server is sized for (worker_connections and the file limit).
+    #[arg(long, value_name = "N", default_value_t = 800)]
+    conns: u64,
 }
 
 #[derive(clap::Args)]
@@ -67,7 +89,30 @@ pub fn run(args: Args) -> Result<ExitCode> {
     match args.command {
         Sub::Fileset(a) => fileset(a),
         Sub::Serve(a) => serve(a),
+        Sub::NginxConf(a) => nginx_conf(a),
     }
+}
+
+/// The configuration is web.nginx's own, so a reference tool pointed at
+/// an nginx started with it meets the server kscale's load meets, not a
+/// hand-kept copy that drifts from it.
+fn nginx_conf(a: NginxConfArgs) -> Result<ExitCode> {
+    if a.port == 0 {
+        return Err(user("--port 0: give the port nginx listens on (1-65535)"));
+    }
+    if a.workers == 0 {
+        return Err(user("--workers 0: give nginx's worker processes (≥ 1)"));
+    }
+    if a.conns == 0 {
+        return Err(user(
+            "--conns 0: give the connections nginx is sized for (≥ 1)",
+        ));
+    }
+    outln!(
+        "{}",
+        web::nginx_conf(&a.dir, &a.root, a.port, a.workers, a.conns).trim_end()
+    )?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn serve(a: ServeArgs) -> Result<ExitCode> {
