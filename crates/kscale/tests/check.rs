@@ -569,18 +569,12 @@ fn runs_whose_trials_jump_are_not_set_against_the_line() {
 fn only_the_regressed_case_is_measured_again() {
     let _alone = alone();
     let env = Env::new();
-    let targets = [
-        "syscall.null",
-        "syscall.read",
-        "--cpus",
-        "1",
-        "--quick",
-        "--min-trials",
-        "5",
-        "--no-progress",
-    ];
+    // TARGET's case with a second one beside it, which the delay leaves be.
+    let targets: Vec<&str> = std::iter::once("syscall.read")
+        .chain(TARGET.iter().copied())
+        .collect();
     env.cmd(&["run", "--label", "base"])
-        .args(targets)
+        .args(&targets)
         .assert()
         .success();
     let out = env
@@ -593,7 +587,7 @@ fn only_the_regressed_case_is_measured_again() {
             "--format",
             "json",
         ])
-        .args(targets)
+        .args(&targets)
         .env("KSCALE_TEST_DELAY_NS", "20000")
         .output()
         .unwrap();
