@@ -73,6 +73,46 @@ fn a_run_reads_and_shows_the_machine() {
     }
 }
 
+/// A gauge whose first eight readings read the machine noisy reads eight
+/// more before the run plans, and the run keeps all sixteen
+/// (docs/method.md, "The gauge's second look"). `KSCALE_TEST_GAUGE_JUMP`
+/// (a test-only knob: every other reading's CPU loop runs three times
+/// over) makes both looks noisy, so the second is always taken.
+#[test]
+fn a_noisy_first_look_is_followed_by_a_second() {
+    let _serial = measuring();
+    let env = Env::new();
+    let out = env
+        .tiny_run(&["syscall.null"], "1", "g")
+        .env("KSCALE_TEST_GAUGE_JUMP", "3")
+        .output()
+        .expect("kscale");
+    assert_exit(&out, 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("8 readings a CPU read a CV of")
+            && err.contains("so it read 8 more: the 16 read"),
+        "{err}"
+    );
+    let show = env.cmd(&["show", "g"]).output().expect("kscale");
+    let text = String::from_utf8_lossy(&show.stdout);
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.contains("The machine over the run"))
+        .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .take_while(|l| l.contains('%'))
+        .collect();
+    assert!(!rows.is_empty(), "{text}");
+    for r in rows {
+        let n: usize = r
+            .split_whitespace()
+            .nth(1)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        assert!(n >= 16, "{r}\n{text}");
+    }
+}
+
 /// `KSCALE_NO_GAUGE=1`: no readings, no machine table, and `check` says
 /// the machine's move is unknown instead of guessing it.
 #[test]
