@@ -22,8 +22,10 @@ const QUICK_BUDGET: &str = "5m";
 /// Seconds the budget keeps for what the study does after its run: the
 /// control's last reading, load the run, print its tables, write the
 /// report (three studies with the gauge ended 3–4 s past their five
-/// minutes with 3 s kept; two with the pilot, 6 s past with 7 s kept).
-const REPORT_S: f64 = 13.0;
+/// minutes with 3 s kept; two with the pilot, 6 s past with 7 s kept; one
+/// of three under the noisy neighbour, its profiled trials 55 s where the
+/// others' took 42–47 s, 1 s past with 13 s kept).
+const REPORT_S: f64 = 16.0;
 
 /// `study --quick`'s macro sweep, narrower than the workloads' own quick
 /// sweeps: ten cases that each get enough windows to converge on a 2-vCPU
