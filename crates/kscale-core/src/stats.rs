@@ -573,6 +573,22 @@ impl Follows {
         })
     }
 
+    /// `follows` ([`Follows::steal`] or [`Follows::line`]) over the trials
+    /// that recorded the measure: `trials[i]` is trial `i`'s figure and
+    /// its measure (`None` or NaN where it has none). The runner asks it
+    /// of a case left out after its pilot and the tables of a NOT
+    /// CONVERGED case, so both pair the trials alike.
+    pub fn over(
+        trials: impl IntoIterator<Item = (f64, Option<f64>)>,
+        follows: fn(&[f64], &[f64]) -> Option<Follows>,
+    ) -> Option<Follows> {
+        let (x, values): (Vec<f64>, Vec<f64>) = trials
+            .into_iter()
+            .filter_map(|(v, m)| Some((m.filter(|m| m.is_finite())?, v)))
+            .unzip();
+        follows(&x, &values)
+    }
+
     fn of(x: &[f64], values: &[f64], moved: impl Fn(f64, f64) -> bool) -> Option<Follows> {
         if x.len() != values.len() || values.len() < Self::MIN_TRIALS {
             return None;
@@ -640,6 +656,24 @@ mod tests {
         // No probe figure (0) cannot anchor a ratio.
         let zero = [0.0, 430.0, 88.0, 470.0, 101.0, 415.0, 92.0, 440.0];
         assert_eq!(Follows::line(&zero, &tps), None);
+    }
+
+    #[test]
+    fn over_pairs_only_the_trials_that_recorded_the_measure() {
+        let line = [95.0, 430.0, 88.0, 470.0, 101.0, 415.0];
+        let tps = [48.0, 33.0, 51.0, 31.0, 47.0, 35.0];
+        let direct = Follows::line(&line, &tps);
+        assert!(direct.is_some());
+        // Two trials without a probe figure (one None, one NaN) are left
+        // out, not paired with the next trial's figure.
+        let mut trials: Vec<(f64, Option<f64>)> =
+            tps.iter().zip(line).map(|(v, l)| (*v, Some(l))).collect();
+        trials.insert(2, (5.0, None));
+        trials.insert(4, (900.0, Some(f64::NAN)));
+        assert_eq!(Follows::over(trials.clone(), Follows::line), direct);
+        // Fewer than five with the measure: nothing to name.
+        trials.truncate(5);
+        assert_eq!(Follows::over(trials, Follows::line), None);
     }
 
     #[test]

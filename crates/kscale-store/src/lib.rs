@@ -493,28 +493,37 @@ impl CaseData {
     /// Whether the counted trials' `metric` followed the hypervisor's steal
     /// time ([`kscale_core::Follows::steal`]), over the trials that recorded it.
     pub fn steal_link(&self, metric: &str) -> Option<kscale_core::Follows> {
-        let (x, values) = self.counted_with(metric, |a| Some(a.steal_pct));
-        kscale_core::Follows::steal(&x, &values)
+        kscale_core::Follows::over(
+            self.counted_with(metric, |a| Some(a.steal_pct)),
+            kscale_core::Follows::steal,
+        )
     }
     /// Whether they followed the host's placement of the vCPUs, the line
     /// round trip between two of the case's CPUs
     /// ([`kscale_core::Follows::line`]).
     pub fn line_link(&self, metric: &str) -> Option<kscale_core::Follows> {
-        let (x, values) = self.counted_with(metric, |a| a.line_ns);
-        kscale_core::Follows::line(&x, &values)
+        kscale_core::Follows::over(
+            self.counted_with(metric, |a| a.line_ns),
+            kscale_core::Follows::line,
+        )
     }
-    /// The counted trials' `metric` beside one measure of their accounting,
-    /// over the trials that have both.
+    /// The counted trials' `metric`, each with one measure of its
+    /// accounting (`None` where it has none).
     fn counted_with(
         &self,
         metric: &str,
         measure: impl Fn(&CpuAccounting) -> Option<f64>,
-    ) -> (Vec<f64>, Vec<f64>) {
+    ) -> Vec<(f64, Option<f64>)> {
         self.trials
             .iter()
             .filter(|t| !t.warmup)
-            .filter_map(|t| Some((measure(t.accounting.as_ref()?)?, *t.values.get(metric)?)))
-            .unzip()
+            .filter_map(|t| {
+                Some((
+                    *t.values.get(metric)?,
+                    t.accounting.as_ref().and_then(&measure),
+                ))
+            })
+            .collect()
     }
     /// Mean CPU accounting over the counted trials that recorded it, with
     /// context switches and interrupts per second.

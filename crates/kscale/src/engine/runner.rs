@@ -492,23 +492,20 @@ fn run_trial(
 /// of a NOT CONVERGED case: empty where they followed neither. A case left
 /// out for its spread is then named the host's, not the workload's.
 fn host_link(values: &[f64], host: &[(f64, f64)]) -> String {
-    let with = |pick: fn(&(f64, f64)) -> f64| -> (Vec<f64>, Vec<f64>) {
+    use kscale_core::Follows;
+    let with = |pick: fn(&(f64, f64)) -> f64| {
         values
             .iter()
             .zip(host)
-            .filter(|(_, h)| pick(h).is_finite())
-            .map(|(v, h)| (pick(h), *v))
-            .unzip()
+            .map(move |(v, h)| (*v, Some(pick(h))))
     };
-    let (line, on_line) = with(|h| h.1);
-    if let Some(f) = kscale_core::Follows::line(&line, &on_line) {
+    if let Some(f) = Follows::over(with(|h| h.1), Follows::line) {
         return format!(
             "; its trials followed the host's placement of the vCPUs (a cache line took {:.0}–{:.0} ns between two of its CPUs, r = {:.2}: docs/method.md, \"vCPU placement\")",
             f.low, f.high, f.r
         );
     }
-    let (steal, on_steal) = with(|h| h.0);
-    if let Some(f) = kscale_core::Follows::steal(&steal, &on_steal) {
+    if let Some(f) = Follows::over(with(|h| h.0), Follows::steal) {
         return format!(
             "; its trials followed the hypervisor's steal time ({:.0}–{:.0} %, r = {:.2})",
             f.low, f.high, f.r
