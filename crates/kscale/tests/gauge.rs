@@ -36,6 +36,26 @@ fn check_base(env: &Env, extra: &[&str]) -> assert_cmd::Command {
     c
 }
 
+/// Every CPU row of `show`'s "The machine over the run" table counts at
+/// least `min` readings.
+fn assert_readings_per_cpu(text: &str, min: usize) {
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.contains("The machine over the run"))
+        .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .take_while(|l| l.contains('%'))
+        .collect();
+    assert!(!rows.is_empty(), "{text}");
+    for r in rows {
+        let n: usize = r
+            .split_whitespace()
+            .nth(1)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        assert!(n >= min, "{r}\n{text}");
+    }
+}
+
 /// A run stores at least the gauge's eight readings of each CPU it uses and
 /// ends with enough to give each CPU the ten a control level needs (a run
 /// this short has no reading between trials), says what the noise means at its start, and `show`
@@ -56,21 +76,7 @@ fn a_run_reads_and_shows_the_machine() {
     let text = String::from_utf8_lossy(&show.stdout);
     assert!(text.contains("The machine over the run"), "{text}");
     // Every CPU row has at least 10 readings: 8 before, 2 at the end.
-    let rows: Vec<&str> = text
-        .lines()
-        .skip_while(|l| !l.contains("The machine over the run"))
-        .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
-        .take_while(|l| l.contains('%'))
-        .collect();
-    assert!(!rows.is_empty(), "{text}");
-    for r in rows {
-        let n: usize = r
-            .split_whitespace()
-            .nth(1)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        assert!(n >= 10, "{r}\n{text}");
-    }
+    assert_readings_per_cpu(&text, 10);
 }
 
 /// A gauge whose first eight readings read the machine noisy reads eight
@@ -96,21 +102,7 @@ fn a_noisy_first_look_is_followed_by_a_second() {
     );
     let show = env.cmd(&["show", "g"]).output().expect("kscale");
     let text = String::from_utf8_lossy(&show.stdout);
-    let rows: Vec<&str> = text
-        .lines()
-        .skip_while(|l| !l.contains("The machine over the run"))
-        .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
-        .take_while(|l| l.contains('%'))
-        .collect();
-    assert!(!rows.is_empty(), "{text}");
-    for r in rows {
-        let n: usize = r
-            .split_whitespace()
-            .nth(1)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        assert!(n >= 16, "{r}\n{text}");
-    }
+    assert_readings_per_cpu(&text, 16);
 }
 
 /// `KSCALE_NO_GAUGE=1`: no readings, no machine table, and `check` says
