@@ -263,6 +263,12 @@ pub struct CpuAccounting {
     /// measured it (docs/method.md, "vCPU placement").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line_ns: Option<f64>,
+    /// Share (%) of the trial's CPUs' time — its own and its load's — that
+    /// tasks other than the trial's ran: a noisy neighbour, another
+    /// program. `None` for a trial with peers, or from before kscale
+    /// measured it (docs/method.md, "Others on the trial's CPUs").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others_pct: Option<f64>,
 }
 
 #[cfg(test)]

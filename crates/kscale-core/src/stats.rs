@@ -557,6 +557,17 @@ impl Follows {
     /// The figures must follow it at least this closely, either way (a
     /// latency rises with steal, a throughput falls).
     pub const MIN_ABS_R: f64 = 0.5;
+    /// Others' share of the trial's CPUs that moves less than this
+    /// (percentage points) between trials cannot explain a spread.
+    pub const MIN_OTHERS_RANGE_PCT: f64 = 5.0;
+
+    /// The share of the trial's CPUs that other tasks ran, `others_pct[i]`
+    /// over trial `i` (a noisy neighbour, another program).
+    pub fn others(others_pct: &[f64], values: &[f64]) -> Option<Follows> {
+        Self::of(others_pct, values, |low, high| {
+            high - low >= Self::MIN_OTHERS_RANGE_PCT
+        })
+    }
 
     /// The hypervisor's steal time, `steal_pct[i]` of trial `i`.
     pub fn steal(steal_pct: &[f64], values: &[f64]) -> Option<Follows> {
@@ -573,7 +584,8 @@ impl Follows {
         })
     }
 
-    /// `follows` ([`Follows::steal`] or [`Follows::line`]) over the trials
+    /// `follows` ([`Follows::steal`], [`Follows::line`] or
+    /// [`Follows::others`]) over the trials
     /// that recorded the measure: `trials[i]` is trial `i`'s figure and
     /// its measure (`None` or NaN where it has none). The runner asks it
     /// of a case left out after its pilot and the tables of a NOT

@@ -321,6 +321,19 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
                                         l.r
                                     ));
                                 }
+                                if let Some(l) = case.others_link(&m.name) {
+                                    stolen.push(format!(
+                                        "others: {} [cpus {cfg}]: other tasks ran {:.0}–{:.0} % \
+                                         of its CPUs during its trials and its figure followed it \
+                                         (r = {:.2}): another program or a noisy neighbour, not \
+                                         the workload, spread its trials (docs/method.md, \
+                                         \"Others on the trial's CPUs\")",
+                                        case_label(&info, key),
+                                        l.low,
+                                        l.high,
+                                        l.r
+                                    ));
+                                }
                                 if let Some(l) = case.line_link(&m.name) {
                                     stolen.push(format!(
                                         "placement: {} [cpus {cfg}]: a cache line between two \

@@ -507,6 +507,14 @@ impl CaseData {
             kscale_core::Follows::line,
         )
     }
+    /// Whether they followed the share of their CPUs other tasks ran
+    /// ([`kscale_core::Follows::others`]).
+    pub fn others_link(&self, metric: &str) -> Option<kscale_core::Follows> {
+        kscale_core::Follows::over(
+            self.counted_with(metric, |a| a.others_pct),
+            kscale_core::Follows::others,
+        )
+    }
     /// The counted trials' `metric`, each with one measure of its
     /// accounting (`None` where it has none).
     fn counted_with(
@@ -553,6 +561,10 @@ impl CaseData {
             line_ns: {
                 let l: Vec<f64> = a.iter().filter_map(|x| x.line_ns).collect();
                 (!l.is_empty()).then(|| l.iter().sum::<f64>() / l.len() as f64)
+            },
+            others_pct: {
+                let o: Vec<f64> = a.iter().filter_map(|x| x.others_pct).collect();
+                (!o.is_empty()).then(|| o.iter().sum::<f64>() / o.len() as f64)
             },
         })
     }

@@ -395,22 +395,6 @@ pub fn finish(
     Ok(out)
 }
 
-/// CPU seconds (user + system) of this process's threads and of the
-/// children it has waited for.
-fn cpu_seconds() -> f64 {
-    use nix::sys::resource::{getrusage, UsageWho};
-    let secs = |who| {
-        getrusage(who)
-            .map(|u| {
-                let t =
-                    |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 * 1e-6;
-                t(u.user_time()) + t(u.system_time())
-            })
-            .unwrap_or(0.0)
-    };
-    secs(UsageWho::RUSAGE_SELF) + secs(UsageWho::RUSAGE_CHILDREN)
-}
-
 fn eventfd() -> Result<OwnedFd> {
     use std::os::fd::FromRawFd;
     // SAFETY: eventfd takes plain integers; a non-negative result is a new
@@ -446,7 +430,7 @@ impl Control {
             return;
         }
         if let Ok(mut m) = self.cpu.lock() {
-            let now = (Instant::now(), cpu_seconds());
+            let now = (Instant::now(), kscale_sys::procstat::own_cpu_seconds());
             if p >= Phase::Measure && m.begin.is_none() {
                 m.begin = Some(now);
             }
@@ -468,7 +452,7 @@ impl Control {
             Ok(m) => m,
             Err(p) => p.into_inner(),
         };
-        let now = (Instant::now(), cpu_seconds());
+        let now = (Instant::now(), kscale_sys::procstat::own_cpu_seconds());
         let (b, e) = (m.begin.unwrap_or(now), m.end.unwrap_or(now));
         (
             (e.1 - b.1).max(0.0),

@@ -38,8 +38,12 @@ pub fn main() -> ExitCode {
                 .and_then(|out| kscale_workloads::roles::output_line(&out)),
         );
     }
-    let before = kscale_sys::procstat::read();
+    let (before, ours_before) = (
+        kscale_sys::procstat::read(),
+        kscale_sys::procstat::own_cpu_seconds(),
+    );
     let result = kscale_workloads::run_trial(&req);
+    let ours = kscale_sys::procstat::own_cpu_seconds() - ours_before;
     let after = kscale_sys::procstat::read();
     let mut out = match result {
         Ok(out) => out,
@@ -48,7 +52,10 @@ pub fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    out.accounting = kscale_sys::procstat::delta(&before, &after, &req.cpus);
+    out.accounting = kscale_sys::procstat::delta(&before, &after, &req.cpus).map(|mut a| {
+        a.others_pct = kscale_sys::procstat::others_pct(&before, &after, &req.cpus, ours);
+        a
+    });
     match serde_json::to_string(&out) {
         Ok(line) => {
             println!("{line}");

@@ -281,9 +281,15 @@ pub fn run_trial(
     let endpoint = server.as_ref().map(|(_, e)| e.clone());
 
     let mut loads: Vec<Box<dyn LoadHandle + '_>> = Vec::new();
+    // Every CPU the trial's processes run on, where they are all local:
+    // the share others took of them is the trial's (`others_pct`).
+    let mut all_cpus: Option<Vec<usize>> = None;
     match &mut place {
         LoadPlace::Local { available, fixed } => {
             let plan = load_cpus(available, &req.cpus, fixed.as_deref());
+            let mut cpus = req.cpus.clone();
+            cpus.extend(plan.cpus.iter().filter(|c| !req.cpus.contains(c)));
+            all_cpus = Some(cpus);
             if let Some(what) = plan.shared {
                 notes.push(format!("load generator shared {what}"));
             }
@@ -371,6 +377,9 @@ pub fn run_trial(
         server: server_out,
         loads: outputs,
     };
+    let ours = combined.server_cpu_s().unwrap_or(0.0) + combined.load_cpu_s();
+    let others =
+        all_cpus.and_then(|cpus| kscale_sys::procstat::others_pct(&before, &after, &cpus, ours));
     let mut out = roles::finish(
         roles,
         w.metrics,
@@ -379,7 +388,10 @@ pub fn run_trial(
     )
     .map_err(|e| format!("{e:#}"))?;
     out.notes.extend(notes);
-    out.accounting = kscale_sys::procstat::delta(&before, &after, &req.cpus);
+    out.accounting = kscale_sys::procstat::delta(&before, &after, &req.cpus).map(|mut a| {
+        a.others_pct = others;
+        a
+    });
     Ok(out)
 }
 

@@ -29,11 +29,11 @@ struct Unit {
     next_idx: i64,
     warmup_iterations: Option<u64>,
     counted: Vec<f64>,
-    /// Each counted trial's hypervisor steal time and line round trip
-    /// between two of its CPUs (NaN where it has none): what a case left
-    /// out after its pilot is set beside (docs/method.md, "vCPU
-    /// placement").
-    host: Vec<(f64, f64)>,
+    /// Each counted trial's hypervisor steal time, line round trip
+    /// between two of its CPUs and others' share of its CPUs (NaN where it
+    /// has none): what a case left out after its pilot is set beside
+    /// (docs/method.md, "vCPU placement").
+    host: Vec<(f64, f64, f64)>,
     /// Trial wall time spent so far, warm-up included: what a case budget
     /// limits.
     spent_s: f64,
@@ -491,9 +491,9 @@ fn run_trial(
 /// line round trip in `host`) followed of the host's, as the tables say it
 /// of a NOT CONVERGED case: empty where they followed neither. A case left
 /// out for its spread is then named the host's, not the workload's.
-fn host_link(values: &[f64], host: &[(f64, f64)]) -> String {
+fn host_link(values: &[f64], host: &[(f64, f64, f64)]) -> String {
     use kscale_core::Follows;
-    let with = |pick: fn(&(f64, f64)) -> f64| {
+    let with = |pick: fn(&(f64, f64, f64)) -> f64| {
         values
             .iter()
             .zip(host)
@@ -508,6 +508,12 @@ fn host_link(values: &[f64], host: &[(f64, f64)]) -> String {
     if let Some(f) = Follows::over(with(|h| h.0), Follows::steal) {
         return format!(
             "; its trials followed the hypervisor's steal time ({:.0}–{:.0} %, r = {:.2})",
+            f.low, f.high, f.r
+        );
+    }
+    if let Some(f) = Follows::over(with(|h| h.2), Follows::others) {
+        return format!(
+            "; its trials followed other tasks' use of its CPUs ({:.0}–{:.0} %, r = {:.2}: docs/method.md, \"Others on the trial's CPUs\")",
             f.low, f.high, f.r
         );
     }
@@ -1051,10 +1057,17 @@ impl<'a, 'p> Runner<'a, 'p> {
             return Ok(());
         }
         u.counted.push(out.values[u.workload.primary().name]);
-        u.host
-            .push(out.accounting.as_ref().map_or((f64::NAN, f64::NAN), |a| {
-                (a.steal_pct, a.line_ns.unwrap_or(f64::NAN))
-            }));
+        u.host.push(
+            out.accounting
+                .as_ref()
+                .map_or((f64::NAN, f64::NAN, f64::NAN), |a| {
+                    (
+                        a.steal_pct,
+                        a.line_ns.unwrap_or(f64::NAN),
+                        a.others_pct.unwrap_or(f64::NAN),
+                    )
+                }),
+        );
         // Paced: the next counted trial starts a gap after this one's
         // start; back-to-back trials would follow one host spell and
         // narrow the interval without sampling more of the machine.
@@ -1251,20 +1264,30 @@ mod tests {
         // near (a 60 ns line), three far (390 ns), the ring 1.6x slower.
         let values = [2.05, 2.02, 3.27, 3.20, 3.21];
         let near_far = [60.0, 61.0, 390.0, 385.0, 388.0];
-        let host: Vec<(f64, f64)> = near_far.iter().map(|&l| (0.0, l)).collect();
+        let host: Vec<(f64, f64, f64)> = near_far.iter().map(|&l| (0.0, l, 1.0)).collect();
         let said = super::host_link(&values, &host);
         assert!(said.contains("placement of the vCPUs"), "{said}");
         assert!(said.contains("60–390 ns"), "{said}");
         // The same spread with the vCPUs where they were: nothing to name.
-        let still: Vec<(f64, f64)> = values.iter().map(|_| (0.0, 60.0)).collect();
+        let still: Vec<(f64, f64, f64)> = values.iter().map(|_| (0.0, 60.0, 1.0)).collect();
         assert_eq!(super::host_link(&values, &still), "");
         // Trials without a probe (one CPU) and steal that followed them.
-        let steal: Vec<(f64, f64)> = [0.0, 1.0, 20.0, 18.0, 22.0]
+        let steal: Vec<(f64, f64, f64)> = [0.0, 1.0, 20.0, 18.0, 22.0]
             .iter()
-            .map(|&s| (s, f64::NAN))
+            .map(|&s| (s, f64::NAN, f64::NAN))
             .collect();
         let said = super::host_link(&values, &steal);
         assert!(said.contains("steal time (0–22 %"), "{said}");
+        // A noisy neighbour: others ran more of its CPUs in the slow ones.
+        let others: Vec<(f64, f64, f64)> = [5.0, 6.0, 30.0, 28.0, 29.0]
+            .iter()
+            .map(|&o| (0.0, 60.0, o))
+            .collect();
+        let said = super::host_link(&values, &others);
+        assert!(
+            said.contains("other tasks' use of its CPUs (5–30 %"),
+            "{said}"
+        );
         // Too few trials to say.
         assert_eq!(super::host_link(&values[..3], &host[..3]), "");
     }
