@@ -7,6 +7,7 @@ pub mod changes;
 pub mod cpus;
 pub mod decision;
 pub mod hist;
+pub mod hostfit;
 pub mod label;
 pub mod model;
 pub mod noise;

@@ -7,10 +7,11 @@
 //! ±15 % as a whole (or be known well although one case did not converge).
 
 use crate::format::sig;
-use crate::results::{cpus_header, family_cases, group, like_cases, Grouped, RuleInfo};
+use crate::results::{case_label, cpus_header, family_cases, group, like_cases, Grouped, RuleInfo};
 use crate::table::{Cell, RowKind, Table, Tone};
 use crate::Catalog;
 use kscale_core::decision::{Interval, LogEstimate};
+use kscale_core::hostfit::HostFit;
 use kscale_core::{Estimator, RunRule};
 use kscale_store::{CaseData, CaseStatus, RunData};
 
@@ -24,26 +25,76 @@ fn estimator(c: &CaseData) -> Estimator {
     }
 }
 
+/// The cases whose interval a host fit narrowed, each with its fit.
+type Fitted<'a> = Vec<(&'a CaseData, HostFit)>;
+
 /// A family's geometric mean on one configuration over `cases` (those of
 /// its table's "Geometric mean" row): the point is the table's (each
-/// case's printed value), the interval from each case's estimate. `Err`
-/// with the point alone when a case has fewer than two counted trials.
-fn family_geomean(
-    cases: &[&CaseData],
+/// case's printed value), the interval from each case's estimate — of its
+/// trials with what followed the host taken out where they followed it
+/// ([`kscale_core::hostfit::HostFit`], docs/method.md, "Others on the
+/// trial's CPUs"), those cases returned with their fit. `Err` with the
+/// point alone when a case has fewer than two counted trials.
+fn family_geomean<'a>(
+    cases: &[&'a CaseData],
     metric: &str,
     confidence_pct: f64,
-) -> Result<Interval, Option<f64>> {
+) -> Result<(Interval, Fitted<'a>), Option<f64>> {
     let values: Vec<f64> = cases
         .iter()
         .map(|c| c.summary(metric, confidence_pct).mean)
         .collect();
+    let mut fitted = Vec::new();
     let logs: Option<Vec<LogEstimate>> = cases
         .iter()
         .zip(&values)
-        .map(|(c, v)| LogEstimate::of_value(*v, estimator(c).estimate(&c.values(metric))?))
+        .map(|(c, v)| {
+            let e = match c
+                .host_fit(metric)
+                .and_then(|f| Some((f.estimate(estimator(c))?, f)))
+            {
+                Some((e, f)) => {
+                    fitted.push((*c, f));
+                    e
+                }
+                None => estimator(c).estimate(&c.values(metric))?,
+            };
+            LogEstimate::of_value(*v, e)
+        })
         .collect();
     logs.and_then(|l| Interval::combine(&l, confidence_pct))
+        .map(|i| (i, fitted))
         .ok_or_else(|| kscale_core::stats::geomean(&values))
+}
+
+/// One note line for a case whose interval the host's fit narrowed: what
+/// its trials followed, how much of their spread that was, and the
+/// conditions the interval is at.
+fn fitted_note(c: &CaseData, f: &HostFit, cat: &dyn Catalog) -> String {
+    let info = cat.info(&c.key.workload);
+    let followed: Vec<String> =
+        f.by.iter()
+            .zip(&f.at)
+            .map(|((m, l), at)| {
+                format!(
+                    "{} {}–{}{u} (mean {}{u}, r = {:.2})",
+                    m.describe(),
+                    sig(l.low, 2),
+                    sig(l.high, 2),
+                    sig(*at, 2),
+                    l.r,
+                    u = m.unit()
+                )
+            })
+            .collect();
+    format!(
+        "‡ {} [cpus {}]: its trials followed {}; the fit took out {:.0} % of their spread \
+         (variance), and its interval is the figure's at those means.",
+        case_label(&info, &c.key),
+        c.key.cpus,
+        followed.join(" and "),
+        100.0 * f.r2
+    )
 }
 
 /// A family's scalability of configuration `other` over `base`, from each
@@ -182,6 +233,7 @@ pub fn decision_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
         headers,
     );
     let mut one_trial = false;
+    let mut fitted: Vec<String> = Vec::new();
     for ((family, _), (_, g)) in families.iter().zip(&grouped) {
         let Some((first, _)) = g.rows.first() else {
             continue;
@@ -204,10 +256,15 @@ pub fn decision_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
             match (cases, &gm) {
                 (Some(cases), Some(gm)) => {
                     match family_geomean(cases, &gm.metric, rule.confidence_pct) {
-                        Ok(i) => {
+                        Ok((i, fits)) => {
                             cells.push(Cell::new(sig(i.value, 4)));
-                            cells.push(width(&i));
+                            let mut w = width(&i);
+                            if !fits.is_empty() {
+                                w.text.push('‡');
+                            }
+                            cells.push(w);
                             cells.push(decided(&i, rule.width_pct));
+                            fitted.extend(fits.iter().map(|(c, f)| fitted_note(c, f, cat)));
                         }
                         Err(point) => {
                             one_trial = true;
@@ -276,6 +333,17 @@ pub fn decision_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
              cannot be known."
                 .into(),
         );
+    }
+    if !fitted.is_empty() {
+        t.notes.push(
+            "‡: a case's trials followed what the host took from it (other tasks on its CPUs, \
+             the vCPUs' placement, steal time), fitted by least squares and taken out of its \
+             interval at the run's own conditions, said below: the figure as measured, known \
+             that well at those conditions, not at others (docs/method.md, \"Others on the \
+             trial's CPUs\")."
+                .into(),
+        );
+        t.notes.extend(fitted);
     }
     Some(t)
 }

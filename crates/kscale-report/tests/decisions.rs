@@ -246,3 +246,66 @@ fn one_configuration_has_no_scalability_columns() {
     assert!(t.notes.iter().all(|n| !n.starts_with("scal.")));
     assert_eq!(decision_table(&run_with(vec![]), &Cat), None);
 }
+
+/// `net.tcp_rr` under a noisy neighbour: twelve trials whose throughput
+/// goes as the CPU others left it (10–40 % taken), ±1 % of its own.
+fn neighboured(id: i64, cpus: &str, others: &[f64]) -> CaseData {
+    let vals: Vec<f64> = others
+        .iter()
+        .enumerate()
+        .map(|(i, o)| 1e5 * (1.0 - o / 100.0) * (1.0 + 0.01 * ((i % 3) as f64 - 1.0)))
+        .collect();
+    let mut c = case(id, "net.tcp_rr", &[("conns", "16")], cpus, TPS, &vals);
+    let mut it = others.iter();
+    for t in &mut c.trials {
+        let o = if t.warmup { 0.0 } else { *it.next().unwrap() };
+        t.accounting = Some(kscale_core::model::CpuAccounting {
+            seconds: 0.5,
+            others_pct: Some(o),
+            ..Default::default()
+        });
+    }
+    c
+}
+
+#[test]
+fn a_family_that_followed_a_neighbour_is_decided_at_the_runs_conditions() {
+    let others = [
+        12.0, 35.0, 20.0, 40.0, 15.0, 28.0, 33.0, 10.0, 22.0, 38.0, 18.0, 30.0,
+    ];
+    let fitted = |o: Option<f64>| {
+        let mut cases = vec![neighboured(1, "1", &others), neighboured(2, "all", &others)];
+        if o.is_none() {
+            for c in &mut cases {
+                for t in &mut c.trials {
+                    t.accounting = None;
+                }
+            }
+        }
+        let mut run = run_with(cases);
+        run.run.options = serde_json::json!({
+            "rule": {"width_pct": 10.0, "confidence_pct": 95.0, "estimator": "mean"}
+        });
+        decision_table(&run, &Cat).unwrap()
+    };
+    // Without the measure the neighbour's spread (CV ~15 %) is the
+    // interval's: not decided at 12 trials.
+    let raw = fitted(None);
+    let cells = row(&raw, "Network round trips");
+    assert!(!cells[3].ends_with('‡') && cells[4] == "✗", "{cells:?}");
+    assert!(!raw.notes.iter().any(|n| n.starts_with('‡')));
+    // With it, the fit takes the neighbour out: decided, marked, and the
+    // note says what the trials followed and at what mean.
+    let t = fitted(Some(1.0));
+    let cells = row(&t, "Network round trips");
+    assert!(cells[3].ends_with('‡') && cells[4] == "✓", "{cells:?}");
+    let note = t
+        .notes
+        .iter()
+        .find(|n| n.starts_with("‡ TCP request/response conns=16 [cpus 1]"))
+        .unwrap_or_else(|| panic!("{:?}", t.notes));
+    assert!(
+        note.contains("others' share of its CPUs 10–40% (mean 25%"),
+        "{note}"
+    );
+}

@@ -515,6 +515,28 @@ impl CaseData {
             kscale_core::Follows::others,
         )
     }
+    /// The counted trials' `metric` with what followed the host taken out
+    /// ([`kscale_core::hostfit::HostFit`]), over the same trials as
+    /// [`CaseData::values`]; `None` where they followed nothing of it.
+    pub fn host_fit(&self, metric: &str) -> Option<kscale_core::hostfit::HostFit> {
+        let (values, measures): (Vec<f64>, Vec<[Option<f64>; 3]>) = self
+            .trials
+            .iter()
+            .filter(|t| !t.warmup)
+            .filter_map(|t| {
+                let a = t.accounting.as_ref();
+                Some((
+                    *t.values.get(metric)?,
+                    [
+                        a.and_then(|a| a.others_pct),
+                        a.and_then(|a| a.line_ns),
+                        a.map(|a| a.steal_pct),
+                    ],
+                ))
+            })
+            .unzip();
+        kscale_core::hostfit::HostFit::of(&values, &measures)
+    }
     /// The counted trials' `metric`, each with one measure of its
     /// accounting (`None` where it has none).
     fn counted_with(
