@@ -14,7 +14,13 @@
 //! figure known to ±2 % *at* the share others took in that run, said
 //! beside it, not at any share.
 
-use crate::stats::{Estimate, Estimator, Follows};
+use crate::stats::{pearson, t_quantile, Estimate, Estimator, Follows};
+
+/// A line round trip above this is the probe's own: one side was
+/// preempted during its bounces. The placements seen on the VMs read
+/// 30–65, 90–110 and 400–600 ns; under the noisy neighbour the probe read
+/// up to 4.3 µs between trials that ran as those at 400 ns did.
+pub const LINE_CAP_NS: f64 = 1000.0;
 
 /// A host measure each trial records (`CpuAccounting`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,27 +37,27 @@ impl HostMeasure {
     /// In the order a trial's measures are given to [`HostFit::of`].
     pub const ALL: [HostMeasure; 3] = [HostMeasure::Others, HostMeasure::Line, HostMeasure::Steal];
 
-    /// Whether, and how closely, figures followed the measure: the gate a
-    /// measure passes before it is fitted, as the tables name a NOT
-    /// CONVERGED case's host.
-    fn follows(self) -> fn(&[f64], &[f64]) -> Option<Follows> {
+    /// Whether the measure moved enough over the trials to explain a
+    /// spread, as [`Follows`] asks before it names a NOT CONVERGED case's
+    /// host: a share by 5 points, the line by 1.5×.
+    fn moved(self, low: f64, high: f64) -> bool {
         match self {
-            HostMeasure::Others => Follows::others,
-            HostMeasure::Line => Follows::line,
-            HostMeasure::Steal => Follows::steal,
+            HostMeasure::Others => high - low >= Follows::MIN_OTHERS_RANGE_PCT,
+            HostMeasure::Steal => high - low >= Follows::MIN_STEAL_RANGE_PCT,
+            HostMeasure::Line => low > 0.0 && high >= Follows::MIN_LINE_RATIO * low,
         }
     }
 
     /// The regressor of a log figure: for a share p taken from the CPUs,
     /// −ln(1 − p), since a throughput goes as the CPU left (1 − p) and a
     /// latency as its inverse, both straight lines in it; for the line,
-    /// the logarithm of its round trip.
+    /// the logarithm of its round trip, at most [`LINE_CAP_NS`].
     fn regressor(self, x: f64) -> Option<f64> {
         let r = match self {
             HostMeasure::Others | HostMeasure::Steal => {
                 (x >= 0.0).then(|| -(1.0 - x.min(99.0) / 100.0).ln())?
             }
-            HostMeasure::Line => (x > 0.0).then(|| x.ln())?,
+            HostMeasure::Line => (x > 0.0).then(|| x.min(LINE_CAP_NS).ln())?,
         };
         r.is_finite().then_some(r)
     }
@@ -86,6 +92,12 @@ pub struct HostFit {
     /// The trials' mean of each measure fitted, as `by`: the conditions
     /// the adjusted figures are at.
     pub at: Vec<f64>,
+    /// The adjusted figures with their spread about the mean logarithm
+    /// scaled by √((n−1)/(n−1−k))·t(n−1−k)/t(n−1), k the measures fitted:
+    /// so that any interval built from them as n trials (the run rule's,
+    /// the decisions table's) is the fit's, which spent k degrees of
+    /// freedom on the slopes. What the runner judges and the tables print.
+    pub judged: Vec<f64>,
 }
 
 impl HostFit {
@@ -95,15 +107,21 @@ impl HostFit {
 
     /// The fit of `values` (trial i's figure) on the measures they
     /// followed, `measures[i]` being trial i's in [`HostMeasure::ALL`]'s
-    /// order (`None` where it has none). Forward selection: a measure
-    /// every trial has enters where it moved and the figures, with what
-    /// the measures already in took out, follow it at |r| ≥ 0.5
-    /// ([`Follows`]), the closest first — so a case whose vCPUs moved
-    /// apart halfway through is fitted on the placement and then on the
-    /// neighbour, which the placement's step hid. `None` where none
-    /// enters, where a figure is not positive and finite, or where too
-    /// few trials are left to fit.
-    pub fn of(values: &[f64], measures: &[[Option<f64>; 3]]) -> Option<HostFit> {
+    /// order (`None` where it has none). Forward selection on the log
+    /// figures: among the measures every trial has and that moved
+    /// ([`Follows`]' ranges), the one that what is left of the figures
+    /// follows most closely enters — the first at |r| ≥ 0.5, as the
+    /// tables name a host, each next where its partial correlation is
+    /// beyond chance at 1 % — so a case whose vCPUs moved apart partway
+    /// through is fitted on the neighbour and then on the placement,
+    /// which the neighbour's spread hid. Each measure's `r` is the one
+    /// it entered at. `None` where none enters, where a figure is not
+    /// positive and finite, or where too few trials are left to fit.
+    pub fn of(
+        values: &[f64],
+        measures: &[[Option<f64>; 3]],
+        confidence_pct: f64,
+    ) -> Option<HostFit> {
         if values.len() != measures.len() || values.iter().any(|v| !(v.is_finite() && *v > 0.0)) {
             return None;
         }
@@ -126,15 +144,39 @@ impl HostFit {
         let mut by = Vec::new();
         let mut adjusted = y.clone();
         loop {
-            let left: Vec<f64> = adjusted.iter().map(|v| v.exp()).collect();
+            // Residual degrees of freedom with one more measure in.
+            let df = n as f64 - chosen.len() as f64 - 2.0;
+            if df < Self::MIN_DF as f64 {
+                break;
+            }
             let next = candidates
                 .iter()
                 .enumerate()
-                .filter(|(i, _)| !chosen.contains(i))
-                .filter_map(|(i, (m, raw, _))| Some((i, *m, (m.follows())(raw, &left)?)))
+                .filter(|(i, (m, raw, _))| {
+                    let low = raw.iter().copied().fold(f64::INFINITY, f64::min);
+                    let high = raw.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    !chosen.contains(i) && m.moved(low, high)
+                })
+                .filter_map(|(i, (m, raw, x))| {
+                    let r = pearson(x, &adjusted)?;
+                    let low = raw.iter().copied().fold(f64::INFINITY, f64::min);
+                    let high = raw.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    Some((i, *m, Follows { low, high, r }))
+                })
                 .max_by(|a, b| a.2.r.abs().total_cmp(&b.2.r.abs()));
             let Some((i, m, f)) = next else { break };
-            if n < chosen.len() + 2 + Self::MIN_DF {
+            // The first measure as the tables name a host (|r| ≥ 0.5);
+            // the next ones where what is left follows them beyond
+            // chance (the partial correlation's t test at 1 %): once
+            // the neighbour is out, a placement step that moved the rest
+            // by 0.4 is no accident over 50 trials.
+            let enters = if chosen.is_empty() {
+                f.r.abs() >= Follows::MIN_ABS_R
+            } else {
+                let t = f.r.abs() * (df / (1.0 - f.r * f.r).max(f64::MIN_POSITIVE)).sqrt();
+                t > t_quantile(99.0, df)
+            };
+            if !enters {
                 break;
             }
             let mut with = chosen.clone();
@@ -159,20 +201,37 @@ impl HostFit {
         } else {
             0.0
         };
+        let (nf, k) = (n as f64, chosen.len() as f64);
+        let scale = ((nf - 1.0) / (nf - 1.0 - k)).sqrt() * t_quantile(confidence_pct, nf - 1.0 - k)
+            / t_quantile(confidence_pct, nf - 1.0);
         Some(HostFit {
             by,
             adjusted: adjusted.iter().map(|v| v.exp()).collect(),
             r2,
             at: chosen.iter().map(|&c| mean(&candidates[c].1)).collect(),
+            judged: adjusted
+                .iter()
+                .map(|v| (my + scale * (v - my)).exp())
+                .collect(),
         })
     }
 
-    /// `estimator`'s estimate of the adjusted figures, with one degree of
-    /// freedom fewer for each measure fitted.
+    /// The fit where it narrows the interval `width` gives of the trials
+    /// (the run rule's, by its estimator): where it does not — a measure
+    /// that explains little, fitted on few trials — the trials' own
+    /// interval stands.
+    pub fn narrowing(
+        values: &[f64],
+        measures: &[[Option<f64>; 3]],
+        confidence_pct: f64,
+        width: impl Fn(&[f64]) -> f64,
+    ) -> Option<HostFit> {
+        Self::of(values, measures, confidence_pct).filter(|f| width(&f.judged) < width(values))
+    }
+
+    /// `estimator`'s estimate of the judged figures: the fit's interval.
     pub fn estimate(&self, estimator: Estimator) -> Option<Estimate> {
-        let mut e = estimator.estimate(&self.adjusted)?;
-        e.df -= self.by.len() as f64;
-        (e.df >= 1.0).then_some(e)
+        estimator.estimate(&self.judged)
     }
 }
 
@@ -270,7 +329,7 @@ mod tests {
     #[test]
     fn the_spread_others_made_is_taken_out_and_the_level_kept() {
         let (v, m) = neighboured(20, 7);
-        let f = HostFit::of(&v, &m).unwrap();
+        let f = HostFit::of(&v, &m, 95.0).unwrap();
         assert_eq!(f.by.len(), 1);
         assert_eq!(f.by[0].0, HostMeasure::Others);
         assert!(f.by[0].1.r < -0.9, "{:?}", f.by);
@@ -284,8 +343,21 @@ mod tests {
         let gm = |x: &[f64]| x.iter().map(|v| v.ln()).sum::<f64>() / x.len() as f64;
         assert!((gm(&v) - gm(&f.adjusted)).abs() < 1e-12);
         assert!((f.at[0] - m.iter().map(|t| t[0].unwrap()).sum::<f64>() / 20.0).abs() < 1e-9);
+        // The judged figures' own t interval is the fit's, whose slope
+        // took a degree of freedom: 19 trials' df, 18's width.
         let e = f.estimate(Estimator::Mean).unwrap();
-        assert_eq!(e.df, 18.0);
+        assert_eq!(e.df, 19.0);
+        let logs: Vec<f64> = f.adjusted.iter().map(|v| v.ln()).collect();
+        let ml = logs.iter().sum::<f64>() / 20.0;
+        let ss: f64 = logs.iter().map(|l| (l - ml).powi(2)).sum();
+        let fit_half = t_quantile(95.0, 18.0) * (ss / 18.0 / 20.0).sqrt();
+        let jl: Vec<f64> = f.judged.iter().map(|v| v.ln()).collect();
+        let js: f64 = jl.iter().map(|l| (l - ml).powi(2)).sum();
+        let judged_half = t_quantile(95.0, 19.0) * (js / 19.0 / 20.0).sqrt();
+        assert!(
+            (fit_half - judged_half).abs() < 1e-12 * fit_half.max(1.0),
+            "{fit_half} {judged_half}"
+        );
     }
 
     #[test]
@@ -298,11 +370,28 @@ mod tests {
             v[i] *= 0.5;
             m[i][1] = Some(400.0);
         }
-        let f = HostFit::of(&v, &m).unwrap();
+        let f = HostFit::of(&v, &m, 95.0).unwrap();
         let fitted: Vec<HostMeasure> = f.by.iter().map(|b| b.0).collect();
         assert_eq!(fitted, [HostMeasure::Line, HostMeasure::Others]);
         assert!(cv(&f.adjusted) < 0.01, "{}", cv(&f.adjusted));
-        assert_eq!(f.estimate(Estimator::Mean).unwrap().df, 27.0);
+        assert!(f.judged.len() == 30 && cv(&f.judged) < 0.012);
+    }
+
+    #[test]
+    fn a_fit_that_does_not_narrow_is_not_used() {
+        // Five trials that followed the neighbour only loosely: the
+        // slope's degree of freedom costs more than it takes out.
+        let v = [100.0, 80.0, 100.0, 92.0, 92.0];
+        let m: Vec<[Option<f64>; 3]> = [10.0, 30.0, 25.0, 12.0, 14.0]
+            .iter()
+            .map(|o| [Some(*o), None, None])
+            .collect();
+        let width = |x: &[f64]| crate::stats::Summary::by(Estimator::Mean, x, 95.0).width_pct();
+        let f = HostFit::of(&v, &m, 95.0).unwrap();
+        assert!(width(&f.judged) >= width(&v));
+        assert_eq!(HostFit::narrowing(&v, &m, 95.0, width), None);
+        let (v, m) = neighboured(12, 9);
+        assert!(HostFit::narrowing(&v, &m, 95.0, width).is_some());
     }
 
     #[test]
@@ -325,29 +414,31 @@ mod tests {
         let m: Vec<[Option<f64>; 3]> = (0..20)
             .map(|_| [Some(40.0 * unit(&mut rng)), None, Some(0.0)])
             .collect();
-        assert_eq!(HostFit::of(&v, &m), None);
+        assert_eq!(HostFit::of(&v, &m, 95.0), None);
         // A trial without the measure leaves it out of the fit.
         let (v, mut m) = neighboured(20, 5);
         m[3][0] = None;
-        assert_eq!(HostFit::of(&v, &m), None);
+        assert_eq!(HostFit::of(&v, &m, 95.0), None);
         // Too few trials to fit and keep three degrees of freedom.
         let (v, m) = neighboured(4, 5);
-        assert_eq!(HostFit::of(&v, &m), None);
+        assert_eq!(HostFit::of(&v, &m, 95.0), None);
         let (mut v, m) = neighboured(20, 5);
         v[0] = 0.0;
-        assert_eq!(HostFit::of(&v, &m), None);
+        assert_eq!(HostFit::of(&v, &m, 95.0), None);
     }
 
     proptest::proptest! {
         #[test]
         fn the_fit_keeps_the_trials_geometric_mean_and_narrows_them(seed in 0u64..1000, n in 8usize..40) {
             let (v, m) = neighboured(n, seed);
-            if let Some(f) = HostFit::of(&v, &m) {
+            if let Some(f) = HostFit::of(&v, &m, 95.0) {
                 let gm = |x: &[f64]| x.iter().map(|v| v.ln()).sum::<f64>() / x.len() as f64;
                 proptest::prop_assert!((gm(&v) - gm(&f.adjusted)).abs() < 1e-9);
                 let var = |x: &[f64]| { let l: Vec<f64> = x.iter().map(|v| v.ln()).collect(); let m = l.iter().sum::<f64>() / l.len() as f64; l.iter().map(|v| (v - m).powi(2)).sum::<f64>() };
                 // Least squares never leaves more than it started with.
                 proptest::prop_assert!(var(&f.adjusted) <= var(&v) * (1.0 + 1e-9));
+                proptest::prop_assert!((gm(&v) - gm(&f.judged)).abs() < 1e-9);
+                proptest::prop_assert!(var(&f.judged) >= var(&f.adjusted));
                 proptest::prop_assert!((0.0..=1.0).contains(&f.r2));
             }
         }

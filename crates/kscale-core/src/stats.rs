@@ -617,7 +617,7 @@ impl Follows {
 
 /// Pearson's correlation coefficient; `None` when either side is constant
 /// or not finite.
-fn pearson(x: &[f64], y: &[f64]) -> Option<f64> {
+pub(crate) fn pearson(x: &[f64], y: &[f64]) -> Option<f64> {
     use statrs::statistics::Statistics;
     let r = x.iter().covariance(y.iter()) / (x.iter().std_dev() * y.iter().std_dev());
     r.is_finite().then_some(r.clamp(-1.0, 1.0))

@@ -50,7 +50,7 @@ fn family_geomean<'a>(
         .zip(&values)
         .map(|(c, v)| {
             let e = match c
-                .host_fit(metric)
+                .host_fit(metric, confidence_pct)
                 .and_then(|f| Some((f.estimate(estimator(c))?, f)))
             {
                 Some((e, f)) => {

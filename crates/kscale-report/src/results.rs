@@ -230,6 +230,7 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
     );
     let mut failures = Vec::new();
     let mut stolen: Vec<String> = Vec::new();
+    let mut fitted = 0;
     let mut skipped = Vec::new();
     let mut not_converged = 0;
     let (mut medians, mut load_bound) = (None, 0);
@@ -355,6 +356,10 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
                             load_bound += 1;
                             mark = Cell::tone(format!("{} LOAD-BOUND", mark.text), Tone::Warn);
                         }
+                        if case.host_fit(&m.name, rule.confidence_pct).is_some() {
+                            fitted += 1;
+                            mark.text.push('‡');
+                        }
                         if s.n > 0 {
                             cells.push(Cell::new(sig(s.mean, 4)));
                             cells.push(Cell::tone(
@@ -424,6 +429,14 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
         table.notes.push(format!(
             "median of {k}: the workload's run rule takes exactly {k} trials and reports their \
              median; its ± is half the range of the trials"
+        ));
+    }
+    if fitted > 0 {
+        table.notes.push(format!(
+            "‡ ({fitted}): the case's trials followed what the host took from it (other tasks on \
+             its CPUs, the vCPUs' placement, steal time); its ± and its convergence are those of \
+             its trials with that part fitted out, at the run's own conditions (the decisions \
+             table says which and at what; docs/method.md, \"Others on the trial's CPUs\")"
         ));
     }
     if load_bound > 0 {

@@ -453,6 +453,14 @@ impl CaseData {
             RunRule::Converge => Summary::by(self.estimator, &values, confidence_pct),
             RunRule::MedianOf(_) => Summary::median_of(&values),
         };
+        // Where the host's part was fitted out, the interval is the fit's
+        // about the trials' own figure (docs/method.md, "Others on the
+        // trial's CPUs").
+        if let Some(f) = self.host_fit(metric, confidence_pct) {
+            let j = Summary::by(self.estimator, &f.judged, confidence_pct);
+            s.ci_low = s.mean - (j.mean - j.ci_low);
+            s.ci_high = s.mean + (j.ci_high - j.mean);
+        }
         if let Some(q) = self.metric(metric).and_then(|m| m.quantile.as_ref()) {
             if let Some(v) = self.merged_quantile(q) {
                 let shift = v - s.mean;
@@ -517,8 +525,16 @@ impl CaseData {
     }
     /// The counted trials' `metric` with what followed the host taken out
     /// ([`kscale_core::hostfit::HostFit`]), over the same trials as
-    /// [`CaseData::values`]; `None` where they followed nothing of it.
-    pub fn host_fit(&self, metric: &str) -> Option<kscale_core::hostfit::HostFit> {
+    /// [`CaseData::values`], for a case run to convergence whose interval
+    /// the fit narrows (as the runner judged it); `None` otherwise.
+    pub fn host_fit(
+        &self,
+        metric: &str,
+        confidence_pct: f64,
+    ) -> Option<kscale_core::hostfit::HostFit> {
+        if self.rule != RunRule::Converge {
+            return None;
+        }
         let (values, measures): (Vec<f64>, Vec<[Option<f64>; 3]>) = self
             .trials
             .iter()
@@ -535,7 +551,8 @@ impl CaseData {
                 ))
             })
             .unzip();
-        kscale_core::hostfit::HostFit::of(&values, &measures)
+        let width = |x: &[f64]| Summary::by(self.estimator, x, confidence_pct).width_pct();
+        kscale_core::hostfit::HostFit::narrowing(&values, &measures, confidence_pct, width)
     }
     /// The counted trials' `metric`, each with one measure of its
     /// accounting (`None` where it has none).

@@ -34,6 +34,11 @@ struct Unit {
     /// has none): what a case left out after its pilot is set beside
     /// (docs/method.md, "vCPU placement").
     host: Vec<(f64, f64, f64)>,
+    /// The counted values the rule judges and the planner funds: where
+    /// they followed the host and a fit on its measures narrows their
+    /// interval, the fit's judged figures, else `counted` itself
+    /// (docs/method.md, "Others on the trial's CPUs").
+    judged: Vec<f64>,
     /// Trial wall time spent so far, warm-up included: what a case budget
     /// limits.
     spent_s: f64,
@@ -119,11 +124,21 @@ impl Unit {
         self.guess_secs(opts)
     }
 
+    /// Recomputes `judged` after a counted trial.
+    fn refit(&mut self, opts: &RunOptions) {
+        self.judged = judged(
+            &opts.rule,
+            self.workload.rule == RunRule::Converge,
+            &self.counted,
+            &self.host,
+        );
+    }
+
     /// The case as the budget planner sees it, on its own: no part, rank,
     /// leave or share (the run's planning sets those).
     fn case_state(&self, opts: &RunOptions) -> kscale_core::budget::CaseState<'_> {
         kscale_core::budget::CaseState {
-            values: &self.counted,
+            values: &self.judged,
             secs_per_trial: self.secs_per_trial(opts),
             converged: false,
             part: None,
@@ -331,6 +346,7 @@ fn units(store: &Store, run_id: i64, opts: &RunOptions) -> Result<Vec<Unit>> {
             next_idx: 0,
             warmup_iterations: None,
             counted: Vec::new(),
+            judged: Vec::new(),
             host: Vec::new(),
             spent_s: 0.0,
             notes: Vec::new(),
@@ -354,6 +370,13 @@ fn units(store: &Store, run_id: i64, opts: &RunOptions) -> Result<Vec<Unit>> {
                 .find(|t| t.warmup)
                 .and_then(|t| t.iterations);
             unit.counted = old.values(workload.primary().name);
+            unit.host = old
+                .trials
+                .iter()
+                .filter(|t| !t.warmup && t.values.contains_key(workload.primary().name))
+                .map(|t| host_of(t.accounting.as_ref()))
+                .collect();
+            unit.refit(opts);
             unit.spent_s = old.trials.iter().map(|t| t.wall_s).sum();
         }
         if !unit.finished {
@@ -487,6 +510,47 @@ fn run_trial(
     super::roles::run_trial(w, req, timeout, place)
 }
 
+/// The values a case is judged and planned on (`Unit::judged`): the fit's
+/// where its trials followed the host and the fit narrows the rule's
+/// interval, else the counted values.
+fn judged(
+    rule: &kscale_core::StopRule,
+    converge: bool,
+    counted: &[f64],
+    host: &[(f64, f64, f64)],
+) -> Vec<f64> {
+    let measures: Vec<[Option<f64>; 3]> = host
+        .iter()
+        .map(|&(steal, line, others)| {
+            let m = |x: f64| x.is_finite().then_some(x);
+            [m(others), m(line), m(steal)]
+        })
+        .collect();
+    let fit = converge
+        .then(|| {
+            kscale_core::hostfit::HostFit::narrowing(counted, &measures, rule.confidence_pct, |x| {
+                rule.summary(x).width_pct()
+            })
+        })
+        .flatten();
+    match fit {
+        Some(f) => f.judged,
+        None => counted.to_vec(),
+    }
+}
+
+/// A trial's steal time, line round trip and others' share, as `Unit`
+/// keeps them (NaN where it has none).
+fn host_of(a: Option<&kscale_core::model::CpuAccounting>) -> (f64, f64, f64) {
+    a.map_or((f64::NAN, f64::NAN, f64::NAN), |a| {
+        (
+            a.steal_pct,
+            a.line_ns.unwrap_or(f64::NAN),
+            a.others_pct.unwrap_or(f64::NAN),
+        )
+    })
+}
+
 /// What a case's counted trials (`values`, with each one's steal time and
 /// line round trip in `host`) followed of the host's, as the tables say it
 /// of a NOT CONVERGED case: empty where they followed neither. A case left
@@ -542,7 +606,7 @@ fn line_probe(
 fn decide(w: &WorkloadDef, opts: &RunOptions, u: &Unit) -> Decision {
     let counted = &u.counted;
     match w.rule {
-        RunRule::Converge => opts.rule.decide(counted, u.spent_s),
+        RunRule::Converge => opts.rule.decide(&u.judged, u.spent_s),
         RunRule::MedianOf(n) if counted.len() >= n || opts.step != Step::Whole => {
             Decision::NotConverged
         }
@@ -1057,17 +1121,8 @@ impl<'a, 'p> Runner<'a, 'p> {
             return Ok(());
         }
         u.counted.push(out.values[u.workload.primary().name]);
-        u.host.push(
-            out.accounting
-                .as_ref()
-                .map_or((f64::NAN, f64::NAN, f64::NAN), |a| {
-                    (
-                        a.steal_pct,
-                        a.line_ns.unwrap_or(f64::NAN),
-                        a.others_pct.unwrap_or(f64::NAN),
-                    )
-                }),
-        );
+        u.host.push(host_of(out.accounting.as_ref()));
+        u.refit(opts);
         // Paced: the next counted trial starts a gap after this one's
         // start; back-to-back trials would follow one host spell and
         // narrow the interval without sampling more of the machine.
@@ -1290,5 +1345,31 @@ mod tests {
         );
         // Too few trials to say.
         assert_eq!(super::host_link(&values[..3], &host[..3]), "");
+    }
+
+    #[test]
+    fn a_case_that_followed_a_neighbour_is_judged_on_the_fit() {
+        use kscale_core::{Decision, StopRule};
+        let rule = StopRule {
+            width_pct: 10.0,
+            ..StopRule::DEFAULT
+        };
+        // Twelve trials whose throughput went as the CPU others left it.
+        let others = [
+            12.0, 35.0, 20.0, 40.0, 15.0, 28.0, 33.0, 10.0, 22.0, 38.0, 18.0, 30.0,
+        ];
+        let values: Vec<f64> = others
+            .iter()
+            .enumerate()
+            .map(|(i, o)| 1e5 * (1.0 - o / 100.0) * (1.0 + 0.01 * ((i % 3) as f64 - 1.0)))
+            .collect();
+        let host: Vec<(f64, f64, f64)> = others.iter().map(|&o| (0.0, f64::NAN, o)).collect();
+        assert_ne!(rule.decide(&values, 1.0), Decision::Converged);
+        let judged = super::judged(&rule, true, &values, &host);
+        assert_eq!(rule.decide(&judged, 1.0), Decision::Converged);
+        // Not for a median-of-N case, nor without the measure.
+        assert_eq!(super::judged(&rule, false, &values, &host), values);
+        let none: Vec<(f64, f64, f64)> = host.iter().map(|_| (0.0, f64::NAN, f64::NAN)).collect();
+        assert_eq!(super::judged(&rule, true, &values, &none), values);
     }
 }
