@@ -62,6 +62,15 @@ impl HostMeasure {
         r.is_finite().then_some(r)
     }
 
+    /// The measure at a regressor's value: what a mean regressor stands
+    /// for (a share, a round trip).
+    fn measure(self, r: f64) -> f64 {
+        match self {
+            HostMeasure::Others | HostMeasure::Steal => 100.0 * (1.0 - (-r).exp()),
+            HostMeasure::Line => r.exp(),
+        }
+    }
+
     pub fn describe(self) -> &'static str {
         match self {
             HostMeasure::Others => "others' share of its CPUs",
@@ -89,8 +98,10 @@ pub struct HostFit {
     pub adjusted: Vec<f64>,
     /// The share of the log figures' variance the measures explain.
     pub r2: f64,
-    /// The trials' mean of each measure fitted, as `by`: the conditions
-    /// the adjusted figures are at.
+    /// The conditions the adjusted figures are at, each measure fitted
+    /// as `by`: the measure at the trials' mean regressor (for a share,
+    /// 1 − the geometric mean of the CPU left; for the line, the
+    /// geometric mean of its capped round trips).
     pub at: Vec<f64>,
     /// The adjusted figures with their spread about the mean logarithm
     /// scaled by √((n−1)/(n−1−k))·t(n−1−k)/t(n−1), k the measures fitted:
@@ -208,7 +219,10 @@ impl HostFit {
             by,
             adjusted: adjusted.iter().map(|v| v.exp()).collect(),
             r2,
-            at: chosen.iter().map(|&c| mean(&candidates[c].1)).collect(),
+            at: chosen
+                .iter()
+                .map(|&c| candidates[c].0.measure(mean(&candidates[c].2)))
+                .collect(),
             judged: adjusted
                 .iter()
                 .map(|v| (my + scale * (v - my)).exp())
@@ -342,7 +356,16 @@ mod tests {
         assert!(f.r2 > 0.95);
         let gm = |x: &[f64]| x.iter().map(|v| v.ln()).sum::<f64>() / x.len() as f64;
         assert!((gm(&v) - gm(&f.adjusted)).abs() < 1e-12);
-        assert!((f.at[0] - m.iter().map(|t| t[0].unwrap()).sum::<f64>() / 20.0).abs() < 1e-9);
+        let left: f64 = m
+            .iter()
+            .map(|t| (1.0 - t[0].unwrap() / 100.0).ln())
+            .sum::<f64>()
+            / 20.0;
+        assert!(
+            (f.at[0] - 100.0 * (1.0 - left.exp())).abs() < 1e-9,
+            "{:?}",
+            f.at
+        );
         // The judged figures' own t interval is the fit's, whose slope
         // took a degree of freedom: 19 trials' df, 18's width.
         let e = f.estimate(Estimator::Mean).unwrap();
