@@ -284,7 +284,7 @@ fn say_noise(readings: &[kscale_core::noise::Reading], opts: &RunOptions) {
     let Some(o) = (match opts.budget_s {
         Some(_) => gauge::fit_plan(&mut opts.clone(), readings, false).1,
         None => Some(kscale_core::noise::outlook(
-            gauge::worst_cv(readings),
+            gauge::plan_wall_cv(readings),
             rule.width_pct / 100.0,
             rule.confidence_pct / 100.0,
             rule.max_trials,
@@ -324,9 +324,20 @@ fn say_noise(readings: &[kscale_core::noise::Reading], opts: &RunOptions) {
     } else {
         String::new()
     };
+    // Planned below the wall's spread: say why (gauge::plan_wall_cv).
+    let wall_cv = gauge::worst_cv(readings);
+    let planned = if o.cv < wall_cv {
+        format!(
+            ", {:.0} % on the thread's CPU clock: the rest is other tasks' time, which each trial records and the fit takes out of its interval (docs/method.md, \"Others on the trial's CPUs\"), so a case is planned at {:.0} %:",
+            o.cv * 100.0,
+            o.cv * 100.0
+        )
+    } else {
+        ",".into()
+    };
     eprintln!(
-        "kscale: gauge: at a gauge CV of {:.0} % (the CPU loop's or the system call's, the larger), a {} % interval needs {trials} a case here{thread}{}",
-        o.cv * 100.0,
+        "kscale: gauge: at a gauge CV of {:.0} % (the CPU loop's or the system call's, the larger){planned} a {} % interval needs {trials} a case here{thread}{}",
+        wall_cv * 100.0,
         rule.width_pct,
         match opts.budget_s {
             Some(b) => format!(
