@@ -326,7 +326,8 @@ fn say_noise(readings: &[kscale_core::noise::Reading], opts: &RunOptions) {
     };
     // Planned below the wall's spread: say why (gauge::plan_wall_cv).
     let wall_cv = gauge::worst_cv(readings);
-    let planned = if o.cv < wall_cv {
+    // Said where the two differ as printed, to the percent.
+    let planned = if (o.cv * 100.0).round() < (wall_cv * 100.0).round() {
         format!(
             ", {:.0} % on the thread's CPU clock: the rest is other tasks' time, which each trial records and the fit takes out of its interval (docs/method.md, \"Others on the trial's CPUs\"), so a case is planned at {:.0} %:",
             o.cv * 100.0,
