@@ -305,7 +305,7 @@ fn a_family_that_followed_a_neighbour_is_decided_at_the_runs_conditions() {
         .find(|n| n.starts_with("‡ TCP request/response conns=16 [cpus 1]"))
         .unwrap_or_else(|| panic!("{:?}", t.notes));
     assert!(
-        note.contains("others' share of its CPUs 10–40% (mean 25%"),
+        note.contains("others' share of its CPUs 10–40% (mean 26%"),
         "{note}"
     );
 }
