@@ -22,6 +22,24 @@ use crate::stats::{pearson, t_quantile, Estimate, Estimator, Follows};
 /// up to 4.3 µs between trials that ran as those at 400 ns did.
 pub const LINE_CAP_NS: f64 = 1000.0;
 
+/// A trial's host measures in [`HostMeasure::ALL`]'s order, `None` where
+/// it has none.
+pub type Measures = [Option<f64>; 3];
+
+/// The host measures of a trial's accounting (`None` for a trial without
+/// one): what the runner, the store and the tables fit and name alike.
+pub fn measures(a: Option<&crate::model::CpuAccounting>) -> Measures {
+    let finite = |x: Option<f64>| x.filter(|x| x.is_finite());
+    match a {
+        Some(a) => [
+            finite(a.others_pct),
+            finite(a.line_ns),
+            finite(Some(a.steal_pct)),
+        ],
+        None => [None; 3],
+    }
+}
+
 /// A host measure each trial records (`CpuAccounting`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HostMeasure {
@@ -128,18 +146,15 @@ impl HostFit {
     /// which the neighbour's spread hid. Each measure's `r` is the one
     /// it entered at. `None` where none enters, where a figure is not
     /// positive and finite, or where too few trials are left to fit.
-    pub fn of(
-        values: &[f64],
-        measures: &[[Option<f64>; 3]],
-        confidence_pct: f64,
-    ) -> Option<HostFit> {
+    pub fn of(values: &[f64], measures: &[Measures], confidence_pct: f64) -> Option<HostFit> {
         if values.len() != measures.len() || values.iter().any(|v| !(v.is_finite() && *v > 0.0)) {
             return None;
         }
         let n = values.len();
         let y: Vec<f64> = values.iter().map(|v| v.ln()).collect();
-        // Each measure every trial has: its raw values and regressor.
-        let candidates: Vec<(HostMeasure, Vec<f64>, Vec<f64>)> = HostMeasure::ALL
+        // Each measure every trial has and that moved: its raw values'
+        // range and its regressor.
+        let candidates: Vec<(HostMeasure, (f64, f64), Vec<f64>)> = HostMeasure::ALL
             .iter()
             .enumerate()
             .filter_map(|(k, m)| {
@@ -147,8 +162,13 @@ impl HostFit {
                     .iter()
                     .map(|t| t[k].filter(|x| x.is_finite()))
                     .collect::<Option<_>>()?;
+                let low = raw.iter().copied().fold(f64::INFINITY, f64::min);
+                let high = raw.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                if !m.moved(low, high) {
+                    return None;
+                }
                 let x: Vec<f64> = raw.iter().map(|x| m.regressor(*x)).collect::<Option<_>>()?;
-                Some((*m, raw, x))
+                Some((*m, (low, high), x))
             })
             .collect();
         let mut chosen: Vec<usize> = Vec::new();
@@ -163,16 +183,18 @@ impl HostFit {
             let next = candidates
                 .iter()
                 .enumerate()
-                .filter(|(i, (m, raw, _))| {
-                    let low = raw.iter().copied().fold(f64::INFINITY, f64::min);
-                    let high = raw.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                    !chosen.contains(i) && m.moved(low, high)
-                })
-                .filter_map(|(i, (m, raw, x))| {
+                .filter(|(i, _)| !chosen.contains(i))
+                .filter_map(|(i, (m, (low, high), x))| {
                     let r = pearson(x, &adjusted)?;
-                    let low = raw.iter().copied().fold(f64::INFINITY, f64::min);
-                    let high = raw.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                    Some((i, *m, Follows { low, high, r }))
+                    Some((
+                        i,
+                        *m,
+                        Follows {
+                            low: *low,
+                            high: *high,
+                            r,
+                        },
+                    ))
                 })
                 .max_by(|a, b| a.2.r.abs().total_cmp(&b.2.r.abs()));
             let Some((i, m, f)) = next else { break };
@@ -236,7 +258,7 @@ impl HostFit {
     /// interval stands.
     pub fn narrowing(
         values: &[f64],
-        measures: &[[Option<f64>; 3]],
+        measures: &[Measures],
         confidence_pct: f64,
         width: impl Fn(&[f64]) -> f64,
     ) -> Option<HostFit> {

@@ -535,19 +535,14 @@ impl CaseData {
         if self.rule != RunRule::Converge {
             return None;
         }
-        let (values, measures): (Vec<f64>, Vec<[Option<f64>; 3]>) = self
+        let (values, measures): (Vec<f64>, Vec<kscale_core::hostfit::Measures>) = self
             .trials
             .iter()
             .filter(|t| !t.warmup)
             .filter_map(|t| {
-                let a = t.accounting.as_ref();
                 Some((
                     *t.values.get(metric)?,
-                    [
-                        a.and_then(|a| a.others_pct),
-                        a.and_then(|a| a.line_ns),
-                        a.map(|a| a.steal_pct),
-                    ],
+                    kscale_core::hostfit::measures(t.accounting.as_ref()),
                 ))
             })
             .unzip();

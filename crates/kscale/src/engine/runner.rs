@@ -14,6 +14,7 @@ use crate::error::Interrupted;
 use crate::signals;
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
+use kscale_core::hostfit::Measures;
 use kscale_core::{CaseKey, Decision, RunRule};
 use kscale_store::{CaseData, CaseStatus, MetricRow, NewTrial, Store};
 use kscale_workloads::{TrialOutput, TrialRequest, WorkloadDef};
@@ -29,11 +30,11 @@ struct Unit {
     next_idx: i64,
     warmup_iterations: Option<u64>,
     counted: Vec<f64>,
-    /// Each counted trial's hypervisor steal time, line round trip
-    /// between two of its CPUs and others' share of its CPUs (NaN where it
-    /// has none): what a case left out after its pilot is set beside
+    /// Each counted trial's host measures (others' share of its CPUs,
+    /// line round trip between two of them, steal time): what its figures
+    /// are fitted on and a case left out after its pilot is set beside
     /// (docs/method.md, "vCPU placement").
-    host: Vec<(f64, f64, f64)>,
+    host: Vec<Measures>,
     /// The counted values the rule judges and the planner funds: where
     /// they followed the host and a fit on its measures narrows their
     /// interval, the fit's judged figures, else `counted` itself
@@ -374,7 +375,7 @@ fn units(store: &Store, run_id: i64, opts: &RunOptions) -> Result<Vec<Unit>> {
                 .trials
                 .iter()
                 .filter(|t| !t.warmup && t.values.contains_key(workload.primary().name))
-                .map(|t| host_of(t.accounting.as_ref()))
+                .map(|t| kscale_core::hostfit::measures(t.accounting.as_ref()))
                 .collect();
             unit.refit(opts);
             unit.spent_s = old.trials.iter().map(|t| t.wall_s).sum();
@@ -517,18 +518,11 @@ fn judged(
     rule: &kscale_core::StopRule,
     converge: bool,
     counted: &[f64],
-    host: &[(f64, f64, f64)],
+    host: &[Measures],
 ) -> Vec<f64> {
-    let measures: Vec<[Option<f64>; 3]> = host
-        .iter()
-        .map(|&(steal, line, others)| {
-            let m = |x: f64| x.is_finite().then_some(x);
-            [m(others), m(line), m(steal)]
-        })
-        .collect();
     let fit = converge
         .then(|| {
-            kscale_core::hostfit::HostFit::narrowing(counted, &measures, rule.confidence_pct, |x| {
+            kscale_core::hostfit::HostFit::narrowing(counted, host, rule.confidence_pct, |x| {
                 rule.summary(x).width_pct()
             })
         })
@@ -539,43 +533,28 @@ fn judged(
     }
 }
 
-/// A trial's steal time, line round trip and others' share, as `Unit`
-/// keeps them (NaN where it has none).
-fn host_of(a: Option<&kscale_core::model::CpuAccounting>) -> (f64, f64, f64) {
-    a.map_or((f64::NAN, f64::NAN, f64::NAN), |a| {
-        (
-            a.steal_pct,
-            a.line_ns.unwrap_or(f64::NAN),
-            a.others_pct.unwrap_or(f64::NAN),
-        )
-    })
-}
-
 /// What a case's counted trials (`values`, with each one's steal time and
 /// line round trip in `host`) followed of the host's, as the tables say it
 /// of a NOT CONVERGED case: empty where they followed neither. A case left
 /// out for its spread is then named the host's, not the workload's.
-fn host_link(values: &[f64], host: &[(f64, f64, f64)]) -> String {
+fn host_link(values: &[f64], host: &[Measures]) -> String {
     use kscale_core::Follows;
-    let with = |pick: fn(&(f64, f64, f64)) -> f64| {
-        values
-            .iter()
-            .zip(host)
-            .map(move |(v, h)| (*v, Some(pick(h))))
-    };
-    if let Some(f) = Follows::over(with(|h| h.1), Follows::line) {
+    // Index k of a trial's measures (hostfit::HostMeasure::ALL: others,
+    // line, steal).
+    let with = |k: usize| values.iter().zip(host).map(move |(v, h)| (*v, h[k]));
+    if let Some(f) = Follows::over(with(1), Follows::line) {
         return format!(
             "; its trials followed the host's placement of the vCPUs (a cache line took {:.0}–{:.0} ns between two of its CPUs, r = {:.2}: docs/method.md, \"vCPU placement\")",
             f.low, f.high, f.r
         );
     }
-    if let Some(f) = Follows::over(with(|h| h.0), Follows::steal) {
+    if let Some(f) = Follows::over(with(2), Follows::steal) {
         return format!(
             "; its trials followed the hypervisor's steal time ({:.0}–{:.0} %, r = {:.2})",
             f.low, f.high, f.r
         );
     }
-    if let Some(f) = Follows::over(with(|h| h.2), Follows::others) {
+    if let Some(f) = Follows::over(with(0), Follows::others) {
         return format!(
             "; its trials followed other tasks' use of its CPUs ({:.0}–{:.0} %, r = {:.2}: docs/method.md, \"Others on the trial's CPUs\")",
             f.low, f.high, f.r
@@ -1121,7 +1100,8 @@ impl<'a, 'p> Runner<'a, 'p> {
             return Ok(());
         }
         u.counted.push(out.values[u.workload.primary().name]);
-        u.host.push(host_of(out.accounting.as_ref()));
+        u.host
+            .push(kscale_core::hostfit::measures(out.accounting.as_ref()));
         u.refit(opts);
         // Paced: the next counted trial starts a gap after this one's
         // start; back-to-back trials would follow one host spell and
@@ -1313,30 +1293,38 @@ fn trial_timeout(
 
 #[cfg(test)]
 mod tests {
+    use kscale_core::hostfit::Measures;
+
     #[test]
     fn a_case_left_out_names_the_host_it_followed() {
         // Five pilot trials of a ring across two vCPUs: two with the vCPUs
         // near (a 60 ns line), three far (390 ns), the ring 1.6x slower.
         let values = [2.05, 2.02, 3.27, 3.20, 3.21];
         let near_far = [60.0, 61.0, 390.0, 385.0, 388.0];
-        let host: Vec<(f64, f64, f64)> = near_far.iter().map(|&l| (0.0, l, 1.0)).collect();
+        let host: Vec<Measures> = near_far
+            .iter()
+            .map(|&l| [Some(1.0), Some(l), Some(0.0)])
+            .collect();
         let said = super::host_link(&values, &host);
         assert!(said.contains("placement of the vCPUs"), "{said}");
         assert!(said.contains("60–390 ns"), "{said}");
         // The same spread with the vCPUs where they were: nothing to name.
-        let still: Vec<(f64, f64, f64)> = values.iter().map(|_| (0.0, 60.0, 1.0)).collect();
+        let still: Vec<Measures> = values
+            .iter()
+            .map(|_| [Some(1.0), Some(60.0), Some(0.0)])
+            .collect();
         assert_eq!(super::host_link(&values, &still), "");
         // Trials without a probe (one CPU) and steal that followed them.
-        let steal: Vec<(f64, f64, f64)> = [0.0, 1.0, 20.0, 18.0, 22.0]
+        let steal: Vec<Measures> = [0.0, 1.0, 20.0, 18.0, 22.0]
             .iter()
-            .map(|&s| (s, f64::NAN, f64::NAN))
+            .map(|&s| [None, None, Some(s)])
             .collect();
         let said = super::host_link(&values, &steal);
         assert!(said.contains("steal time (0–22 %"), "{said}");
         // A noisy neighbour: others ran more of its CPUs in the slow ones.
-        let others: Vec<(f64, f64, f64)> = [5.0, 6.0, 30.0, 28.0, 29.0]
+        let others: Vec<Measures> = [5.0, 6.0, 30.0, 28.0, 29.0]
             .iter()
-            .map(|&o| (0.0, 60.0, o))
+            .map(|&o| [Some(o), Some(60.0), Some(0.0)])
             .collect();
         let said = super::host_link(&values, &others);
         assert!(
@@ -1363,13 +1351,13 @@ mod tests {
             .enumerate()
             .map(|(i, o)| 1e5 * (1.0 - o / 100.0) * (1.0 + 0.01 * ((i % 3) as f64 - 1.0)))
             .collect();
-        let host: Vec<(f64, f64, f64)> = others.iter().map(|&o| (0.0, f64::NAN, o)).collect();
+        let host: Vec<Measures> = others.iter().map(|&o| [Some(o), None, Some(0.0)]).collect();
         assert_ne!(rule.decide(&values, 1.0), Decision::Converged);
         let judged = super::judged(&rule, true, &values, &host);
         assert_eq!(rule.decide(&judged, 1.0), Decision::Converged);
         // Not for a median-of-N case, nor without the measure.
         assert_eq!(super::judged(&rule, false, &values, &host), values);
-        let none: Vec<(f64, f64, f64)> = host.iter().map(|_| (0.0, f64::NAN, f64::NAN)).collect();
+        let none: Vec<Measures> = host.iter().map(|_| [None, None, Some(0.0)]).collect();
         assert_eq!(super::judged(&rule, true, &values, &none), values);
     }
 }
