@@ -40,26 +40,24 @@ fn family_geomean<'a>(
     metric: &str,
     confidence_pct: f64,
 ) -> Result<(Interval, Fitted<'a>), Option<f64>> {
-    let values: Vec<f64> = cases
+    let summaries: Vec<_> = cases
         .iter()
-        .map(|c| c.summary(metric, confidence_pct).mean)
+        .map(|c| c.summary_and_fit(metric, confidence_pct))
         .collect();
+    let values: Vec<f64> = summaries.iter().map(|(s, _)| s.mean).collect();
     let mut fitted = Vec::new();
     let logs: Option<Vec<LogEstimate>> = cases
         .iter()
-        .zip(&values)
-        .map(|(c, v)| {
-            let e = match c
-                .host_fit(metric, confidence_pct)
-                .and_then(|f| Some((f.estimate(estimator(c))?, f)))
-            {
+        .zip(summaries)
+        .map(|(c, (s, fit))| {
+            let e = match fit.and_then(|f| Some((f.estimate(estimator(c))?, f))) {
                 Some((e, f)) => {
                     fitted.push((*c, f));
                     e
                 }
                 None => estimator(c).estimate(&c.values(metric))?,
             };
-            LogEstimate::of_value(*v, e)
+            LogEstimate::of_value(s.mean, e)
         })
         .collect();
     logs.and_then(|l| Interval::combine(&l, confidence_pct))

@@ -301,7 +301,7 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
                         ));
                     }
                     (_, Some(m)) => {
-                        let s = case.summary(&m.name, rule.confidence_pct);
+                        let (s, fit) = case.summary_and_fit(&m.name, rule.confidence_pct);
                         let mut mark = match (case.rule, case.converged) {
                             (RunRule::MedianOf(k), _) => {
                                 medians = Some(k);
@@ -356,7 +356,7 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
                             load_bound += 1;
                             mark = Cell::tone(format!("{} LOAD-BOUND", mark.text), Tone::Warn);
                         }
-                        if case.host_fit(&m.name, rule.confidence_pct).is_some() {
+                        if fit.is_some() {
                             fitted += 1;
                             mark.text.push('‡');
                         }

@@ -448,6 +448,17 @@ impl CaseData {
     /// merged histogram of the counted trials (a mean of p99s is not a p99),
     /// its interval the trials' interval moved to that centre.
     pub fn summary(&self, metric: &str, confidence_pct: f64) -> Summary {
+        self.summary_and_fit(metric, confidence_pct).0
+    }
+
+    /// [`CaseData::summary`] with the host fit its interval came from,
+    /// where one did ([`CaseData::host_fit`]), for a table that marks it
+    /// or builds on it without fitting again.
+    pub fn summary_and_fit(
+        &self,
+        metric: &str,
+        confidence_pct: f64,
+    ) -> (Summary, Option<kscale_core::hostfit::HostFit>) {
         let values = self.values(metric);
         let mut s = match self.rule {
             RunRule::Converge => Summary::by(self.estimator, &values, confidence_pct),
@@ -456,7 +467,8 @@ impl CaseData {
         // Where the host's part was fitted out, the interval is the fit's
         // about the trials' own figure (docs/method.md, "Others on the
         // trial's CPUs").
-        if let Some(f) = self.host_fit(metric, confidence_pct) {
+        let fit = self.host_fit(metric, confidence_pct);
+        if let Some(f) = &fit {
             let j = Summary::by(self.estimator, &f.judged, confidence_pct);
             s.ci_low = s.mean - (j.mean - j.ci_low);
             s.ci_high = s.mean + (j.ci_high - j.mean);
@@ -469,7 +481,7 @@ impl CaseData {
                 s.mean = v;
             }
         }
-        s
+        (s, fit)
     }
 
     /// The merged histogram of the counted trials.
