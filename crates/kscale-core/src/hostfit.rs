@@ -56,9 +56,10 @@ impl HostMeasure {
     pub const ALL: [HostMeasure; 3] = [HostMeasure::Others, HostMeasure::Line, HostMeasure::Steal];
 
     /// Whether the measure moved enough over the trials to explain a
-    /// spread, as [`Follows`] asks before it names a NOT CONVERGED case's
-    /// host: a share by 5 points, the line by 1.5×.
-    fn moved(self, low: f64, high: f64) -> bool {
+    /// spread: a share by 5 points, the line by 1.5×. [`Follows`] asks it
+    /// before it names a NOT CONVERGED case's host, the fit before a
+    /// measure may enter.
+    pub(crate) fn moved(self, low: f64, high: f64) -> bool {
         match self {
             HostMeasure::Others => high - low >= Follows::MIN_OTHERS_RANGE_PCT,
             HostMeasure::Steal => high - low >= Follows::MIN_STEAL_RANGE_PCT,

@@ -565,14 +565,14 @@ impl Follows {
     /// over trial `i` (a noisy neighbour, another program).
     pub fn others(others_pct: &[f64], values: &[f64]) -> Option<Follows> {
         Self::of(others_pct, values, |low, high| {
-            high - low >= Self::MIN_OTHERS_RANGE_PCT
+            crate::hostfit::HostMeasure::Others.moved(low, high)
         })
     }
 
     /// The hypervisor's steal time, `steal_pct[i]` of trial `i`.
     pub fn steal(steal_pct: &[f64], values: &[f64]) -> Option<Follows> {
         Self::of(steal_pct, values, |low, high| {
-            high - low >= Self::MIN_STEAL_RANGE_PCT
+            crate::hostfit::HostMeasure::Steal.moved(low, high)
         })
     }
 
@@ -580,7 +580,7 @@ impl Follows {
     /// `line_ns[i]` around trial `i`.
     pub fn line(line_ns: &[f64], values: &[f64]) -> Option<Follows> {
         Self::of(line_ns, values, |low, high| {
-            low > 0.0 && high >= Self::MIN_LINE_RATIO * low
+            crate::hostfit::HostMeasure::Line.moved(low, high)
         })
     }
 
