@@ -379,6 +379,29 @@ fn near_miss(w: &WorkloadDef, c: &CaseData, v: u64) -> bool {
         && last_window(w, c).is_some_and(|x| x < v as f64 && x >= v as f64 - slack)
 }
 
+/// Each search's seconds: under a budget, [`SHARE`] of it (all of it when
+/// the plan is only searches), split evenly over the searches. Without a
+/// budget, the part of the whole that SHARE would be beside what the
+/// other cases are expected to take (`rest_s`, at the gauge's noise), so
+/// that a study without a budget bounds its searches as `--quick` does —
+/// one window a step, not the rule's three, and no more steps than fit —
+/// and says how long they take before it starts. Unbounded where nothing
+/// bounds them: searches alone and no budget.
+pub fn search_share(
+    budget_s: Option<f64>,
+    rest_s: Option<f64>,
+    rest: bool,
+    searches: usize,
+) -> Option<f64> {
+    let all = match (budget_s, rest) {
+        (Some(b), false) => b,
+        (Some(b), true) => b * SHARE,
+        (None, true) => rest_s? * SHARE / (1.0 - SHARE),
+        (None, false) => return None,
+    };
+    Some(all / searches.max(1) as f64)
+}
+
 /// Runs the plan: every search first, each within its share of the
 /// budget, then the other cases with the budget they left, then the
 /// searches that share cut short again with whatever the others left of
@@ -387,6 +410,7 @@ pub fn run(
     store: &Store,
     run_id: i64,
     opts: &RunOptions,
+    rest_s: Option<f64>,
     progress: bool,
     peers: Option<&mut PeerSet>,
 ) -> Result<()> {
@@ -419,10 +443,7 @@ pub fn run(
         })
         .collect();
     let seeds = seeds(&searched);
-    let share = opts.budget_s.map(|b| {
-        let all = if rest.is_empty() { b } else { b * SHARE };
-        all / seeds.len().max(1) as f64
-    });
+    let share = search_share(opts.budget_s, rest_s, !rest.is_empty(), seeds.len());
     let mut ctx = Ctx {
         store,
         run_id,
@@ -575,9 +596,13 @@ impl Open {
                 return Ok(());
             };
             let counted = best.trials.iter().filter(|t| !t.warmup).count();
-            let fits = self
-                .share
-                .is_none_or(|share| self.run.spent_s + self.reserve * self.run.step_s <= share);
+            // The steps kept the rule's windows' worth of the share for
+            // this, at the dearest step then; a last step dearer still
+            // does not cost the answer its windows, without which it has
+            // no interval (a study's one-CPU search under the neighbour
+            // stored its answer from one window). The overrun is a window
+            // or two, which the rest of the run is planned without.
+            let fits = self.share.is_none_or(|share| self.run.spent_s < share);
             if counted >= self.windows || !fits {
                 return Ok(());
             }
@@ -1163,6 +1188,21 @@ mod tests {
         assert!(l.starts_with(&format!("capacity: {} conns, not at {} (within 2 %); conforming = conns in the median of each step's windows", done.capacity, done.fails_at.unwrap())), "{l}");
         let none = within(3300, 800, 1.0, 3.0, 2.0).found;
         assert!(line(&none, Some(1.0), None).starts_with("capacity: not measured — its share of the run's budget (1 s) was spent before one step"));
+    }
+
+    #[test]
+    fn searches_are_bounded_with_or_without_a_budget() {
+        // study --quick: a fifth of five minutes over two searches.
+        assert_eq!(search_share(Some(300.0), None, true, 2), Some(30.0));
+        // run --capacity --budget of searches alone: all of it.
+        assert_eq!(search_share(Some(60.0), None, false, 2), Some(30.0));
+        // A study without a budget whose other cases take 40 min: its
+        // searches a fifth of the whole, 10 min, 5 each.
+        let s = search_share(None, Some(2400.0), true, 2).unwrap();
+        assert!((s - 300.0).abs() < 1e-9, "{s}");
+        // Searches alone without a budget, or nothing to bound them by.
+        assert_eq!(search_share(None, Some(2400.0), false, 2), None);
+        assert_eq!(search_share(None, None, true, 2), None);
     }
 
     #[test]
