@@ -6,7 +6,7 @@
 
 use super::args::RunOptions;
 use super::peers::PeerSet;
-use super::{capacity, gauge, runner, GIT_REV, VERSION};
+use super::{capacity, gauge, plan, runner, GIT_REV, VERSION};
 use crate::error::{user, Interrupted};
 use crate::idle::IdleHold;
 use anyhow::Result;
@@ -231,11 +231,20 @@ impl Active<'_> {
     pub fn execute(mut self, progress: bool) -> Result<i64> {
         let (store, id) = (self.store, self.id);
         let cpus = gauge::used_cpus(&self.opts);
-        if let Some(before) = gauge::begin(store, id, &cpus) {
-            say_noise(&before, &self.opts);
+        let before = gauge::begin(store, id, &cpus);
+        if let Some(before) = &before {
+            say_noise(before, &self.opts);
         }
         let done = if self.opts.capacity {
-            capacity::run(store, id, &self.opts, progress, self.peers.as_mut())
+            let rest_s = expected_s(&not_searched(&self.opts), before.as_deref());
+            capacity::run(
+                store,
+                id,
+                &self.opts,
+                Some(rest_s),
+                progress,
+                self.peers.as_mut(),
+            )
         } else {
             runner::execute(store, id, &self.opts, progress, self.peers.as_mut())
         };
@@ -349,37 +358,75 @@ fn say_noise(readings: &[kscale_core::noise::Reading], opts: &RunOptions) {
             ),
             None => {
                 // Without a budget every case runs to its rule: how long
-                // that takes at this noise, said before it starts.
-                let n = o.trials.clamp(rule.min_trials, rule.max_trials) as f64;
-                let conv: f64 = runner::guessed_costs(opts)
-                    .iter()
-                    .map(|(per, once)| once + per * n)
-                    .sum();
-                let median: f64 = opts
-                    .plan
-                    .iter()
-                    .filter_map(|e| kscale_workloads::find(&e.workload))
-                    .filter_map(|w| runner::guessed_median_cost(w, opts))
-                    .sum();
-                // Paced, each workload's cases take the span at least.
-                let mut workloads: Vec<&str> =
-                    opts.plan.iter().map(|e| e.workload.as_str()).collect();
-                workloads.sort_unstable();
-                workloads.dedup();
-                let paced = opts.span_s.unwrap_or(0.0) * workloads.len() as f64;
-                format!(
-                    "; its {} cases take about {} at that{}",
-                    opts.plan.len(),
-                    duration((conv + median).max(paced)),
-                    if opts.capacity {
-                        ", capacity searches aside"
-                    } else {
-                        ""
+                // that takes at this noise, said before it starts, with
+                // the searches' bounded share (capacity::search_share).
+                let rest = not_searched(opts);
+                let rest_s = expected_s(&rest, Some(readings));
+                let searches = plan::seeds(&opts.plan).len();
+                let search = if opts.capacity && searches > 0 {
+                    match capacity::search_share(None, Some(rest_s), !rest.plan.is_empty(), searches) {
+                        Some(s) => format!(
+                            ", and its {searches} capacity searches at most {} more",
+                            duration(s * searches as f64)
+                        ),
+                        None => ", capacity searches aside".into(),
                     }
+                } else {
+                    String::new()
+                };
+                format!(
+                    "; its {} cases take about {} at that{search}",
+                    rest.plan.len(),
+                    duration(rest_s),
                 )
             }
         }
     );
+}
+
+/// The run's options with the cases a capacity search measures taken out
+/// of its plan (all of them when the run does not search).
+fn not_searched(opts: &RunOptions) -> RunOptions {
+    let mut o = opts.clone();
+    if opts.capacity {
+        o.plan.retain(|e| {
+            kscale_workloads::find(&e.workload)
+                .and_then(plan::param_of)
+                .is_none()
+        });
+    }
+    o
+}
+
+/// Seconds the plan's cases take without a budget, each to its rule, at
+/// the trials the gauge's noise needs (the rule's least without a gauge).
+fn expected_s(opts: &RunOptions, readings: Option<&[kscale_core::noise::Reading]>) -> f64 {
+    let rule = &opts.rule;
+    let trials = readings.map_or(rule.min_trials, |r| {
+        kscale_core::noise::trials_needed(
+            gauge::plan_wall_cv(r),
+            rule.width_pct / 100.0,
+            rule.confidence_pct / 100.0,
+            rule.max_trials,
+        )
+    });
+    let n = trials.clamp(rule.min_trials, rule.max_trials) as f64;
+    let conv: f64 = runner::guessed_costs(opts)
+        .iter()
+        .map(|(per, once)| once + per * n)
+        .sum();
+    let median: f64 = opts
+        .plan
+        .iter()
+        .filter_map(|e| kscale_workloads::find(&e.workload))
+        .filter_map(|w| runner::guessed_median_cost(w, opts))
+        .sum();
+    // Paced, each workload's cases take the span at least.
+    let mut workloads: Vec<&str> = opts.plan.iter().map(|e| e.workload.as_str()).collect();
+    workloads.sort_unstable();
+    workloads.dedup();
+    let paced = opts.span_s.unwrap_or(0.0) * workloads.len() as f64;
+    (conv + median).max(paced)
 }
 
 /// `45 s`, `12 min`, `2.3 h`.
