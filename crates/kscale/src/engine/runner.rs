@@ -18,7 +18,7 @@ use kscale_core::hostfit::Measures;
 use kscale_core::{CaseKey, Decision, RunRule};
 use kscale_store::{CaseData, CaseStatus, MetricRow, NewTrial, Store};
 use kscale_workloads::{TrialOutput, TrialRequest, WorkloadDef};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 pub mod interleave;
@@ -148,6 +148,47 @@ impl Unit {
             share_trials: 0.0,
         }
     }
+}
+
+/// Where a case stands when the planner stops one that cannot converge
+/// ([`unmeasurable`]).
+struct Standing<'a> {
+    workload: &'a str,
+    params: &'a BTreeMap<String, String>,
+    cpus: &'a str,
+    /// Still measuring or converged, and not left out: it gives its
+    /// family a figure with an interval on its configuration.
+    usable: bool,
+}
+
+/// What a study that leaves cases out does with case `i`, which cannot
+/// converge within the rule's maximum trials or needs more than an even
+/// share of the run (a case the machine makes unmeasurable in a quick
+/// budget: studies under the neighbour stopped `ctx.lat place=spread`
+/// cases after 5–8 trials at needs of ~1,500 and ~5,600 more): it and its twins on the other configurations are left out —
+/// converged twins too, which scalability pairs it with — while its family
+/// keeps another usable case on each of their configurations. Its NOT
+/// CONVERGED row would leave the family's decision there without an
+/// interval, and its rank does not matter then: the family is decided on
+/// the cases it keeps. `None` where the family would keep none on some
+/// configuration: the case stays, NOT CONVERGED, and no family goes
+/// unmeasured.
+fn unmeasurable(cases: &[Standing<'_>], i: usize) -> Option<Vec<usize>> {
+    let me = &cases[i];
+    let family = |w: &str| w.split('.').next().unwrap_or(w).to_string();
+    let same = |c: &Standing<'_>| c.workload == me.workload && c.params == me.params;
+    let out: Vec<usize> = (0..cases.len())
+        .filter(|&k| same(&cases[k]) && (k == i || cases[k].cpus != me.cpus))
+        .collect();
+    let keeps = out.iter().all(|&k| {
+        cases.iter().any(|c| {
+            c.usable
+                && !same(c)
+                && c.cpus == cases[k].cpus
+                && family(c.workload) == family(me.workload)
+        })
+    });
+    keeps.then_some(out)
 }
 
 /// A trial's wall seconds guessed from its workload's seconds params (a
@@ -762,17 +803,69 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Re
             let plans = budget::allocate(&rule, &states, left);
             let turns: Vec<u64> = conv.iter().map(|&i| units[i].turn).collect();
             let next = budget::next(&rule, &states, &plans, &turns).map(|k| conv[k]);
-            let stops: Vec<(usize, budget::StopReason)> = conv
+            let stops: Vec<(usize, budget::StopReason, budget::Need)> = conv
                 .iter()
                 .zip(&plans)
                 .filter_map(|(&i, p)| match p {
-                    Plan::Stop { reason, .. } => Some((i, *reason)),
+                    Plan::Stop { reason, need } => Some((i, *reason, *need)),
                     _ => None,
                 })
                 .collect();
-            for (i, reason) in stops {
-                let why = format!("stopped early: {}", reason.describe());
-                r.finish(&mut units[i], Decision::NotConverged, Some(why))?;
+            let mut replan = false;
+            for (i, reason, need) in stops {
+                if units[i].finished {
+                    continue;
+                }
+                // Unmeasurable here: beyond the rule's maximum, or beyond
+                // an even share of the run's rounds (not a case the end of
+                // the budget caught a few trials short).
+                let hopeless =
+                    reason == budget::StopReason::MaxTrials || need.more_trials > share_trials;
+                let out = if r.opts.leave_out && hopeless {
+                    let standing: Vec<Standing<'_>> = units
+                        .iter()
+                        .zip(&left_out)
+                        .map(|(u, &out)| Standing {
+                            workload: &u.entry.workload,
+                            params: &u.entry.params,
+                            cpus: &u.entry.cpus_name,
+                            usable: !out
+                                && u.workload.rule == RunRule::Converge
+                                && (!u.finished || u.converged),
+                        })
+                        .collect();
+                    unmeasurable(&standing, i)
+                } else {
+                    None
+                };
+                let Some(out) = out else {
+                    let why = format!("stopped early: {}", reason.describe());
+                    r.finish(&mut units[i], Decision::NotConverged, Some(why))?;
+                    continue;
+                };
+                r.leave_out(
+                    &mut units[i],
+                    need,
+                    &format!(
+                        "it {} at this spread, and its family is decided on the cases it keeps",
+                        reason.describe()
+                    ),
+                )?;
+                left_out[i] = true;
+                for k in out.into_iter().filter(|&k| k != i) {
+                    let need = budget::need(&rule, &units[k].case_state(r.opts));
+                    r.leave_out(
+                        &mut units[k],
+                        need,
+                        "left with its case on the other configuration, which scalability pairs it with",
+                    )?;
+                    left_out[k] = true;
+                }
+                replan = true;
+            }
+            if replan {
+                // The plan without them: its next case may differ.
+                continue;
             }
             let leaves: Vec<(usize, budget::Need)> = conv
                 .iter()
@@ -1166,6 +1259,8 @@ impl<'a, 'p> Runner<'a, 'p> {
     ) -> Result<()> {
         u.finished = true;
         u.profiled = true;
+        // A converged twin left with its case is no longer in the run.
+        u.converged = false;
         let values = &u.counted;
         let n = values.len() as f64;
         let spread = if n >= 2.0 {
@@ -1293,7 +1388,9 @@ fn trial_timeout(
 
 #[cfg(test)]
 mod tests {
+    use super::{unmeasurable, Standing};
     use kscale_core::hostfit::Measures;
+    use std::collections::BTreeMap;
 
     #[test]
     fn a_case_left_out_names_the_host_it_followed() {
@@ -1333,6 +1430,48 @@ mod tests {
         );
         // Too few trials to say.
         assert_eq!(super::host_link(&values[..3], &host[..3]), "");
+    }
+
+    #[test]
+    fn a_case_that_cannot_converge_is_left_out_while_its_family_keeps_others() {
+        let p = |k: &str| -> BTreeMap<String, String> {
+            [("procs".to_string(), k.to_string())].into_iter().collect()
+        };
+        let (two, eight) = (p("2"), p("8"));
+        let st = |workload, params, cpus, usable| Standing {
+            workload,
+            params,
+            cpus,
+            usable,
+        };
+        // ctx.lat procs=2 on all CPUs cannot converge; its one-CPU twin
+        // converged; procs=8 is measuring on both.
+        let cases = [
+            st("ctx.lat", &two, "1", true),
+            st("ctx.lat", &two, "all", true),
+            st("ctx.lat", &eight, "1", true),
+            st("ctx.lat", &eight, "all", true),
+            st("mem.rd", &two, "all", true),
+        ];
+        assert_eq!(unmeasurable(&cases, 1), Some(vec![0, 1]));
+        // The family's last usable case on all CPUs stays, NOT CONVERGED:
+        // another family's case does not count.
+        let cases = [
+            st("ctx.lat", &two, "1", true),
+            st("ctx.lat", &two, "all", true),
+            st("ctx.lat", &eight, "1", true),
+            st("ctx.lat", &eight, "all", false),
+            st("mem.rd", &two, "all", true),
+        ];
+        assert_eq!(unmeasurable(&cases, 1), None);
+        // Nor on the twin's configuration.
+        let cases = [
+            st("ctx.lat", &two, "1", true),
+            st("ctx.lat", &two, "all", true),
+            st("ctx.lat", &eight, "1", false),
+            st("ctx.lat", &eight, "all", true),
+        ];
+        assert_eq!(unmeasurable(&cases, 1), None);
     }
 
     #[test]
