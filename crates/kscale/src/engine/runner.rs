@@ -718,6 +718,30 @@ fn run_group(r: &mut Runner<'_, '_>, units: &mut [Unit]) -> Result<()> {
 /// take their N trials first; the others get their first trials in turn,
 /// then the time their spread needs, their trials interleaved over the
 /// whole run; cases that cannot converge in what is left stop at once.
+/// Leaves case `i` out with its need and why, then `twins` with it: a
+/// family's scalability pairs a case with its twin on the other
+/// configuration, so one does not stay without the other.
+fn leave_with_twins(
+    r: &mut Runner<'_, '_>,
+    units: &mut [Unit],
+    left_out: &mut [bool],
+    (i, need, why): (usize, kscale_core::budget::Need, &str),
+    twins: &[usize],
+) -> Result<()> {
+    r.leave_out(&mut units[i], need, why)?;
+    left_out[i] = true;
+    for &k in twins {
+        let need = kscale_core::budget::need(&r.opts.rule, &units[k].case_state(r.opts));
+        r.leave_out(
+            &mut units[k],
+            need,
+            "left with its case on the other configuration, which scalability pairs it with",
+        )?;
+        left_out[k] = true;
+    }
+    Ok(())
+}
+
 fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Result<()> {
     use kscale_core::budget::{self, CaseState, Plan};
     // The command's clock when it counts its own setup and output (study),
@@ -843,24 +867,12 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Re
                     r.finish(&mut units[i], Decision::NotConverged, Some(why))?;
                     continue;
                 };
-                r.leave_out(
-                    &mut units[i],
-                    need,
-                    &format!(
-                        "it {} at this spread, and its family is decided on the cases it keeps",
-                        reason.describe()
-                    ),
-                )?;
-                left_out[i] = true;
-                for k in out.into_iter().filter(|&k| k != i) {
-                    let need = budget::need(&rule, &units[k].case_state(r.opts));
-                    r.leave_out(
-                        &mut units[k],
-                        need,
-                        "left with its case on the other configuration, which scalability pairs it with",
-                    )?;
-                    left_out[k] = true;
-                }
+                let why = format!(
+                    "it {} at this spread, and its family is decided on the cases it keeps",
+                    reason.describe()
+                );
+                let twins: Vec<usize> = out.into_iter().filter(|&k| k != i).collect();
+                leave_with_twins(r, units, &mut left_out, (i, need, &why), &twins)?;
                 replan = true;
             }
             if replan {
@@ -880,24 +892,11 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Re
                     if units[i].finished {
                         continue;
                     }
-                    r.leave_out(
-                        &mut units[i],
-                        need,
-                        "it needs more than an even share of the run",
-                    )?;
-                    left_out[i] = true;
                     let twins: Vec<usize> = (0..units.len())
                         .filter(|&k| !units[k].finished && units[k].twin_of(&units[i]))
                         .collect();
-                    for k in twins {
-                        let need = budget::need(&rule, &units[k].case_state(r.opts));
-                        r.leave_out(
-                            &mut units[k],
-                            need,
-                            "left with its case on the other configuration, which scalability pairs it with",
-                        )?;
-                        left_out[k] = true;
-                    }
+                    let why = "it needs more than an even share of the run";
+                    leave_with_twins(r, units, &mut left_out, (i, need, why), &twins)?;
                 }
                 // The plan without them: its next case may differ.
                 continue;
