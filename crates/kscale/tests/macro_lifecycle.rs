@@ -168,6 +168,13 @@ fn sigkill_during_ctx_leaves_no_ring_process() {
             "--param",
             "size=0",
             "--quick",
+            // Long enough to be caught with its ring up: on a quiet machine
+            // three 0.1 s trials converge the case, and the run ended
+            // between two looks of the test.
+            "--trial-time",
+            "1",
+            "--min-trials",
+            "20",
             "--no-progress",
         ],
     );
