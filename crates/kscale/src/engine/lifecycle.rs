@@ -236,15 +236,13 @@ impl Active<'_> {
             say_noise(before, &self.opts);
         }
         let done = if self.opts.capacity {
-            let rest_s = expected_s(&not_searched(&self.opts), before.as_deref());
-            capacity::run(
-                store,
-                id,
-                &self.opts,
-                Some(rest_s),
-                progress,
-                self.peers.as_mut(),
-            )
+            // Only a run without a budget bounds its searches by this.
+            let rest_s = self
+                .opts
+                .budget_s
+                .is_none()
+                .then(|| expected_s(&not_searched(&self.opts), before.as_deref()));
+            capacity::run(store, id, &self.opts, rest_s, progress, self.peers.as_mut())
         } else {
             runner::execute(store, id, &self.opts, progress, self.peers.as_mut())
         };
