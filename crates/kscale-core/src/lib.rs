@@ -2,6 +2,7 @@
 //! (docs/method.md). Nothing here touches the operating system, so every rule can be
 //! unit- and property-tested in isolation.
 
+pub mod ahead;
 pub mod budget;
 pub mod changes;
 pub mod cpus;
