@@ -6,6 +6,7 @@
 
 use super::args::RunOptions;
 use super::peers::PeerSet;
+use super::progress::duration;
 use super::{capacity, gauge, plan, runner, GIT_REV, VERSION};
 use crate::error::{user, Interrupted};
 use crate::idle::IdleHold;
@@ -425,17 +426,6 @@ fn expected_s(opts: &RunOptions, readings: Option<&[kscale_core::noise::Reading]
     workloads.dedup();
     let paced = opts.span_s.unwrap_or(0.0) * workloads.len() as f64;
     (conv + median).max(paced)
-}
-
-/// `45 s`, `12 min`, `2.3 h`.
-fn duration(s: f64) -> String {
-    if s < 90.0 {
-        format!("{s:.0} s")
-    } else if s < 5400.0 {
-        format!("{:.0} min", s / 60.0)
-    } else {
-        format!("{:.1} h", s / 3600.0)
-    }
 }
 
 /// The error of a run every case of which failed: `run` and `check` stop

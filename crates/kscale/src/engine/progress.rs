@@ -11,14 +11,29 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+/// `45 s`, `12 min`, `2.3 h`.
+pub fn duration(s: f64) -> String {
+    if s < 90.0 {
+        format!("{s:.0} s")
+    } else if s < 5400.0 {
+        format!("{:.0} min", s / 60.0)
+    } else {
+        format!("{:.1} h", s / 3600.0)
+    }
+}
+
 /// The run's bar: line mode when the environment asks for it, else drawn
-/// on stderr when `show`, else hidden.
-pub fn bar(show: bool, len: u64) -> ProgressBar {
+/// on stderr when `show`, else hidden. `eta`: indicatif's estimate from
+/// the trials' rate, for a run whose trials cost alike; a run without a
+/// budget says its own in the message instead (the runner's
+/// [`kscale_core::ahead`]), since its macro trials cost twenty times its
+/// micro ones.
+pub fn bar(show: bool, len: u64, eta: bool) -> ProgressBar {
     if let Some(bar) = line_bar(len) {
         return bar;
     }
     if !show && !SILENT.load(Ordering::Relaxed) && !std::io::stderr().is_terminal() {
-        return periodic_bar(len);
+        return periodic_bar(len, eta);
     }
     let bar = ProgressBar::with_draw_target(
         Some(len),
@@ -29,9 +44,11 @@ pub fn bar(show: bool, len: u64) -> ProgressBar {
         },
     );
     bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} trials  ETA {eta}  {msg}",
-        )
+        ProgressStyle::with_template(if eta {
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} trials  ETA {eta}  {msg}"
+        } else {
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} trials  {msg}"
+        })
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     bar.enable_steady_tick(Duration::from_millis(200));
@@ -57,7 +74,7 @@ static LAST: Mutex<Option<Instant>> = Mutex::new(None);
 
 /// Off a terminal: a `kscale: progress …` line at most every
 /// [`EVERY_S`] seconds.
-fn periodic_bar(len: u64) -> ProgressBar {
+fn periodic_bar(len: u64, eta: bool) -> ProgressBar {
     if let Ok(mut last) = LAST.lock() {
         last.get_or_insert_with(Instant::now);
     }
@@ -71,8 +88,12 @@ fn periodic_bar(len: u64) -> ProgressBar {
     );
     let bar = ProgressBar::with_draw_target(Some(len), target);
     bar.set_style(
-        ProgressStyle::with_template("[{elapsed_precise}] {pos}/{len} trials, ETA {eta}: {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(if eta {
+            "[{elapsed_precise}] {pos}/{len} trials, ETA {eta}: {msg}"
+        } else {
+            "[{elapsed_precise}] {pos}/{len} trials: {msg}"
+        })
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     bar.enable_steady_tick(Duration::from_secs(1));
     bar

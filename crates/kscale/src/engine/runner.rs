@@ -125,6 +125,33 @@ impl Unit {
         self.guess_secs(opts)
     }
 
+    /// The counted trials its rule needs in all, once its own trials can
+    /// say: a median-of-N case's N; a converging one's at the spread of
+    /// its judged figures, from its third on.
+    fn needed(&self, opts: &RunOptions) -> Option<usize> {
+        let rule = &opts.rule;
+        match self.workload.rule {
+            RunRule::MedianOf(n) => Some(n),
+            RunRule::Converge if self.judged.len() >= rule.min_trials.max(3) => {
+                let n = self.judged.len() as f64;
+                let mean = self.judged.iter().sum::<f64>() / n;
+                let var = self.judged.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+                let cv = if mean != 0.0 {
+                    var.sqrt() / mean.abs()
+                } else {
+                    f64::INFINITY
+                };
+                Some(kscale_core::noise::trials_needed(
+                    cv,
+                    rule.width_pct / 100.0,
+                    rule.confidence_pct / 100.0,
+                    rule.max_trials,
+                ))
+            }
+            RunRule::Converge => None,
+        }
+    }
+
     /// Recomputes `judged` after a counted trial.
     fn refit(&mut self, opts: &RunOptions) {
         self.judged = judged(
@@ -283,7 +310,11 @@ fn execute_with(
     let (scratch, available) = open(&opts.dir, &units)?;
     let pending = units.iter().filter(|u| !u.finished).count();
     let per_case = 1 + opts.rule.min_trials as u64;
-    let bar = super::progress::bar(show_progress, pending as u64 * per_case);
+    let bar = super::progress::bar(
+        show_progress,
+        pending as u64 * per_case,
+        opts.budget_s.is_some(),
+    );
     let mut profiler = Profiler::new(opts.profile);
 
     let env = Env::new(scratch.path(), &bar, &available, opts, hotplug);
@@ -302,7 +333,7 @@ fn execute_with(
                 .iter()
                 .position(|u| u.entry.workload != units[start].entry.workload)
                 .map_or(units.len(), |p| start + p);
-            run_group(&mut runner, &mut units[start..end])?;
+            run_group(&mut runner, &mut units, start..end)?;
             start = end;
         }
     }
@@ -655,6 +686,11 @@ struct Runner<'a, 'p> {
     /// many: the budget keeps as much for every case still open, which the
     /// run ends by storing.
     finish_cost: Tally,
+    /// When its first trial was asked for.
+    started: Instant,
+    /// Without a budget: how long the run still has to go, as the progress
+    /// says it ([`kscale_core::ahead`]).
+    left_s: Option<f64>,
 }
 
 /// Seconds something has cost in this run, summed, and how many times.
@@ -683,16 +719,23 @@ impl Tally {
 /// A workload's cases round-robin (A B A B …) until each has finished.
 /// Under `--span` a case whose next trial is not yet due gives up its
 /// turn, and when none is due the runner waits for the first that will be.
-fn run_group(r: &mut Runner<'_, '_>, units: &mut [Unit]) -> Result<()> {
-    while units.iter().any(|u| !u.finished) {
+fn run_group(
+    r: &mut Runner<'_, '_>,
+    all: &mut [Unit],
+    group: std::ops::Range<usize>,
+) -> Result<()> {
+    while all[group.clone()].iter().any(|u| !u.finished) {
         let mut ran = false;
-        for u in units.iter_mut().filter(|u| !u.finished) {
-            if u.due.is_some_and(|d| d > Instant::now()) {
+        for i in group.clone() {
+            let u = &all[i];
+            if u.finished || u.due.is_some_and(|d| d > Instant::now()) {
                 continue;
             }
-            r.turn(u)?;
+            r.left_s = Some(r.seconds_left(all));
+            r.turn(&mut all[i])?;
             ran = true;
         }
+        let units = &all[group.clone()];
         if !ran {
             let next = units
                 .iter()
@@ -1075,7 +1118,38 @@ impl<'a, 'p> Runner<'a, 'p> {
             profile_scale,
             profile_extra: Tally::default(),
             finish_cost: Tally::default(),
+            started: Instant::now(),
+            left_s: None,
         }
+    }
+
+    /// How long the unfinished cases of `units` still take: each finished
+    /// case teaches the estimate for those of its workload (or family)
+    /// ahead, and the run's elapsed time over its trials' wall time so far
+    /// scales every trial by what the runner spends around it (worker
+    /// processes, profiles, the store): docs/method.md, "The run's budget",
+    /// "How long".
+    fn seconds_left(&self, units: &[Unit]) -> f64 {
+        let rule = &self.opts.rule;
+        let cases: Vec<kscale_core::ahead::Case<'_>> = units
+            .iter()
+            .map(|u| kscale_core::ahead::Case {
+                workload: &u.entry.workload,
+                finished: u.finished,
+                turns: u.next_idx.max(0) as usize,
+                secs: u.spent_s,
+                needed: u.needed(self.opts),
+                guess_s: u.guess_secs(self.opts),
+                guess_turns: 1 + rule.min_trials,
+            })
+            .collect();
+        let spent: f64 = units.iter().map(|u| u.spent_s).sum();
+        let overhead = if spent > 0.0 {
+            self.started.elapsed().as_secs_f64() / spent
+        } else {
+            1.0
+        };
+        kscale_core::ahead::seconds_left(&cases, overhead, rule.max_trials)
     }
 
     /// How long `u`'s profiled trial runs, by [`profile_request`]'s rule:
@@ -1114,8 +1188,12 @@ impl<'a, 'p> Runner<'a, 'p> {
         }
         let warmup = opts.step != Step::Window && u.warmup_iterations.is_none() && u.next_idx == 0;
         let counted_n = u.counted.len();
+        let left = self
+            .left_s
+            .map(|s| format!("about {} left · ", super::progress::duration(s)))
+            .unwrap_or_default();
         bar.set_message(format!(
-            "{} [cpus {}] {}",
+            "{left}{} [cpus {}] {}",
             u.label(),
             kscale_core::cpus::base_name(&u.entry.cpus_name),
             if warmup {

@@ -66,7 +66,7 @@ fn execute_with(
             us.iter().filter(|u| !u.finished).count() as u64 * (1 + a.opts.rule.min_trials as u64)
         })
         .sum();
-    let bar = crate::engine::progress::bar(show_progress, len);
+    let bar = crate::engine::progress::bar(show_progress, len, true);
     let env = Env::new(scratch.path(), &bar, &available, opts, hotplug);
     let mut profilers: Vec<Profiler> = arms.iter().map(|a| Profiler::new(a.opts.profile)).collect();
     let budget_s = opts.budget_s.map(|b| b * arms.len() as f64);
