@@ -317,28 +317,36 @@ fn execute_with(
     );
     let mut profiler = Profiler::new(opts.profile);
 
-    let env = Env::new(scratch.path(), &bar, &available, opts, hotplug);
-    let scale = opts
-        .budget_s
-        .map_or(1.0, |b| profile_scale(&units, opts, b));
-    let mut runner = Runner::new(store, run_id, opts, &env, &mut profiler, peers, scale);
-    if let Some(budget_s) = opts.budget_s {
-        run_budgeted(&mut runner, &mut units, budget_s)?;
-    } else {
-        // Interleave within each workload: its cases on all configurations
-        // form one group measured round-robin.
-        let mut start = 0;
-        while start < units.len() {
-            let end = units[start..]
-                .iter()
-                .position(|u| u.entry.workload != units[start].entry.workload)
-                .map_or(units.len(), |p| start + p);
-            run_group(&mut runner, &mut units, start..end)?;
-            start = end;
+    // However the trials end (an interrupt included), the scratch is
+    // closed the same way: said, removed, written back.
+    let result = {
+        let env = Env::new(scratch.path(), &bar, &available, opts, hotplug);
+        let scale = opts
+            .budget_s
+            .map_or(1.0, |b| profile_scale(&units, opts, b));
+        let mut runner = Runner::new(store, run_id, opts, &env, &mut profiler, peers, scale);
+        match opts.budget_s {
+            Some(budget_s) => run_budgeted(&mut runner, &mut units, budget_s),
+            None => run_groups(&mut runner, &mut units),
         }
-    }
+    };
     bar.finish_and_clear();
     close(scratch, &opts.dir, &units);
+    result
+}
+
+/// Without a budget: workload after workload, each one's cases on all
+/// configurations one group measured round-robin.
+fn run_groups(runner: &mut Runner<'_, '_>, units: &mut [Unit]) -> Result<()> {
+    let mut start = 0;
+    while start < units.len() {
+        let end = units[start..]
+            .iter()
+            .position(|u| u.entry.workload != units[start].entry.workload)
+            .map_or(units.len(), |p| start + p);
+        run_group(runner, units, start..end)?;
+        start = end;
+    }
     Ok(())
 }
 
@@ -366,10 +374,19 @@ fn close<'u>(
     dir: &std::path::Path,
     units: impl IntoIterator<Item = &'u Unit>,
 ) {
+    let cleanup_s: f64 = units.into_iter().map(|u| u.cleanup_s).sum();
+    // Thousands of kept files take minutes to remove on a slow disk (an
+    // interrupted full study's took 22 on an unjournalled root): a run
+    // that seems to hang after its last trial says why.
+    let files = (cleanup_s / UNLINK_S).round();
+    if files >= 10_000.0 {
+        eprintln!(
+            "kscale: removing the {files:.0} files the run's trials kept in {}",
+            dir.display()
+        );
+    }
     drop(scratch);
-    if units.into_iter().any(|u| u.cleanup_s > 0.0)
-        && kscale_sys::fsinfo::ext4_without_journal(dir).is_some()
-    {
+    if cleanup_s > 0.0 && kscale_sys::fsinfo::ext4_without_journal(dir).is_some() {
         if let Err(e) = kscale_sys::fsinfo::sync_fs(dir) {
             eprintln!("kscale: could not write back {}: {e}", dir.display());
         }
