@@ -39,6 +39,7 @@ struct Seen {
     turns: usize,
     secs: f64,
     guess_secs: f64,
+    guess_turns: usize,
 }
 
 impl Seen {
@@ -47,6 +48,7 @@ impl Seen {
         self.turns += c.turns;
         self.secs += c.secs;
         self.guess_secs += c.guess_s * c.turns as f64;
+        self.guess_turns += c.guess_turns;
     }
 }
 
@@ -61,10 +63,38 @@ fn family(workload: &str) -> &str {
 pub fn seconds_left(cases: &[Case<'_>], overhead: f64, max_trials: usize) -> f64 {
     let mut by_workload: HashMap<&str, Seen> = HashMap::new();
     let mut by_family: HashMap<&str, Seen> = HashMap::new();
+    let mut all = Seen::default();
     for c in cases.iter().filter(|c| c.finished && c.turns > 0) {
         by_workload.entry(c.workload).or_default().add(c);
         by_family.entry(family(c.workload)).or_default().add(c);
+        all.add(c);
     }
+    // A workload with no finished case like it yet needs more trials than
+    // guessed by as much as the run's finished cases did (a spread the
+    // gauge does not see is the machine's, or the kind of case's, not
+    // one family's): never fewer than guessed.
+    // What a case's own first trials say it needs is noisy (three trials'
+    // spread can ask for the rule's maximum where the case converges at
+    // eight): each unfinished case is expected at the median need of the
+    // unfinished cases of its workload that can say.
+    let mut needs: HashMap<&str, Vec<usize>> = HashMap::new();
+    for c in cases.iter().filter(|c| !c.finished) {
+        if let Some(n) = c.needed {
+            needs.entry(c.workload).or_default().push(n.min(max_trials));
+        }
+    }
+    let median_need: HashMap<&str, usize> = needs
+        .into_iter()
+        .map(|(w, mut v)| {
+            v.sort_unstable();
+            (w, v[v.len() / 2])
+        })
+        .collect();
+    let more = if all.guess_turns > 0 {
+        (all.turns as f64 / all.guess_turns as f64).max(1.0)
+    } else {
+        1.0
+    };
     let overhead = if overhead.is_finite() && overhead >= 1.0 {
         overhead
     } else {
@@ -79,10 +109,11 @@ pub fn seconds_left(cases: &[Case<'_>], overhead: f64, max_trials: usize) -> f64
                 .or_else(|| by_family.get(family(c.workload)));
             // Trials in all: its own spread's once known, else what the
             // finished cases like it took, else the first guess.
-            let turns = match (c.needed, seen) {
-                (Some(n), _) => n.min(max_trials) + 1,
+            let needed = c.needed.and(median_need.get(c.workload).copied());
+            let turns = match (needed, seen) {
+                (Some(n), _) => n + 1,
                 (None, Some(s)) => (s.turns as f64 / s.cases as f64).round() as usize,
-                (None, None) => c.guess_turns,
+                (None, None) => (c.guess_turns as f64 * more).round() as usize,
             }
             .max(c.turns + 1);
             // A trial's wall time: its own so far, else its guess scaled
@@ -146,8 +177,9 @@ mod tests {
             case("mem.frd", false, 0, 0.0),
         ];
         // udp_rr: 9 trials at 1 s guessed × 12 (its family's misjudgement);
-        // mem: its own guess, 5 × 1 s.
-        assert_eq!(seconds_left(&cases, 1.0, 30), 108.0 + 5.0);
+        // mem: its own second a trial, at the 9 trials of 5 guessed the
+        // run's finished cases took.
+        assert_eq!(seconds_left(&cases, 1.0, 30), 108.0 + 9.0);
     }
 
     #[test]
@@ -160,6 +192,41 @@ mod tests {
         assert_eq!(seconds_left(&[c.clone()], 1.0, 10), 7.0 * 2.5);
         // And the run's own overhead on top.
         assert_eq!(seconds_left(&[c], 1.5, 10), 7.0 * 2.5 * 1.5);
+    }
+
+    #[test]
+    fn a_new_workload_needs_more_trials_as_the_finished_ones_did() {
+        // mem's cases took 8 trials where 5 were guessed: ctx, not yet
+        // seen, is expected at 8 of its own guessed second.
+        let cases = [
+            case("mem.frd", true, 8, 8.0),
+            case("ctx.lat", false, 0, 0.0),
+            case("ctx.lat", false, 1, 1.0),
+        ];
+        assert_eq!(seconds_left(&cases, 1.0, 30), 8.0 + 7.0);
+        // Never fewer than guessed.
+        let cases = [
+            case("mem.frd", true, 3, 3.0),
+            case("ctx.lat", false, 0, 0.0),
+        ];
+        assert_eq!(seconds_left(&cases, 1.0, 30), 5.0);
+    }
+
+    #[test]
+    fn a_case_is_expected_at_its_workloads_median_need() {
+        let mut cases: Vec<Case<'_>> = [8, 10, 30]
+            .iter()
+            .map(|&n| {
+                let mut c = case("ctx.lat", false, 4, 4.0);
+                c.needed = Some(n);
+                c
+            })
+            .collect();
+        // Each at 10 counted trials (11 with its warm-up), 4 taken.
+        assert_eq!(seconds_left(&cases, 1.0, 30), 3.0 * 7.0);
+        // One that cannot say yet keeps its guess.
+        cases.push(case("ctx.lat", false, 1, 1.0));
+        assert_eq!(seconds_left(&cases, 1.0, 30), 3.0 * 7.0 + 4.0);
     }
 
     #[test]
