@@ -126,27 +126,17 @@ impl Unit {
     }
 
     /// The counted trials its rule needs in all, once its own trials can
-    /// say: a median-of-N case's N; a converging one's at the spread of
-    /// its judged figures, from its third on.
+    /// say: a median-of-N case's N; a converging one's as the budget
+    /// planner reads its spread ([`kscale_core::budget::need`]), from its
+    /// third on.
     fn needed(&self, opts: &RunOptions) -> Option<usize> {
-        let rule = &opts.rule;
         match self.workload.rule {
             RunRule::MedianOf(n) => Some(n),
-            RunRule::Converge if self.judged.len() >= rule.min_trials.max(3) => {
-                let n = self.judged.len() as f64;
-                let mean = self.judged.iter().sum::<f64>() / n;
-                let var = self.judged.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
-                let cv = if mean != 0.0 {
-                    var.sqrt() / mean.abs()
-                } else {
-                    f64::INFINITY
-                };
-                Some(kscale_core::noise::trials_needed(
-                    cv,
-                    rule.width_pct / 100.0,
-                    rule.confidence_pct / 100.0,
-                    rule.max_trials,
-                ))
+            RunRule::Converge if self.judged.len() >= opts.rule.min_trials.max(3) => {
+                let need = kscale_core::budget::need(&opts.rule, &self.case_state(opts));
+                let all = self.judged.len() as f64 + need.more_trials.ceil();
+                need.estimated
+                    .then_some(all.min(opts.rule.max_trials as f64) as usize)
             }
             RunRule::Converge => None,
         }
@@ -748,7 +738,9 @@ fn run_group(
             if u.finished || u.due.is_some_and(|d| d > Instant::now()) {
                 continue;
             }
-            r.left_s = Some(r.seconds_left(all));
+            if !r.env.bar.is_hidden() {
+                r.left_s = Some(r.seconds_left(all));
+            }
             r.turn(&mut all[i])?;
             ran = true;
         }
