@@ -224,6 +224,35 @@ fn a_spinning_load_never_sleeps() {
     );
 }
 
+/// send=writable (wrk's way of writing: on the event loop's next turn,
+/// once epoll says the socket is writable) still sends every request: at a
+/// throttled rate both ways serve the same requests, all answered.
+#[test]
+fn a_load_writing_on_writable_events_sends_every_request() {
+    let env = Env::new();
+    let results = &env.run_quick(
+        &["web.own"],
+        &["mode=epoll", "conns=4", "duration=1", "send=now,writable"],
+    );
+    let of = |send: &str, m: &str| -> f64 {
+        results
+            .iter()
+            .find(|r| r["metric"] == m && r["params"]["send"] == send)
+            .unwrap_or_else(|| panic!("no {m} for send={send}"))["mean"]
+            .as_f64()
+            .unwrap()
+    };
+    for send in ["now", "writable"] {
+        assert_eq!(of(send, "errors"), 0.0, "send={send}");
+        assert_eq!(of(send, "conforming"), 4.0, "send={send}");
+    }
+    let (now, writable) = (of("now", "ops"), of("writable", "ops"));
+    assert!(
+        (writable / now - 1.0).abs() < 0.1,
+        "throttled requests a second: send=now {now}, send=writable {writable}"
+    );
+}
+
 /// Debian's nginx on a loopback port, serving `root` with kscale's own
 /// configuration (its dynamic locations included), killed with its process
 /// group when dropped.

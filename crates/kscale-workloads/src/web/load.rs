@@ -90,6 +90,9 @@ pub fn conforms(bits: f64, window_s: f64, ops: u64, errors: u64, rate_kbps: u64)
 enum St {
     /// Waiting for its throttle time to send the next request.
     Idle,
+    /// send=writable: its next request is due, written when epoll says
+    /// the socket is writable.
+    Due,
     Sending,
     Receiving,
 }
@@ -258,6 +261,8 @@ struct Worker<'a> {
     chunk: Vec<u8>,
     /// wait=spin: poll for events without ever sleeping in epoll_wait.
     spin: bool,
+    /// send=writable: a due request waits for the socket's EPOLLOUT.
+    on_writable: bool,
 }
 
 impl Worker<'_> {
@@ -293,6 +298,22 @@ impl Worker<'_> {
             Instant::now() + Duration::from_millis(10),
             i,
         )));
+    }
+
+    /// Connection `i`'s next request is due: sent now, or with
+    /// send=writable when epoll next reports the socket writable, as wrk
+    /// sends (its `aeCreateFileEvent(AE_WRITABLE)` when a response
+    /// completes): the requests of one turn's responses then leave
+    /// together on the next turn, which changes when the server's
+    /// responses find the load asleep (docs/families/web.md).
+    fn due(&mut self, i: usize) {
+        if !self.on_writable || self.conns[i].s.is_none() {
+            return self.send(i);
+        }
+        if let Err(e) = self.register(i, (libc::EPOLLIN | libc::EPOLLOUT) as u32) {
+            return self.fail(i, format!("epoll: {e}"));
+        }
+        self.conns[i].st = St::Due;
     }
 
     /// Sends connection `i`'s next request (opening it again if it failed).
@@ -430,7 +451,7 @@ impl Worker<'_> {
         }
         c.st = St::Idle;
         if at <= now {
-            self.send(i);
+            self.due(i);
         } else {
             self.timers.push(std::cmp::Reverse((at, i)));
         }
@@ -439,7 +460,7 @@ impl Worker<'_> {
     fn run(&mut self) -> Result<ThreadOut> {
         let mut evs = vec![libc::epoll_event { events: 0, u64: 0 }; 1024];
         for i in 0..self.conns.len() {
-            self.send(i);
+            self.due(i);
         }
         let mut next_scan = Instant::now();
         let end = loop {
@@ -474,7 +495,7 @@ impl Worker<'_> {
                 }
                 self.timers.pop();
                 if self.conns[i].st == St::Idle {
-                    self.send(i);
+                    self.due(i);
                 }
             }
             let wait = self
@@ -494,19 +515,24 @@ impl Worker<'_> {
                 if i >= self.conns.len() {
                     continue;
                 }
-                if flags & libc::EPOLLOUT as u32 != 0 && self.conns[i].st == St::Sending {
+                let due = self.conns[i].st == St::Due;
+                if flags & libc::EPOLLOUT as u32 != 0 && (self.conns[i].st == St::Sending || due) {
                     if let Err(e) = self.register(i, libc::EPOLLIN as u32) {
                         self.fail(i, format!("epoll: {e}"));
                         continue;
                     }
-                    self.write(i);
+                    if due {
+                        self.send(i);
+                    } else {
+                        self.write(i);
+                    }
                 }
                 if flags & (libc::EPOLLIN | libc::EPOLLERR | libc::EPOLLHUP) as u32 != 0 {
                     match self.conns[i].st {
                         St::Receiving => self.read(i),
                         // Data or a close while nothing was asked: the
                         // server dropped the keep-alive connection.
-                        St::Idle | St::Sending => {
+                        St::Idle | St::Due | St::Sending => {
                             self.fail(i, "server closed an idle connection".into())
                         }
                     }
@@ -522,7 +548,7 @@ impl Worker<'_> {
             next_scan = now + Duration::from_millis(100);
             for i in 0..self.conns.len() {
                 let c = &self.conns[i];
-                if c.st != St::Idle && now.duration_since(c.t0) > IO_TIMEOUT {
+                if !matches!(c.st, St::Idle | St::Due) && now.duration_since(c.t0) > IO_TIMEOUT {
                     self.fail(i, format!("no response within {} s", IO_TIMEOUT.as_secs()));
                 }
             }
@@ -555,6 +581,7 @@ pub(super) fn load(ctx: &RoleCtx) -> Result<RoleOutput> {
     let rate = p.int("rate")?;
     let seed = p.int("seed")?;
     let spin = p.get("wait")? == "spin";
+    let on_writable = p.get("send")? == "writable";
     let mut mix = MixKind::parse(p.get("mix")?)?;
     // A load with no server role of its own drives the `target` URL.
     let target = match &ctx.endpoint {
@@ -637,6 +664,7 @@ pub(super) fn load(ctx: &RoleCtx) -> Result<RoleOutput> {
             notes: Vec::new(),
             chunk: vec![0u8; 64 << 10],
             spin,
+            on_writable,
         };
         for (i, c) in w.conns.iter().enumerate() {
             if let Some(s) = &c.s {

@@ -128,6 +128,18 @@ const WAIT: ParamDef = ParamDef {
     quick: &[],
 };
 
+const SEND: ParamDef = ParamDef {
+    name: "send",
+    help: "When the load writes a connection's next request: `now`, right after reading its \
+           response; `writable`, as wrk does, on the event loop's next turn, once epoll says \
+           the socket is writable (EPOLLOUT armed when the response is read and removed \
+           after the write), so that the requests of one turn's responses leave together \
+           (docs/families/web.md).",
+    kind: ParamKind::Choice(&["now", "writable"]),
+    default: &["now"],
+    quick: &[],
+};
+
 const MODE: ParamDef = ParamDef {
     name: "mode",
     help: "Design of kscale's own server: `thread-pool` (16 threads per CPU of the \
@@ -213,7 +225,7 @@ pub static FAMILY: Family = Family {
                    kscale's own server on the measured CPUs, in the design `mode` names: static \
                    files with sendfile, dynamic GETs, ad rotation and POSTs in-process, CGI as a \
                    fork and exec. The same metrics as web.nginx; three trials, the median.",
-            params: &[CONNS, MODE, RATE, MIX, FILESET, SEED, DURATION, WAIT],
+            params: &[CONNS, MODE, RATE, MIX, FILESET, SEED, DURATION, WAIT, SEND],
             roles: Some(&OWN),
             ..SPECWEB
         },
@@ -227,7 +239,7 @@ pub static FAMILY: Family = Family {
                server's CPU utilisation and CPU µs per operation of server and load. Three \
                trials, the \
                median, as SPECweb99 ruled.",
-            params: &[CONNS, RATE, MIX, FILESET, SEED, DURATION, WAIT],
+            params: &[CONNS, RATE, MIX, FILESET, SEED, DURATION, WAIT, SEND],
             roles: Some(&WEB),
             unavailable: nginx::unavailable,
             ..SPECWEB
@@ -239,7 +251,7 @@ pub static FAMILY: Family = Family {
                    serving a file set from `kscale web fileset`; `kscale run web --target \
                    URL`). Families and suites leave it out unless it is named or given \
                    --target. No server CPU is measured.",
-            params: &[TARGET, DYNAMIC, CONNS, RATE, MIX, SEED, DURATION, WAIT],
+            params: &[TARGET, DYNAMIC, CONNS, RATE, MIX, SEED, DURATION, WAIT, SEND],
             roles: Some(&EXTERNAL),
             ..SPECWEB
         },
