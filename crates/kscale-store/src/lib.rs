@@ -10,6 +10,7 @@
 //! dialect and translated for PostgreSQL (schema.rs says how). Every test in
 //! tests.rs runs against both.
 
+pub mod costs;
 mod db;
 mod gauge;
 pub mod import;

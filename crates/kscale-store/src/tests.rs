@@ -114,7 +114,85 @@ both!(
     series_reads_a_workload_across_runs,
     a_case_left_out_is_gone_and_named,
     gauge_readings_round_trip_on_both_clocks,
+    earlier_costs_are_the_newest_runs_on_this_host,
 );
+
+/// `Store::earlier_costs`: each done case's trials (warm-up included) and
+/// their wall seconds in the newest run on this host that finished it, and
+/// the complete runs' median wall time over trial time; other hosts, the
+/// asking run and unfinished cases left out.
+fn earlier_costs_are_the_newest_runs_on_this_host(env: &Env) {
+    let s = env.open();
+    let host = Owner::current().expect("this host has a name").host;
+    let mut made = Vec::new();
+    // Trials of 2 s each: 4 in the oldest run, 6 in the next, 9 in one
+    // another host ran; runs of 16 s and 36 s.
+    for (label, n, secs) in [("old", 4, 16), ("new", 6, 36), ("there", 9, 99)] {
+        let run = s.create_run(&new_run(label)).unwrap();
+        let c = mem_rd_4k(&s, run);
+        let vals = BTreeMap::from([("latency".to_string(), 1.0)]);
+        for idx in 0..n {
+            s.add_trial(
+                c,
+                &NewTrial {
+                    idx,
+                    warmup: idx == 0,
+                    wall_s: 2.0,
+                    iterations: Some(1),
+                    values: &vals,
+                    accounting: None,
+                    histograms: &BTreeMap::new(),
+                    roles: &[],
+                },
+            )
+            .unwrap();
+        }
+        s.finish_case(c, CaseStatus::Done, Some(true), None, None, &[])
+            .unwrap();
+        // A case that never finished says nothing of its cost.
+        let pending = s
+            .ensure_case(
+                run,
+                1,
+                &key("mem.wr", "4k"),
+                &[0],
+                &metric(),
+                RunRule::Converge,
+            )
+            .unwrap();
+        trial(&s, pending, 0, 1.0);
+        s.set_run_status(run, RunStatus::Complete).unwrap();
+        s.db.execute(
+            "UPDATE runs SET started_at = '2026-01-01T00:00:00Z', ended_at = $1 WHERE id = $2",
+            &[&format!("2026-01-01T00:00:{secs:02}Z"), &run],
+        )
+        .unwrap();
+        made.push(run);
+    }
+    s.db.execute(
+        "UPDATE runs SET host = 'elsewhere' WHERE id = $1",
+        &[&made[2]],
+    )
+    .unwrap();
+    let asking = s.create_run(&new_run("now")).unwrap();
+    let e = s.earlier_costs(&host, asking).unwrap();
+    assert_eq!(e.cases.len(), 1, "{:?}", e.cases);
+    assert_eq!(
+        e.cases[&key("mem.rd", "4k")],
+        costs::CaseCost {
+            trials: 6,
+            wall_s: 12.0
+        }
+    );
+    // 16 s over 8.01 s of trials and 36 s over 12.01 s: the median of two
+    // is the upper one.
+    let o = e.overhead.unwrap();
+    assert!((o - 36.0 / 12.01).abs() < 1e-9, "{o}");
+    // The asking run is never its own history, and another host's runs
+    // are theirs.
+    assert!(s.earlier_costs(&host, made[1]).unwrap().cases[&key("mem.rd", "4k")].trials == 4);
+    assert!(s.earlier_costs("nowhere", asking).unwrap().cases.is_empty());
+}
 
 /// Every probe of a gauge reading comes back as stored, the thread-clock
 /// ones included, and a reading without them reads `None`.
