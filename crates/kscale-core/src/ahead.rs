@@ -8,7 +8,8 @@
 //! trial creates the files it deletes), and what the runner spends around
 //! the trials (worker processes, profiles, the store). Each case already
 //! finished teaches the estimate for the ones still ahead of the same
-//! workload, or failing that of the same family.
+//! workload, or failing that of the same family. And a case measured on
+//! this machine before is expected at what it cost then.
 
 use std::collections::HashMap;
 
@@ -30,6 +31,9 @@ pub struct Case<'a> {
     pub guess_s: f64,
     /// Trials (warm-up included) guessed in all before any ran.
     pub guess_turns: usize,
+    /// The trials (warm-up included) and their wall seconds of the same
+    /// case in an earlier run on this machine, where one finished it.
+    pub before: Option<(usize, f64)>,
 }
 
 /// What the finished cases of one workload or family cost, summed.
@@ -108,23 +112,28 @@ pub fn seconds_left(cases: &[Case<'_>], overhead: f64, max_trials: usize) -> f64
                 .get(c.workload)
                 .or_else(|| by_family.get(family(c.workload)));
             // Trials in all: its own spread's once known, else what the
-            // finished cases like it took, else the first guess.
+            // finished cases of its workload took in this run (this hour's
+            // noise), else what it took here before, else what its family's
+            // took, else the first guess.
             let needed = c.needed.and(median_need.get(c.workload).copied());
-            let turns = match (needed, seen) {
-                (Some(n), _) => n + 1,
-                (None, Some(s)) => (s.turns as f64 / s.cases as f64).round() as usize,
-                (None, None) => (c.guess_turns as f64 * more).round() as usize,
+            let mine = by_workload.get(c.workload);
+            let average = |s: &Seen| (s.turns as f64 / s.cases as f64).round() as usize;
+            let turns = match (needed, mine, c.before, seen) {
+                (Some(n), ..) => n + 1,
+                (None, Some(s), ..) => average(s),
+                (None, None, Some((t, _)), _) if t > 0 => t,
+                (None, None, _, Some(s)) => average(s),
+                (None, None, _, None) => (c.guess_turns as f64 * more).round() as usize,
             }
             .max(c.turns + 1);
-            // A trial's wall time: its own so far, else its guess scaled
-            // by how far off the guesses of the cases like it were.
-            let per = if c.turns > 0 {
-                c.secs / c.turns as f64
-            } else {
-                match seen {
-                    Some(s) if s.guess_secs > 0.0 => c.guess_s * s.secs / s.guess_secs,
-                    _ => c.guess_s,
-                }
+            // A trial's wall time: its own so far, else what it took here
+            // before, else its guess scaled by how far off the guesses of
+            // the cases like it were.
+            let per = match (c.turns, c.before, seen) {
+                (t, ..) if t > 0 => c.secs / t as f64,
+                (_, Some((t, s)), _) if t > 0 => s / t as f64,
+                (_, _, Some(s)) if s.guess_secs > 0.0 => c.guess_s * s.secs / s.guess_secs,
+                _ => c.guess_s,
             };
             (turns - c.turns) as f64 * per
         })
@@ -145,7 +154,24 @@ mod tests {
             needed: None,
             guess_s: 1.0,
             guess_turns: 5,
+            before: None,
         }
+    }
+
+    #[test]
+    fn a_case_measured_here_before_is_expected_at_its_cost_then() {
+        // It took 12 trials of 3 s in an earlier run; guessed at 5 of 1 s.
+        let mut c = case("fs.create", false, 0, 0.0);
+        c.before = Some((12, 36.0));
+        assert_eq!(seconds_left(&[c.clone()], 1.0, 30), 36.0);
+        // Started, it goes on at its own trials' cost.
+        let mut started = c.clone();
+        (started.turns, started.secs) = (2, 4.0);
+        assert_eq!(seconds_left(&[started], 1.0, 30), 10.0 * 2.0);
+        // This run's finished cases of its workload say how many trials
+        // this hour needs; its earlier run still says what one costs.
+        let done = case("fs.create", true, 20, 20.0);
+        assert_eq!(seconds_left(&[done, c], 1.0, 30), 20.0 * 3.0);
     }
 
     #[test]

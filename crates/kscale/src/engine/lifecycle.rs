@@ -11,6 +11,7 @@ use super::{capacity, gauge, plan, runner, GIT_REV, VERSION};
 use crate::error::{user, Interrupted};
 use crate::idle::IdleHold;
 use anyhow::Result;
+use kscale_store::costs::EarlierCosts;
 use kscale_store::{NewRun, RunStatus, Store};
 
 /// How a command begins its run.
@@ -233,8 +234,15 @@ impl Active<'_> {
         let (store, id) = (self.store, self.id);
         let cpus = gauge::used_cpus(&self.opts);
         let before = gauge::begin(store, id, &cpus);
+        // What the cases cost in earlier runs here: the outlook's and the
+        // searches' bound's best guess of what they cost again.
+        let earlier = if self.opts.budget_s.is_none() {
+            runner::earlier_costs(store, id)
+        } else {
+            Default::default()
+        };
         if let Some(before) = &before {
-            say_noise(before, &self.opts);
+            say_noise(before, &self.opts, &earlier);
         }
         let done = if self.opts.capacity {
             // Only a run without a budget bounds its searches by this.
@@ -242,7 +250,7 @@ impl Active<'_> {
                 .opts
                 .budget_s
                 .is_none()
-                .then(|| expected_s(&not_searched(&self.opts), before.as_deref()));
+                .then(|| expected_s(&not_searched(&self.opts), before.as_deref(), &earlier).0);
             capacity::run(store, id, &self.opts, rest_s, progress, self.peers.as_mut())
         } else {
             runner::execute(store, id, &self.opts, progress, self.peers.as_mut())
@@ -284,7 +292,7 @@ impl Active<'_> {
 /// run's interval at the noisiest CPU's spread, and, under a budget, how
 /// many of its converging cases that buys (docs/method.md, "The gauge and
 /// the control").
-fn say_noise(readings: &[kscale_core::noise::Reading], opts: &RunOptions) {
+fn say_noise(readings: &[kscale_core::noise::Reading], opts: &RunOptions, earlier: &EarlierCosts) {
     for line in gauge::describe(readings) {
         eprintln!("kscale: gauge: {line}");
     }
@@ -360,7 +368,7 @@ fn say_noise(readings: &[kscale_core::noise::Reading], opts: &RunOptions) {
                 // that takes at this noise, said before it starts, with
                 // the searches' bounded share (capacity::search_share).
                 let rest = not_searched(opts);
-                let rest_s = expected_s(&rest, Some(readings));
+                let (rest_s, known) = expected_s(&rest, Some(readings), earlier);
                 let searches = plan::seeds(&opts.plan).len();
                 let search = if opts.capacity && searches > 0 {
                     match capacity::search_share(None, Some(rest_s), !rest.plan.is_empty(), searches) {
@@ -373,8 +381,13 @@ fn say_noise(readings: &[kscale_core::noise::Reading], opts: &RunOptions) {
                 } else {
                     String::new()
                 };
+                let at = if known > 0 {
+                    format!(" at that ({known} of them at what they took in this machine's earlier runs)")
+                } else {
+                    " at that".into()
+                };
                 format!(
-                    "; its {} cases take about {} at that{search}",
+                    "; its {} cases take about {}{at}{search}",
                     rest.plan.len(),
                     duration(rest_s),
                 )
@@ -397,9 +410,38 @@ fn not_searched(opts: &RunOptions) -> RunOptions {
     o
 }
 
-/// Seconds the plan's cases take without a budget, each to its rule, at
-/// the trials the gauge's noise needs (the rule's least without a gauge).
-fn expected_s(opts: &RunOptions, readings: Option<&[kscale_core::noise::Reading]>) -> f64 {
+/// Seconds the plan's cases take without a budget, each to its rule: a
+/// case measured in an earlier run here as long as it took then, with
+/// what those runs spent around their trials; the others at the trials the
+/// gauge's noise needs (the rule's least without a gauge). And how many
+/// were known from earlier runs.
+fn expected_s(
+    opts: &RunOptions,
+    readings: Option<&[kscale_core::noise::Reading]>,
+    earlier: &EarlierCosts,
+) -> (f64, usize) {
+    let overhead = earlier.overhead.unwrap_or(1.0);
+    let mut rest = opts.clone();
+    let mut known_s = 0.0;
+    rest.plan.retain(|e| match earlier.cases.get(&e.key()) {
+        Some(c) => {
+            known_s += c.wall_s * overhead;
+            false
+        }
+        None => true,
+    });
+    let known = opts.plan.len() - rest.plan.len();
+    let guessed = guessed_s(&rest, readings);
+    // Paced, each workload's cases take the span at least.
+    let mut workloads: Vec<&str> = opts.plan.iter().map(|e| e.workload.as_str()).collect();
+    workloads.sort_unstable();
+    workloads.dedup();
+    let paced = opts.span_s.unwrap_or(0.0) * workloads.len() as f64;
+    ((known_s + guessed).max(paced), known)
+}
+
+/// [`expected_s`] for cases not measured here before.
+fn guessed_s(opts: &RunOptions, readings: Option<&[kscale_core::noise::Reading]>) -> f64 {
     let rule = &opts.rule;
     let trials = readings.map_or(rule.min_trials, |r| {
         kscale_core::noise::trials_needed(
@@ -420,12 +462,7 @@ fn expected_s(opts: &RunOptions, readings: Option<&[kscale_core::noise::Reading]
         .filter_map(|e| kscale_workloads::find(&e.workload))
         .filter_map(|w| runner::guessed_median_cost(w, opts))
         .sum();
-    // Paced, each workload's cases take the span at least.
-    let mut workloads: Vec<&str> = opts.plan.iter().map(|e| e.workload.as_str()).collect();
-    workloads.sort_unstable();
-    workloads.dedup();
-    let paced = opts.span_s.unwrap_or(0.0) * workloads.len() as f64;
-    (conv + median).max(paced)
+    conv + median
 }
 
 /// The error of a run every case of which failed: `run` and `check` stop

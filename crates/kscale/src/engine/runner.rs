@@ -60,6 +60,10 @@ struct Unit {
     cost_n: usize,
     /// Under `--span`: when its next counted trial may start.
     due: Option<Instant>,
+    /// What the same case cost in an earlier run here: what the time left
+    /// expects of it before its own trials say (docs/method.md, "How
+    /// long").
+    before: Option<kscale_store::costs::CaseCost>,
 }
 
 impl Unit {
@@ -210,6 +214,15 @@ fn unmeasurable(cases: &[Standing<'_>], i: usize) -> Option<Vec<usize>> {
 
 /// A trial's wall seconds guessed from its workload's seconds params (a
 /// window, a timed loop) and the run's trial time.
+/// What the cases of the earlier runs on this machine cost; nothing where
+/// the host has no name or the store cannot say (a guess is then all
+/// there is, as on a machine's first run).
+pub fn earlier_costs(store: &Store, run_id: i64) -> kscale_store::costs::EarlierCosts {
+    kscale_store::owner::Here::current()
+        .and_then(|here| store.earlier_costs(&here.host, run_id).ok())
+        .unwrap_or_default()
+}
+
 fn guess_secs(timed: &[f64], opts: &RunOptions) -> f64 {
     let timed: f64 = timed.iter().sum();
     if timed > 0.0 {
@@ -398,6 +411,7 @@ fn scratch_dir(dir: &std::path::Path) -> Result<tempfile::TempDir> {
 /// run's finished cases stay finished), those the machine cannot run
 /// recorded as skipped.
 fn units(store: &Store, run_id: i64, opts: &RunOptions) -> Result<Vec<Unit>> {
+    let mut earlier = earlier_costs(store, run_id).cases;
     let existing: HashMap<CaseKey, CaseData> = store
         .load_run(run_id)?
         .cases
@@ -438,6 +452,7 @@ fn units(store: &Store, run_id: i64, opts: &RunOptions) -> Result<Vec<Unit>> {
             cost_s: 0.0,
             cost_n: 0,
             due: None,
+            before: earlier.remove(&key),
         };
         if let Some(old) = existing.get(&key) {
             unit.finished = old.status != CaseStatus::Pending;
@@ -1150,6 +1165,7 @@ impl<'a, 'p> Runner<'a, 'p> {
                 needed: u.needed(self.opts),
                 guess_s: u.guess_secs(self.opts),
                 guess_turns: 1 + rule.min_trials,
+                before: u.before.map(|b| (b.trials, b.wall_s)),
             })
             .collect();
         let spent: f64 = units.iter().map(|u| u.spent_s).sum();
