@@ -251,7 +251,9 @@ pub static FAMILY: Family = Family {
                    serving a file set from `kscale web fileset`; `kscale run web --target \
                    URL`). Families and suites leave it out unless it is named or given \
                    --target. No server CPU is measured.",
-            params: &[TARGET, DYNAMIC, CONNS, RATE, MIX, SEED, DURATION, WAIT, SEND],
+            params: &[
+                TARGET, DYNAMIC, CONNS, RATE, MIX, SEED, DURATION, WAIT, SEND,
+            ],
             roles: Some(&EXTERNAL),
             ..SPECWEB
         },
