@@ -24,6 +24,42 @@ fn result_of(j: &serde_json::Value, w: &str) -> serde_json::Value {
         .unwrap_or_else(|| panic!("no result for {w}: {j}"))
 }
 
+/// A resumed run says how long what is left of it takes, not the whole
+/// run: of two cases, one finished before the run stopped.
+#[test]
+fn a_resumed_run_says_how_long_its_unfinished_cases_take() {
+    let env = Env::new();
+    env.cmd(&[
+        "run",
+        "syscall.null",
+        "syscall.read",
+        "--cpus",
+        "1",
+        "--quick",
+        "--trial-time",
+        "0.05",
+        "--no-progress",
+    ])
+    .assert()
+    .success();
+    // As if it had stopped before syscall.read's first trial.
+    let c = rusqlite::Connection::open(env.db()).unwrap();
+    c.execute_batch(
+        "UPDATE runs SET status = 'interrupted';
+         DELETE FROM trials WHERE case_id IN (SELECT id FROM cases WHERE workload = 'syscall.read');
+         UPDATE cases SET status = 'pending', converged = NULL WHERE workload = 'syscall.read';",
+    )
+    .unwrap();
+    drop(c);
+    let out = env
+        .cmd(&["run", "--resume", "latest", "--no-progress"])
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(err.contains("its 1 case takes about"), "{err}");
+    assert_eq!(env.export("latest")["run"]["status"], "complete");
+}
+
 #[test]
 fn sigkill_then_resume_completes_the_run() {
     let env = Env::new();

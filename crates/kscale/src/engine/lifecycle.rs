@@ -242,7 +242,7 @@ impl Active<'_> {
             Default::default()
         };
         if let Some(before) = &before {
-            say_noise(before, &self.opts, &earlier);
+            say_noise(before, &unfinished(store, id, &self.opts), &earlier);
         }
         let done = if self.opts.capacity {
             // Only a run without a budget bounds its searches by this.
@@ -386,14 +386,31 @@ fn say_noise(readings: &[kscale_core::noise::Reading], opts: &RunOptions, earlie
                 } else {
                     " at that".into()
                 };
+                let n = rest.plan.len();
                 format!(
-                    "; its {} cases take about {}{at}{search}",
-                    rest.plan.len(),
+                    "; its {n} {} about {}{at}{search}",
+                    if n == 1 { "case takes" } else { "cases take" },
                     duration(rest_s),
                 )
             }
         }
     );
+}
+
+/// The run's options with only the cases it has yet to finish: a resumed
+/// run's outlook is of what is left of it.
+fn unfinished(store: &Store, id: i64, opts: &RunOptions) -> RunOptions {
+    let mut o = opts.clone();
+    if let Ok(run) = store.load_run(id) {
+        let done: std::collections::HashSet<kscale_core::CaseKey> = run
+            .cases
+            .into_iter()
+            .filter(|c| c.status != kscale_store::CaseStatus::Pending)
+            .map(|c| c.key)
+            .collect();
+        o.plan.retain(|e| !done.contains(&e.key()));
+    }
+    o
 }
 
 /// The run's options with the cases a capacity search measures taken out
