@@ -244,6 +244,13 @@ pub struct RunOptions {
     /// stored.
     #[serde(skip)]
     pub step: Step,
+    /// Seconds the run is expected to take after this part of it: what a
+    /// capacity search's step adds to its own time left in the progress
+    /// line for the searches after it and the cases after them
+    /// (engine::capacity). Set only on the options of one step, never
+    /// stored.
+    #[serde(skip)]
+    pub after_s: f64,
 }
 
 impl RunOptions {
@@ -464,6 +471,7 @@ pub fn options(sel: &Targets, args: &RunArgs) -> Result<RunOptions> {
         left_out: Vec::new(),
         leave_out: false,
         step: Step::Whole,
+        after_s: 0.0,
     })
 }
 

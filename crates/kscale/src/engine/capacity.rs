@@ -287,6 +287,27 @@ struct Ctx<'a, 'p> {
     opts: &'a RunOptions,
     progress: bool,
     peers: Option<&'p mut PeerSet>,
+    /// Without a budget, what the run still has after the search under
+    /// way: the searches after it at their bounded share and the other
+    /// cases as the outlook expects them; and when the search under way
+    /// started and the share that bounds it. A step's progress line says
+    /// the run's time left, not its own.
+    after: After,
+}
+
+#[derive(Clone, Copy, Default)]
+struct After {
+    later_s: f64,
+    search: Option<(Instant, f64)>,
+}
+
+impl After {
+    fn seconds(&self) -> f64 {
+        let current = self.search.map_or(0.0, |(at, share)| {
+            (share - at.elapsed().as_secs_f64()).max(0.0)
+        });
+        self.later_s + current
+    }
 }
 
 impl Ctx<'_, '_> {
@@ -309,6 +330,7 @@ impl Ctx<'_, '_> {
         o.budget_s = None;
         o.step = step;
         o.profile &= profile;
+        o.after_s = self.after.seconds();
         let t0 = Instant::now();
         runner::execute(
             self.store,
@@ -450,10 +472,17 @@ pub fn run(
         opts,
         progress,
         peers,
+        after: After::default(),
     };
     let mut open = Vec::new();
-    for seed in &seeds {
+    for (k, seed) in seeds.iter().enumerate() {
         let seq = opts.plan.iter().position(|e| e == seed).unwrap_or(0);
+        if let (None, Some(rest_s), Some(share)) = (opts.budget_s, rest_s, share) {
+            ctx.after = After {
+                later_s: rest_s + share * (seeds.len() - k - 1) as f64,
+                search: Some((Instant::now(), share)),
+            };
+        }
         if let Some(mut o) = Open::begin(&mut ctx, seed, seq as i64, share)? {
             o.go(&mut ctx)?;
             open.push(o);
@@ -909,6 +938,30 @@ fn describe(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A step's time left is the run's: the searches after this one and
+    /// the other cases, and what this search's share has left (nothing
+    /// once it has overrun).
+    #[test]
+    fn a_step_counts_what_the_run_has_after_it() {
+        assert_eq!(After::default().seconds(), 0.0);
+        let fresh = After {
+            later_s: 100.0,
+            search: Some((Instant::now(), 60.0)),
+        };
+        assert!(
+            (159.0..=160.0).contains(&fresh.seconds()),
+            "{}",
+            fresh.seconds()
+        );
+        let overrun = After {
+            later_s: 100.0,
+            search: Instant::now()
+                .checked_sub(std::time::Duration::from_secs(90))
+                .map(|at| (at, 60.0)),
+        };
+        assert_eq!(overrun.seconds(), 100.0);
+    }
 
     fn find(cap: u64, start: u64, max: u64) -> Found {
         search(start, 1, max, |v| Ok(v <= cap)).unwrap()

@@ -1174,7 +1174,7 @@ impl<'a, 'p> Runner<'a, 'p> {
         } else {
             1.0
         };
-        kscale_core::ahead::seconds_left(&cases, overhead, rule.max_trials)
+        kscale_core::ahead::seconds_left(&cases, overhead, rule.max_trials) + self.opts.after_s
     }
 
     /// How long `u`'s profiled trial runs, by [`profile_request`]'s rule:
