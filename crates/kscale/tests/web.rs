@@ -195,6 +195,16 @@ fn quick_run_of_the_own_server_in_both_modes() {
     );
 }
 
+/// The mean of `metric` in the case whose `param` is `value`.
+fn mean_where(results: &[serde_json::Value], param: &str, value: &str, metric: &str) -> f64 {
+    results
+        .iter()
+        .find(|r| r["metric"] == metric && r["params"][param] == value)
+        .unwrap_or_else(|| panic!("no {metric} for {param}={value}"))["mean"]
+        .as_f64()
+        .unwrap()
+}
+
 /// wait=spin keeps the load from sleeping: at a throttled rate, where the
 /// sleeping load is idle between requests, the spinning one burns its CPU
 /// (many times the load's CPU a request) and serves the same requests.
@@ -205,14 +215,7 @@ fn a_spinning_load_never_sleeps() {
         &["web.own"],
         &["mode=epoll", "conns=4", "duration=1", "wait=sleep,spin"],
     );
-    let of = |wait: &str, m: &str| -> f64 {
-        results
-            .iter()
-            .find(|r| r["metric"] == m && r["params"]["wait"] == wait)
-            .unwrap_or_else(|| panic!("no {m} for wait={wait}"))["mean"]
-            .as_f64()
-            .unwrap()
-    };
+    let of = |wait: &str, m: &str| mean_where(results, "wait", wait, m);
     for wait in ["sleep", "spin"] {
         assert_eq!(of(wait, "errors"), 0.0, "wait={wait}");
         assert_eq!(of(wait, "conforming"), 4.0, "wait={wait}");
@@ -234,14 +237,7 @@ fn a_load_writing_on_writable_events_sends_every_request() {
         &["web.own"],
         &["mode=epoll", "conns=4", "duration=1", "send=now,writable"],
     );
-    let of = |send: &str, m: &str| -> f64 {
-        results
-            .iter()
-            .find(|r| r["metric"] == m && r["params"]["send"] == send)
-            .unwrap_or_else(|| panic!("no {m} for send={send}"))["mean"]
-            .as_f64()
-            .unwrap()
-    };
+    let of = |send: &str, m: &str| mean_where(results, "send", send, m);
     for send in ["now", "writable"] {
         assert_eq!(of(send, "errors"), 0.0, "send={send}");
         assert_eq!(of(send, "conforming"), 4.0, "send={send}");
