@@ -130,22 +130,8 @@ fn earlier_costs_are_the_newest_runs_on_this_host(env: &Env) {
     for (label, n, secs) in [("old", 4, 16), ("new", 6, 36), ("there", 9, 99)] {
         let run = s.create_run(&new_run(label)).unwrap();
         let c = mem_rd_4k(&s, run);
-        let vals = BTreeMap::from([("latency".to_string(), 1.0)]);
         for idx in 0..n {
-            s.add_trial(
-                c,
-                &NewTrial {
-                    idx,
-                    warmup: idx == 0,
-                    wall_s: 2.0,
-                    iterations: Some(1),
-                    values: &vals,
-                    accounting: None,
-                    histograms: &BTreeMap::new(),
-                    roles: &[],
-                },
-            )
-            .unwrap();
+            timed_trial(&s, c, idx, idx == 0, 2.0, 1.0);
         }
         s.finish_case(c, CaseStatus::Done, Some(true), None, None, &[])
             .unwrap();
@@ -576,13 +562,18 @@ fn histograms_roles_and_median_rule_round_trip(env: &Env) {
 }
 
 fn trial(s: &Store, case: i64, idx: i64, x: f64) {
+    timed_trial(s, case, idx, false, 0.01, x);
+}
+
+/// A trial of `case`, a warm-up or counted, that took `wall_s`.
+fn timed_trial(s: &Store, case: i64, idx: i64, warmup: bool, wall_s: f64, x: f64) {
     let vals = BTreeMap::from([("latency".to_string(), x)]);
     s.add_trial(
         case,
         &NewTrial {
             idx,
-            warmup: false,
-            wall_s: 0.01,
+            warmup,
+            wall_s,
             iterations: Some(1),
             values: &vals,
             accounting: None,
