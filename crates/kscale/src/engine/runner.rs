@@ -411,7 +411,12 @@ fn scratch_dir(dir: &std::path::Path) -> Result<tempfile::TempDir> {
 /// run's finished cases stay finished), those the machine cannot run
 /// recorded as skipped.
 fn units(store: &Store, run_id: i64, opts: &RunOptions) -> Result<Vec<Unit>> {
-    let mut earlier = earlier_costs(store, run_id).cases;
+    // Only a run without a budget says its time left from them.
+    let mut earlier = if opts.budget_s.is_none() {
+        earlier_costs(store, run_id).cases
+    } else {
+        Default::default()
+    };
     let existing: HashMap<CaseKey, CaseData> = store
         .load_run(run_id)?
         .cases
