@@ -560,6 +560,70 @@ fn a_budgeted_capacity_search_stops_at_a_bracket_and_stores_its_figure() {
     assert!(show.contains("steps: 800 "), "{show}");
 }
 
+/// A resumed run replays its searches' stored steps; each counts what it
+/// took when it was measured, so a search its share stopped does not
+/// search again. Here the run stopped, as far as the store says, after the
+/// search and before its answer was stored: the resumed run stores the
+/// answer from the steps it has, measuring a step more at most (what a
+/// step measured now costs around its trials) and the windows that
+/// confirm a new answer — not another share's worth of steps.
+#[test]
+fn a_resumed_run_does_not_search_again() {
+    let env = Env::new();
+    let out = env.run_ok(&[
+        "run",
+        "web.own",
+        "--capacity",
+        "--quick",
+        "--cpus",
+        "1",
+        "--param",
+        "mode=epoll",
+        "--budget",
+        "15s",
+        "--no-progress",
+    ]);
+    let steps_line = |err: &str| {
+        err.lines()
+            .find(|l| l.contains("capacity: "))
+            .map(|l| l.split("steps: ").nth(1).unwrap_or("").to_string())
+            .unwrap_or_else(|| panic!("no capacity line: {err}"))
+    };
+    let first = steps_line(&String::from_utf8_lossy(&out.stderr));
+    let c = rusqlite::Connection::open(env.db()).unwrap();
+    c.execute_batch(
+        "UPDATE runs SET status = 'interrupted';
+         DELETE FROM trials WHERE case_id IN
+             (SELECT id FROM cases WHERE params LIKE '%\"conns\":\"capacity\"%');
+         UPDATE cases SET status = 'pending', converged = NULL, notes = NULL
+             WHERE params LIKE '%\"conns\":\"capacity\"%';",
+    )
+    .unwrap();
+    let count = |c: &rusqlite::Connection| -> i64 {
+        c.query_row("SELECT count(*) FROM trials", [], |r| r.get(0))
+            .unwrap()
+    };
+    let before = count(&c);
+    let out = env.run_ok(&["run", "--resume", "latest", "--no-progress"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let again = steps_line(&err);
+    let answer: i64 = c
+        .query_row(
+            "SELECT count(*) FROM trials t JOIN cases k ON k.id = t.case_id
+             WHERE k.params LIKE '%\"conns\":\"capacity\"%'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let new_windows = count(&c) - before - answer;
+    assert!(
+        new_windows <= 3,
+        "{new_windows} new windows: steps {first} then {again}"
+    );
+    assert!(again.starts_with(&first), "steps {first} then {again}");
+    assert_eq!(env.export("latest")["run"]["status"], "complete");
+}
+
 /// `web` holds 10,000 connections on the 2-core machine (docs/families/web.md). Too
 /// heavy for every `cargo test` (and it needs RLIMIT_NOFILE ≥ 10,256);
 /// run with `cargo test -p kscale --test web -- --ignored`. Its figures

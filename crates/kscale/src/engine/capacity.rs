@@ -293,6 +293,13 @@ struct Ctx<'a, 'p> {
     /// started and the share that bounds it. A step's progress line says
     /// the run's time left, not its own.
     after: After,
+    /// The trials' wall seconds of each step case a search has counted:
+    /// a resumed run replays its searches' stored steps at no cost, and
+    /// each must still count what it took when it was measured, or the
+    /// search finds its share unspent and measures on past where it
+    /// stopped (a full study's resume measured a new step and twelve
+    /// more windows).
+    charged: std::collections::HashMap<i64, f64>,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -339,7 +346,7 @@ impl Ctx<'_, '_> {
             self.progress,
             self.peers.as_deref_mut(),
         )?;
-        let secs = t0.elapsed().as_secs_f64();
+        let elapsed = t0.elapsed().as_secs_f64();
         let case = self
             .store
             .load_run(self.run_id)?
@@ -351,7 +358,9 @@ impl Ctx<'_, '_> {
                     && c.key.cpus == entry.cpus_name
             })
             .context("the search's case is not in the store")?;
-        Ok((case, secs))
+        let wall: f64 = case.trials.iter().map(|t| t.wall_s).sum();
+        let before = self.charged.insert(case.id, wall).unwrap_or(0.0);
+        Ok((case, charge(elapsed, wall, before)))
     }
 }
 
@@ -375,6 +384,13 @@ impl Ctx<'_, '_> {
         )?;
         self.measure_with(entry, step, profile)
     }
+}
+
+/// What a step counts against its search's share: the seconds it took,
+/// or, when it measured less than its case's trials not yet counted (a
+/// resumed run's stored step, replayed in no time), their wall seconds.
+fn charge(elapsed_s: f64, wall_s: f64, counted_s: f64) -> f64 {
+    elapsed_s.max(wall_s - counted_s)
 }
 
 /// Whether a step's case conforms: done, and its primary metric (the
@@ -473,6 +489,7 @@ pub fn run(
         progress,
         peers,
         after: After::default(),
+        charged: Default::default(),
     };
     let mut open = Vec::new();
     for (k, seed) in seeds.iter().enumerate() {
@@ -942,6 +959,16 @@ mod tests {
     /// A step's time left is the run's: the searches after this one and
     /// the other cases, and what this search's share has left (nothing
     /// once it has overrun).
+    /// A step measured now counts its time; a stored step replayed by a
+    /// resumed run counts its trials' time once, at its first replay.
+    #[test]
+    fn a_replayed_step_counts_what_it_took_when_measured() {
+        assert_eq!(charge(13.4, 12.7, 0.0), 13.4);
+        assert_eq!(charge(0.01, 38.1, 0.0), 38.1);
+        assert_eq!(charge(0.01, 38.1, 38.1), 0.01);
+        assert_eq!(charge(13.2, 50.8, 38.1), 13.2);
+    }
+
     #[test]
     fn a_step_counts_what_the_run_has_after_it() {
         assert_eq!(After::default().seconds(), 0.0);
