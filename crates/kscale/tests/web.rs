@@ -486,10 +486,7 @@ fn a_budgeted_capacity_search_stops_at_a_bracket_and_stores_its_figure() {
         "--no-progress",
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
-    let line = err
-        .lines()
-        .find(|l| l.contains("capacity: "))
-        .unwrap_or_else(|| panic!("no capacity line: {err}"));
+    let line = capacity_line(&err);
     assert!(
         line.contains("its share of the run's budget (15 s) was spent"),
         "{line}"
@@ -560,6 +557,13 @@ fn a_budgeted_capacity_search_stops_at_a_bracket_and_stores_its_figure() {
     assert!(show.contains("steps: 800 "), "{show}");
 }
 
+/// The search's line, `capacity: …`, of a run's stderr.
+fn capacity_line(err: &str) -> &str {
+    err.lines()
+        .find(|l| l.contains("capacity: "))
+        .unwrap_or_else(|| panic!("no capacity line: {err}"))
+}
+
 /// A resumed run replays its searches' stored steps; each counts what it
 /// took when it was measured, so a search its share stopped does not
 /// search again. Here the run stopped, as far as the store says, after the
@@ -584,10 +588,8 @@ fn a_resumed_run_does_not_search_again() {
         "--no-progress",
     ]);
     let steps_line = |err: &str| {
-        err.lines()
-            .find(|l| l.contains("capacity: "))
-            .map(|l| l.split("steps: ").nth(1).unwrap_or("").to_string())
-            .unwrap_or_else(|| panic!("no capacity line: {err}"))
+        let line = capacity_line(err);
+        line.split("steps: ").nth(1).unwrap_or("").to_string()
     };
     let first = steps_line(&String::from_utf8_lossy(&out.stderr));
     let c = rusqlite::Connection::open(env.db()).unwrap();

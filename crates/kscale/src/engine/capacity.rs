@@ -956,9 +956,6 @@ fn describe(
 mod tests {
     use super::*;
 
-    /// A step's time left is the run's: the searches after this one and
-    /// the other cases, and what this search's share has left (nothing
-    /// once it has overrun).
     /// A step measured now counts its time; a stored step replayed by a
     /// resumed run counts its trials' time once, at its first replay.
     #[test]
@@ -969,6 +966,9 @@ mod tests {
         assert_eq!(charge(13.2, 50.8, 38.1), 13.2);
     }
 
+    /// A step's time left is the run's: the searches after this one and
+    /// the other cases, and what this search's share has left (nothing
+    /// once it has overrun).
     #[test]
     fn a_step_counts_what_the_run_has_after_it() {
         assert_eq!(After::default().seconds(), 0.0);
