@@ -917,6 +917,18 @@ impl Store {
         Ok(())
     }
 
+    /// Sets `key` in the run's stored options to `value`: what a run
+    /// decided while it ran and must keep when resumed.
+    pub fn set_run_option(&self, run_id: i64, key: &str, value: serde_json::Value) -> Result<()> {
+        let mut options = self.run(run_id)?.options;
+        options[key] = value;
+        self.db.execute(
+            "UPDATE runs SET options = $1 WHERE id = $2",
+            &[&serde_json::to_string(&mask_json(&options))?, &run_id],
+        )?;
+        Ok(())
+    }
+
     /// Removes a case a study left out after its first trials (its trials
     /// with it) and adds `line` to the run's options' `left_out`, where
     /// `show` and the report name it: a case the budget could not fund at

@@ -239,6 +239,13 @@ pub struct RunOptions {
     /// (kscale_core::budget::Plan::Leave): a study planning to the noise.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub leave_out: bool,
+    /// Without a budget, the other cases' seconds the capacity searches'
+    /// shares are of, as the run's first sitting guessed them at its
+    /// gauge's noise; stored then, so that a resumed run keeps its
+    /// searches' shares (a full study resumed at a noisier hour guessed
+    /// the rest at 8 trials a case, not 3, and its searches measured on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search_rest_s: Option<f64>,
     /// How a capacity search under a budget measures one step
     /// (engine::capacity). Set only on the options of one step, never
     /// stored.
@@ -470,6 +477,7 @@ pub fn options(sel: &Targets, args: &RunArgs) -> Result<RunOptions> {
         capacity: sel.capacity,
         left_out: Vec::new(),
         leave_out: false,
+        search_rest_s: None,
         step: Step::Whole,
         after_s: 0.0,
     })

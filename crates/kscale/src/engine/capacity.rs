@@ -440,6 +440,19 @@ pub fn search_share(
     Some(all / searches.max(1) as f64)
 }
 
+/// Without a budget, the other cases' seconds: what the searches' shares
+/// are of, and what follows the searches in the progress line's time left.
+/// The two differ in a resumed run, whose shares are of the whole plan as
+/// its first sitting guessed it (a resumed full study's searches said
+/// "about 3.7 h left" with 40 min of cases left).
+#[derive(Clone, Copy, Debug)]
+pub struct Rest {
+    /// The whole plan's other cases, as the run's first sitting guessed them.
+    pub shares_of_s: f64,
+    /// The other cases the run has yet to finish, at this sitting's noise.
+    pub left_s: f64,
+}
+
 /// Runs the plan: every search first, each within its share of the
 /// budget, then the other cases with the budget they left, then the
 /// searches that share cut short again with whatever the others left of
@@ -448,40 +461,22 @@ pub fn run(
     store: &Store,
     run_id: i64,
     opts: &RunOptions,
-    rest_s: Option<f64>,
+    rest_s: Option<Rest>,
     progress: bool,
     peers: Option<&mut PeerSet>,
 ) -> Result<()> {
     let started = Instant::now();
-    let (searched, rest): (Vec<PlanEntry>, Vec<PlanEntry>) =
-        opts.plan.iter().cloned().partition(|e| {
-            kscale_workloads::find(&e.workload)
-                .and_then(param_of)
-                .is_some()
-        });
-    // A workload the machine cannot run (nginx not installed) is said once
-    // and not searched: a search of it would fail at every step and read
-    // as a capacity of 0.
-    let mut said = std::collections::BTreeSet::new();
-    let searched: Vec<PlanEntry> = searched
-        .into_iter()
-        .filter(|e| {
-            let Some(w) = kscale_workloads::find(&e.workload) else {
-                return true;
-            };
-            match (w.unavailable)(w, &kscale_core::Params(e.params.clone())) {
-                None => true,
-                Some(why) => {
-                    if said.insert(e.workload.clone()) {
-                        eprintln!("kscale: {} not measured: {why}", e.workload);
-                    }
-                    false
-                }
-            }
-        })
-        .collect();
+    let (searched, rest, unavailable) = split(&opts.plan);
+    for (workload, why) in unavailable {
+        eprintln!("kscale: {workload} not measured: {why}");
+    }
     let seeds = seeds(&searched);
-    let share = search_share(opts.budget_s, rest_s, !rest.is_empty(), seeds.len());
+    let share = search_share(
+        opts.budget_s,
+        rest_s.map(|r| r.shares_of_s),
+        !rest.is_empty(),
+        seeds.len(),
+    );
     let mut ctx = Ctx {
         store,
         run_id,
@@ -496,7 +491,7 @@ pub fn run(
         let seq = opts.plan.iter().position(|e| e == seed).unwrap_or(0);
         if let (None, Some(rest_s), Some(share)) = (opts.budget_s, rest_s, share) {
             ctx.after = After {
-                later_s: rest_s + share * (seeds.len() - k - 1) as f64,
+                later_s: rest_s.left_s + share * (seeds.len() - k - 1) as f64,
                 search: Some((Instant::now(), share)),
             };
         }
@@ -534,6 +529,106 @@ pub fn run(
         o.end(&mut ctx)?;
     }
     Ok(())
+}
+
+/// The plan's searched entries, its other entries, and each searched
+/// workload the machine cannot run with why. Such a workload (nginx not
+/// installed) is not searched: a search of it would fail at every step and
+/// read as a capacity of 0.
+#[allow(clippy::type_complexity)]
+fn split(plan: &[PlanEntry]) -> (Vec<PlanEntry>, Vec<PlanEntry>, Vec<(String, String)>) {
+    let (searched, rest): (Vec<PlanEntry>, Vec<PlanEntry>) = plan.iter().cloned().partition(|e| {
+        kscale_workloads::find(&e.workload)
+            .and_then(param_of)
+            .is_some()
+    });
+    let mut unavailable: Vec<(String, String)> = Vec::new();
+    let searched = searched
+        .into_iter()
+        .filter(|e| {
+            let Some(w) = kscale_workloads::find(&e.workload) else {
+                return true;
+            };
+            let Some(why) = (w.unavailable)(w, &kscale_core::Params(e.params.clone())) else {
+                return true;
+            };
+            if !unavailable.iter().any(|(u, _)| *u == e.workload) {
+                unavailable.push((e.workload.clone(), why));
+            }
+            false
+        })
+        .collect();
+    (searched, rest, unavailable)
+}
+
+/// What the searches a run has yet to answer have left of their shares,
+/// for the outlook said before it starts: how many, and at most how many
+/// seconds in all (`None` where nothing bounds them). Each share is what
+/// [`run`] gives it, less the wall seconds of its stored steps' trials,
+/// which a resumed run's replay counts again ([`charge`]): a resumed full
+/// study said "its 6 capacity searches at most 8 min more" and they took
+/// no new window.
+pub fn left(
+    store: &Store,
+    run_id: i64,
+    opts: &RunOptions,
+    rest_s: Option<f64>,
+) -> (usize, Option<f64>) {
+    if !opts.capacity {
+        return (0, None);
+    }
+    let (searched, rest, _) = split(&opts.plan);
+    let seeds = seeds(&searched);
+    let share = search_share(opts.budget_s, rest_s, !rest.is_empty(), seeds.len());
+    let cases = store.load_run(run_id).map(|r| r.cases).unwrap_or_default();
+    left_of(share, &spent_s(&seeds, &cases))
+}
+
+/// The searches not answered among `spent` ([`spent_s`]) and what they
+/// have left of `share` each, at least nothing.
+fn left_of(share: Option<f64>, spent: &[Option<f64>]) -> (usize, Option<f64>) {
+    let open: Vec<f64> = spent.iter().flatten().copied().collect();
+    let left = share.map(|s| open.iter().map(|x| (s - x).max(0.0)).sum());
+    (open.len(), left)
+}
+
+/// For each seed, the wall seconds of its stored steps' trials, warm-ups
+/// included as a step counts them; `None` for a search whose answer is
+/// stored (a resumed run does not search it again).
+fn spent_s(seeds: &[PlanEntry], cases: &[CaseData]) -> Vec<Option<f64>> {
+    seeds
+        .iter()
+        .map(|seed| {
+            let param = kscale_workloads::find(&seed.workload).and_then(param_of)?;
+            let of_seed = |c: &&CaseData| {
+                c.key.workload == seed.workload
+                    && c.key.cpus == seed.cpus_name
+                    && c.key.params.len() == seed.params.len()
+                    && c.key
+                        .params
+                        .iter()
+                        .all(|(k, v)| k == param || seed.params.get(k) == Some(v))
+            };
+            let is_answer =
+                |c: &&CaseData| c.key.params.get(param).map(String::as_str) == Some(CAPACITY);
+            if cases
+                .iter()
+                .filter(of_seed)
+                .any(|c| is_answer(&c) && c.status != CaseStatus::Pending)
+            {
+                return None;
+            }
+            Some(
+                cases
+                    .iter()
+                    .filter(of_seed)
+                    .filter(|c| !is_answer(c))
+                    .flat_map(|c| &c.trials)
+                    .map(|t| t.wall_s)
+                    .sum(),
+            )
+        })
+        .collect()
 }
 
 /// A search begun: its steps' cases, the time it had and spent, so that it
@@ -988,6 +1083,89 @@ mod tests {
                 .map(|at| (at, 60.0)),
         };
         assert_eq!(overrun.seconds(), 100.0);
+    }
+
+    /// A resumed run's outlook counts what each unanswered search's stored
+    /// steps spent, warm-ups included, and no answered search.
+    #[test]
+    fn a_resumed_runs_searches_have_left_their_shares_less_their_steps() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("k.db")).unwrap();
+        let run = store
+            .create_run(&kscale_store::NewRun {
+                label: "t".into(),
+                kscale_version: "0".into(),
+                git_rev: "0".into(),
+                args: vec![],
+                options: serde_json::json!({}),
+                snapshot: serde_json::json!({}),
+            })
+            .unwrap();
+        let w = kscale_workloads::find("web.own").unwrap();
+        let seed = |cpus: &str| PlanEntry {
+            workload: "web.own".into(),
+            params: [("conns", "800"), ("mode", "epoll")]
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .into(),
+            cpus_name: cpus.into(),
+            cpus: vec![0],
+        };
+        let metrics = MetricRow::rows_of(w.metrics);
+        let case = |e: &PlanEntry, walls: &[(bool, f64)], status: CaseStatus| {
+            let id = store
+                .ensure_case(run, 0, &e.key(), &e.cpus, &metrics, w.rule)
+                .unwrap();
+            let values = Default::default();
+            for (idx, &(warmup, wall_s)) in walls.iter().enumerate() {
+                let t = kscale_store::NewTrial {
+                    idx: idx as i64,
+                    warmup,
+                    wall_s,
+                    iterations: None,
+                    values: &values,
+                    accounting: None,
+                    histograms: &Default::default(),
+                    roles: &[],
+                };
+                store.add_trial(id, &t).unwrap();
+            }
+            store
+                .finish_case(id, status, None, None, None, &[])
+                .unwrap();
+        };
+        let (one, all) = (seed("1"), seed("all"));
+        case(&one, &[(true, 12.0), (false, 12.5)], CaseStatus::Done);
+        case(
+            &entry_at(&one, "conns", 1600),
+            &[(false, 12.7)],
+            CaseStatus::Done,
+        );
+        case(
+            &entry_at_value(&one, "conns", CAPACITY),
+            &[],
+            CaseStatus::Pending,
+        );
+        // Another search's step of other params is not this one's.
+        let mut other = one.clone();
+        other.params.insert("mode".into(), "threads".into());
+        case(&other, &[(false, 20.0)], CaseStatus::Done);
+        case(&all, &[(false, 13.0)], CaseStatus::Done);
+        case(
+            &entry_at_value(&all, "conns", CAPACITY),
+            &[(false, 13.0)],
+            CaseStatus::Done,
+        );
+        let cases = store.load_run(run).unwrap().cases;
+        let spent = spent_s(&[one, all], &cases);
+        assert_eq!(spent.len(), 2);
+        assert!((spent[0].unwrap() - 37.2).abs() < 1e-9, "{spent:?}");
+        assert_eq!(spent[1], None);
+        let (n, left) = left_of(Some(50.0), &spent);
+        assert_eq!(n, 1);
+        assert!((left.unwrap() - 12.8).abs() < 1e-9, "{left:?}");
+        assert_eq!(left_of(Some(30.0), &spent), (1, Some(0.0)));
+        assert_eq!(left_of(None, &spent), (1, None));
+        assert_eq!(left_of(Some(30.0), &[None, None]), (0, Some(0.0)));
     }
 
     fn find(cap: u64, start: u64, max: u64) -> Found {

@@ -241,16 +241,21 @@ impl Active<'_> {
         } else {
             Default::default()
         };
+        // What the whole plan's other cases take: without a budget, the
+        // searches' shares are of that (only such a run bounds them so).
+        let left = unfinished(store, id, &self.opts);
+        let rest_s = (self.opts.capacity && self.opts.budget_s.is_none()).then(|| capacity::Rest {
+            shares_of_s: kept_rest_s(store, id, self.opts.search_rest_s, || {
+                expected_s(&not_searched(&self.opts), before.as_deref(), &earlier).0
+            }),
+            left_s: expected_s(&not_searched(&left), before.as_deref(), &earlier).0,
+        });
         if let Some(before) = &before {
-            say_noise(before, &unfinished(store, id, &self.opts), &earlier);
+            let shares_of = rest_s.map(|r| r.shares_of_s);
+            let searches = capacity::left(store, id, &self.opts, shares_of);
+            say_noise(before, &left, &earlier, searches);
         }
         let done = if self.opts.capacity {
-            // Only a run without a budget bounds its searches by this.
-            let rest_s = self
-                .opts
-                .budget_s
-                .is_none()
-                .then(|| expected_s(&not_searched(&self.opts), before.as_deref(), &earlier).0);
             capacity::run(store, id, &self.opts, rest_s, progress, self.peers.as_mut())
         } else {
             runner::execute(store, id, &self.opts, progress, self.peers.as_mut())
@@ -292,7 +297,14 @@ impl Active<'_> {
 /// run's interval at the noisiest CPU's spread, and, under a budget, how
 /// many of its converging cases that buys (docs/method.md, "The gauge and
 /// the control").
-fn say_noise(readings: &[kscale_core::noise::Reading], opts: &RunOptions, earlier: &EarlierCosts) {
+/// `searches`: the searches left to answer and at most how long they take
+/// ([`capacity::left`]).
+fn say_noise(
+    readings: &[kscale_core::noise::Reading],
+    opts: &RunOptions,
+    earlier: &EarlierCosts,
+    searches: (usize, Option<f64>),
+) {
     for line in gauge::describe(readings) {
         eprintln!("kscale: gauge: {line}");
     }
@@ -366,20 +378,17 @@ fn say_noise(readings: &[kscale_core::noise::Reading], opts: &RunOptions, earlie
             None => {
                 // Without a budget every case runs to its rule: how long
                 // that takes at this noise, said before it starts, with
-                // the searches' bounded share (capacity::search_share).
+                // what the searches have left of their bounded shares.
                 let rest = not_searched(opts);
                 let (rest_s, known) = expected_s(&rest, Some(readings), earlier);
-                let searches = plan::seeds(&opts.plan).len();
-                let search = if opts.capacity && searches > 0 {
-                    match capacity::search_share(None, Some(rest_s), !rest.plan.is_empty(), searches) {
-                        Some(s) => format!(
-                            ", and its {searches} capacity searches at most {} more",
-                            duration(s * searches as f64)
-                        ),
-                        None => ", capacity searches aside".into(),
-                    }
-                } else {
-                    String::new()
+                let search = match searches {
+                    (0, _) => String::new(),
+                    (n, Some(s)) => format!(
+                        ", and its {n} capacity {} at most {} more",
+                        if n == 1 { "search" } else { "searches" },
+                        duration(s)
+                    ),
+                    (_, None) => ", capacity searches aside".into(),
                 };
                 let at = if known > 0 {
                     format!(" at that ({known} of them at what they took in this machine's earlier runs)")
@@ -395,6 +404,23 @@ fn say_noise(readings: &[kscale_core::noise::Reading], opts: &RunOptions, earlie
             }
         }
     );
+}
+
+/// The other cases' seconds the searches' shares are of: those the run's
+/// first sitting guessed (`kept`, from its stored options), else `guess`,
+/// stored for the sittings after this one. Guessed again at each resume,
+/// the shares would follow the hour: a full study resumed at a gauge CV of
+/// 3 % guessed 8 trials a case where its first sitting had guessed 3, and
+/// its searches, cut short by their shares then, measured on.
+fn kept_rest_s(store: &Store, id: i64, kept: Option<f64>, guess: impl FnOnce() -> f64) -> f64 {
+    if let Some(s) = kept {
+        return s;
+    }
+    let s = guess();
+    if let Err(e) = store.set_run_option(id, "search_rest_s", s.into()) {
+        eprintln!("kscale: warning: run {id}'s searches' shares not stored ({e:#}): a resumed run guesses them again");
+    }
+    s
 }
 
 /// The run's options with only the cases it has yet to finish: a resumed
@@ -587,4 +613,36 @@ pub fn execute_interleaved(
         .iter()
         .map(|r| finish(store, r.run.id, Ok(())).map(|()| r.run.id))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first sitting's guess is stored in the run's options and read
+    /// back as the resumed run's options; a resumed run does not guess.
+    #[test]
+    fn a_resumed_run_keeps_its_searches_shares() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("k.db")).unwrap();
+        let options = serde_json::json!({
+            "targets": [], "suite": null, "rule": kscale_core::StopRule::DEFAULT,
+            "trial_time_s": 0.5, "quick": false, "dir": "/tmp", "cpus": [], "plan": [],
+        });
+        let id = store
+            .create_run(&NewRun {
+                label: "t".into(),
+                kscale_version: "0".into(),
+                git_rev: "0".into(),
+                args: vec![],
+                options,
+                snapshot: serde_json::json!({}),
+            })
+            .unwrap();
+        assert_eq!(kept_rest_s(&store, id, None, || 1200.0), 1200.0);
+        let stored: RunOptions = serde_json::from_value(store.run(id).unwrap().options).unwrap();
+        assert_eq!(stored.search_rest_s, Some(1200.0));
+        let resumed = kept_rest_s(&store, id, stored.search_rest_s, || panic!("guessed again"));
+        assert_eq!(resumed, 1200.0);
+    }
 }
