@@ -244,16 +244,25 @@ impl Active<'_> {
         // What the whole plan's other cases take: without a budget, the
         // searches' shares are of that (only such a run bounds them so).
         let left = unfinished(store, id, &self.opts);
+        // A resumed run's cases ahead as its progress line will see them,
+        // taught by its finished ones (runner::resumed_left_s).
+        let resumed = self
+            .opts
+            .budget_s
+            .is_none()
+            .then(|| runner::resumed_left_s(store, id, &not_searched(&self.opts), &earlier))
+            .flatten();
         let rest_s = (self.opts.capacity && self.opts.budget_s.is_none()).then(|| capacity::Rest {
             shares_of_s: kept_rest_s(store, id, self.opts.search_rest_s, || {
                 expected_s(&not_searched(&self.opts), before.as_deref(), &earlier).0
             }),
-            left_s: expected_s(&not_searched(&left), before.as_deref(), &earlier).0,
+            left_s: resumed
+                .unwrap_or_else(|| expected_s(&not_searched(&left), before.as_deref(), &earlier).0),
         });
         if let Some(before) = &before {
             let shares_of = rest_s.map(|r| r.shares_of_s);
             let searches = capacity::left(store, id, &self.opts, shares_of);
-            say_noise(before, &left, &earlier, searches);
+            say_noise(before, &left, &earlier, resumed, searches);
         }
         let done = if self.opts.capacity {
             capacity::run(store, id, &self.opts, rest_s, progress, self.peers.as_mut())
@@ -297,12 +306,15 @@ impl Active<'_> {
 /// run's interval at the noisiest CPU's spread, and, under a budget, how
 /// many of its converging cases that buys (docs/method.md, "The gauge and
 /// the control").
-/// `searches`: the searches left to answer and at most how long they take
+/// `resumed`: how long a resumed run's cases left take at what its
+/// finished ones took ([`runner::resumed_left_s`]); `searches`: the
+/// searches left to answer and at most how long they take
 /// ([`capacity::left`]).
 fn say_noise(
     readings: &[kscale_core::noise::Reading],
     opts: &RunOptions,
     earlier: &EarlierCosts,
+    resumed: Option<f64>,
     searches: (usize, Option<f64>),
 ) {
     for line in gauge::describe(readings) {
@@ -390,10 +402,13 @@ fn say_noise(
                     ),
                     (_, None) => ", capacity searches aside".into(),
                 };
-                let at = if known > 0 {
-                    format!(" at that ({known} of them at what they took in this machine's earlier runs)")
-                } else {
-                    " at that".into()
+                let (rest_s, at) = match resumed {
+                    Some(s) => (s, " at what its finished cases took".to_string()),
+                    None if known > 0 => (
+                        rest_s,
+                        format!(" at that ({known} of them at what they took in this machine's earlier runs)"),
+                    ),
+                    None => (rest_s, " at that".into()),
                 };
                 let n = rest.plan.len();
                 format!(
@@ -619,15 +634,20 @@ pub fn execute_interleaved(
 mod tests {
     use super::*;
 
-    /// The first sitting's guess is stored in the run's options and read
-    /// back as the resumed run's options; a resumed run does not guess.
-    #[test]
-    fn a_resumed_run_keeps_its_searches_shares() {
+    /// A store holding one run of a plan of `workloads` on CPU set 1, and
+    /// the run's options.
+    fn a_run(workloads: &[&str]) -> (tempfile::TempDir, Store, i64, RunOptions) {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("k.db")).unwrap();
+        let plan: Vec<_> = workloads
+            .iter()
+            .map(
+                |w| serde_json::json!({"workload": w, "params": {}, "cpus_name": "1", "cpus": [0]}),
+            )
+            .collect();
         let options = serde_json::json!({
             "targets": [], "suite": null, "rule": kscale_core::StopRule::DEFAULT,
-            "trial_time_s": 0.5, "quick": false, "dir": "/tmp", "cpus": [], "plan": [],
+            "trial_time_s": 0.5, "quick": false, "dir": "/tmp", "cpus": [], "plan": plan,
         });
         let id = store
             .create_run(&NewRun {
@@ -635,10 +655,72 @@ mod tests {
                 kscale_version: "0".into(),
                 git_rev: "0".into(),
                 args: vec![],
-                options,
+                options: options.clone(),
                 snapshot: serde_json::json!({}),
             })
             .unwrap();
+        let opts = serde_json::from_value(options).unwrap();
+        (dir, store, id, opts)
+    }
+
+    /// A resumed run's outlook of its cases ahead is taught by its
+    /// finished ones, as its progress line is: a case of a workload not
+    /// yet seen takes the trials its family's finished cases took, at
+    /// their seconds a trial over their guess. A new run has none.
+    #[test]
+    fn a_resumed_runs_outlook_is_what_its_finished_cases_took() {
+        let (_dir, store, id, opts) = a_run(&["syscall.null", "syscall.read"]);
+        let earlier = EarlierCosts::default();
+        assert_eq!(runner::resumed_left_s(&store, id, &opts, &earlier), None);
+        let e = &opts.plan[0];
+        let metrics =
+            kscale_store::MetricRow::rows_of(kscale_workloads::find(&e.workload).unwrap().metrics);
+        let case = store
+            .ensure_case(
+                id,
+                0,
+                &e.key(),
+                &e.cpus,
+                &metrics,
+                kscale_core::RunRule::Converge,
+            )
+            .unwrap();
+        let values = Default::default();
+        for idx in 0..10 {
+            let t = kscale_store::NewTrial {
+                idx,
+                warmup: idx == 0,
+                wall_s: 0.5,
+                iterations: None,
+                values: &values,
+                accounting: None,
+                histograms: &Default::default(),
+                roles: &[],
+            };
+            store.add_trial(case, &t).unwrap();
+        }
+        assert_eq!(runner::resumed_left_s(&store, id, &opts, &earlier), None);
+        store
+            .finish_case(
+                case,
+                kscale_store::CaseStatus::Done,
+                Some(true),
+                None,
+                None,
+                &[],
+            )
+            .unwrap();
+        // Ten trials where four were guessed, at 0.5 s where 0.55 s was:
+        // `syscall.read` is expected at ten trials of 0.5 s, not four.
+        let left = runner::resumed_left_s(&store, id, &opts, &earlier).unwrap();
+        assert!((left - 5.0).abs() < 1e-9, "{left}");
+    }
+
+    /// The first sitting's guess is stored in the run's options and read
+    /// back as the resumed run's options; a resumed run does not guess.
+    #[test]
+    fn a_resumed_run_keeps_its_searches_shares() {
+        let (_dir, store, id, _) = a_run(&[]);
         assert_eq!(kept_rest_s(&store, id, None, || 1200.0), 1200.0);
         let stored: RunOptions = serde_json::from_value(store.run(id).unwrap().options).unwrap();
         assert_eq!(stored.search_rest_s, Some(1200.0));

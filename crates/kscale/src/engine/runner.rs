@@ -268,6 +268,55 @@ pub fn guessed_costs(opts: &RunOptions) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// How long the plan's unfinished cases take as a resumed run's first
+/// progress line will say ([`Runner::seconds_left`]): what its finished
+/// cases took teaches the estimate for those ahead of their workload, or
+/// family, or of the run. `None` before any case has finished: a new run's
+/// outlook is the gauge's guess. A resumed full study's outlook said
+/// "its 102 cases take about 76 min", from the gauge alone, while its
+/// first progress line said 2.9 h from what its `net` cases had taken;
+/// the rest took 3.3 h.
+pub fn resumed_left_s(
+    store: &Store,
+    run_id: i64,
+    opts: &RunOptions,
+    earlier: &kscale_store::costs::EarlierCosts,
+) -> Option<f64> {
+    let stored: HashMap<CaseKey, CaseData> = store
+        .load_run(run_id)
+        .ok()?
+        .cases
+        .into_iter()
+        .map(|c| (c.key.clone(), c))
+        .collect();
+    let rule = &opts.rule;
+    let cases: Vec<kscale_core::ahead::Case<'_>> = opts
+        .plan
+        .iter()
+        .filter_map(|e| {
+            let w = kscale_workloads::find(&e.workload)?;
+            let old = stored.get(&e.key());
+            Some(kscale_core::ahead::Case {
+                workload: &e.workload,
+                finished: old.is_some_and(|c| c.status != CaseStatus::Pending),
+                turns: old.map_or(0, |c| c.trials.len()),
+                secs: old.map_or(0.0, |c| c.trials.iter().map(|t| t.wall_s).sum()),
+                needed: match w.rule {
+                    RunRule::MedianOf(n) => Some(n),
+                    RunRule::Converge => None,
+                },
+                guess_s: guess_secs(&timed_params(w, e), opts),
+                guess_turns: 1 + rule.min_trials,
+                before: earlier.cases.get(&e.key()).map(|b| (b.trials, b.wall_s)),
+            })
+        })
+        .collect();
+    cases
+        .iter()
+        .any(|c| c.finished && c.turns > 0)
+        .then(|| kscale_core::ahead::seconds_left(&cases, 1.0, rule.max_trials))
+}
+
 /// Runs every unfinished case of the plan; macro workloads' load goes to
 /// `peers` when given, else to this host's free CPUs.
 pub fn execute(
