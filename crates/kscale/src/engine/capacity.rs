@@ -486,13 +486,20 @@ pub fn run(
         after: After::default(),
         charged: Default::default(),
     };
+    // What each search has spent of its share in a resumed run's earlier
+    // sittings (None: answered), for the progress line's time left.
+    let spent = store
+        .load_run(run_id)
+        .map(|r| spent_s(&seeds, &r.cases))
+        .unwrap_or_default();
     let mut open = Vec::new();
     for (k, seed) in seeds.iter().enumerate() {
         let seq = opts.plan.iter().position(|e| e == seed).unwrap_or(0);
         if let (None, Some(rest_s), Some(share)) = (opts.budget_s, rest_s, share) {
+            let (current, later) = shares_left(k, share, seeds.len(), &spent);
             ctx.after = After {
-                later_s: rest_s.left_s + share * (seeds.len() - k - 1) as f64,
-                search: Some((Instant::now(), share)),
+                later_s: rest_s.left_s + later,
+                search: Some((Instant::now(), current)),
             };
         }
         if let Some(mut o) = Open::begin(&mut ctx, seed, seq as i64, share)? {
@@ -582,6 +589,20 @@ pub fn left(
     let share = search_share(opts.budget_s, rest_s, !rest.is_empty(), seeds.len());
     let cases = store.load_run(run_id).map(|r| r.cases).unwrap_or_default();
     left_of(share, &spent_s(&seeds, &cases))
+}
+
+/// What the `k`th of `n` searches has left of its `share`, and what the
+/// searches after it have left of theirs, each less what `spent` says its
+/// stored steps took (nothing for an answered one; a search `spent` does
+/// not know has its whole share). A resumed full study's searches said
+/// their whole shares again in the progress line.
+fn shares_left(k: usize, share: f64, n: usize, spent: &[Option<f64>]) -> (f64, f64) {
+    let left = |j: usize| match spent.get(j) {
+        Some(Some(x)) => (share - x).max(0.0),
+        Some(None) => 0.0,
+        None => share,
+    };
+    (left(k), (k + 1..n).map(left).sum())
 }
 
 /// The searches not answered among `spent` ([`spent_s`]) and what they
@@ -1166,6 +1187,15 @@ mod tests {
         assert_eq!(left_of(Some(30.0), &spent), (1, Some(0.0)));
         assert_eq!(left_of(None, &spent), (1, None));
         assert_eq!(left_of(Some(30.0), &[None, None]), (0, Some(0.0)));
+    }
+
+    /// The progress line's searches: each at what it has left.
+    #[test]
+    fn the_searches_ahead_count_what_they_have_left() {
+        let spent = [Some(10.0), None, Some(70.0), Some(0.0)];
+        assert_eq!(shares_left(0, 60.0, 4, &spent), (50.0, 60.0));
+        assert_eq!(shares_left(2, 60.0, 4, &spent), (0.0, 60.0));
+        assert_eq!(shares_left(1, 60.0, 3, &[]), (60.0, 60.0));
     }
 
     fn find(cap: u64, start: u64, max: u64) -> Found {
