@@ -302,8 +302,10 @@ fn ctrl_c_stops_every_remote_run() {
             .map(|p| (*p, common::comm(*p)))
             .collect::<Vec<_>>()
     );
+    // The remote side removes its directory as it exits, after its
+    // processes are gone: give it the same time.
     assert!(
-        lab.remote_entries().is_empty(),
+        wait_for(|| lab.remote_entries().is_empty(), 10),
         "{:?}",
         lab.remote_entries()
     );
