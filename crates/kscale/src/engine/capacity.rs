@@ -20,7 +20,7 @@
 
 use super::args::{BudgetClock, RunOptions, Step};
 use super::peers::PeerSet;
-use super::plan::{param_of, seeds, PlanEntry, SHARE};
+use super::plan::{param_of, same_search, seeds, PlanEntry, SHARE};
 use super::runner;
 use anyhow::{Context, Result};
 use kscale_core::{ParamKind, RunRule, CAPACITY};
@@ -347,16 +347,13 @@ impl Ctx<'_, '_> {
             self.peers.as_deref_mut(),
         )?;
         let elapsed = t0.elapsed().as_secs_f64();
+        let key = entry.key();
         let case = self
             .store
             .load_run(self.run_id)?
             .cases
             .into_iter()
-            .find(|c| {
-                c.key.workload == entry.workload
-                    && c.key.params == entry.params
-                    && c.key.cpus == entry.cpus_name
-            })
+            .find(|c| c.key == key)
             .context("the search's case is not in the store")?;
         let wall: f64 = case.trials.iter().map(|t| t.wall_s).sum();
         let before = self.charged.insert(case.id, wall).unwrap_or(0.0);
@@ -621,15 +618,8 @@ fn spent_s(seeds: &[PlanEntry], cases: &[CaseData]) -> Vec<Option<f64>> {
         .iter()
         .map(|seed| {
             let param = kscale_workloads::find(&seed.workload).and_then(param_of)?;
-            let of_seed = |c: &&CaseData| {
-                c.key.workload == seed.workload
-                    && c.key.cpus == seed.cpus_name
-                    && c.key.params.len() == seed.params.len()
-                    && c.key
-                        .params
-                        .iter()
-                        .all(|(k, v)| k == param || seed.params.get(k) == Some(v))
-            };
+            let key = seed.key();
+            let of_seed = |c: &&CaseData| same_search(&c.key, &key, param);
             let is_answer =
                 |c: &&CaseData| c.key.params.get(param).map(String::as_str) == Some(CAPACITY);
             if cases

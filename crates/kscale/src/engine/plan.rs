@@ -280,20 +280,29 @@ pub fn seeds(plan: &[PlanEntry]) -> Vec<PlanEntry> {
             continue;
         };
         let value = |o: &PlanEntry| o.params.get(p).and_then(|v| v.parse::<u64>().ok());
-        let same = |o: &PlanEntry| {
-            o.workload == e.workload
-                && o.cpus_name == e.cpus_name
-                && o.params
-                    .iter()
-                    .all(|(k, v)| k == p || e.params.get(k) == Some(v))
-        };
-        match out.iter_mut().find(|o| same(o)) {
+        let key = e.key();
+        match out.iter_mut().find(|o| same_search(&o.key(), &key, p)) {
             Some(o) if value(e) > value(o) => *o = e.clone(),
             Some(_) => {}
             None => out.push(e.clone()),
         }
     }
     out
+}
+
+/// Whether two cases are one capacity search's: the same workload, CPU set
+/// and params but `param`, the searched one, whose values are its steps
+/// (and its answer's `capacity`). A search's seed, its steps and its answer
+/// are matched by this one rule, so the plan and a resumed run's store
+/// agree on which cases a search owns.
+pub fn same_search(a: &kscale_core::CaseKey, b: &kscale_core::CaseKey, param: &str) -> bool {
+    fn others<'a>(
+        k: &'a kscale_core::CaseKey,
+        param: &'a str,
+    ) -> impl Iterator<Item = (&'a String, &'a String)> + 'a {
+        k.params.iter().filter(move |(n, _)| n.as_str() != param)
+    }
+    a.workload == b.workload && a.cpus == b.cpus && others(a, param).eq(others(b, param))
 }
 
 /// Takes out of `plan` the cases whose workload says their figures cannot
@@ -380,5 +389,45 @@ mod tests {
         assert_eq!(p.len(), 2);
         assert_eq!(p[0].cpus_name, "1");
         assert!(expand(&w, &[("bogus".into(), vec!["1".into()])], true, &cfgs).is_err());
+    }
+
+    #[test]
+    fn a_search_owns_the_cases_that_differ_only_in_its_param() {
+        let k = |cpus: &str, params: &[(&str, &str)]| kscale_core::CaseKey {
+            workload: "web.nginx".into(),
+            params: params
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            cpus: cpus.into(),
+        };
+        let seed = k("1", &[("conns", "800"), ("duration", "2")]);
+        for step in ["50", "12800", kscale_core::CAPACITY] {
+            assert!(same_search(
+                &k("1", &[("conns", step), ("duration", "2")]),
+                &seed,
+                "conns"
+            ));
+        }
+        assert!(!same_search(
+            &k("all", &[("conns", "800"), ("duration", "2")]),
+            &seed,
+            "conns"
+        ));
+        assert!(!same_search(
+            &k("1", &[("conns", "800"), ("duration", "3")]),
+            &seed,
+            "conns"
+        ));
+        assert!(!same_search(&k("1", &[("conns", "800")]), &seed, "conns"));
+        let more = k(
+            "1",
+            &[("conns", "800"), ("duration", "2"), ("keepalive", "on")],
+        );
+        assert!(!same_search(&more, &seed, "conns"));
+        assert!(!same_search(&seed, &more, "conns"));
+        let mut other = seed.clone();
+        other.workload = "web.own".into();
+        assert!(!same_search(&other, &seed, "conns"));
     }
 }
