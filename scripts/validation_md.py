@@ -96,6 +96,30 @@ def machine():
     return f"{os.cpu_count()} CPUs, {model}{vm}"
 
 
+def filesystem_of(path):
+    """`ext4 (/dev/loop0, journal) mounted at /mnt/kj`: what a measured
+    directory's files are on, as /proc/self/mountinfo and /sys/fs/ext4 say;
+    file-system figures follow the filesystem more than the kernel."""
+    path = os.path.realpath(path)
+    best = None
+    for line in open("/proc/self/mountinfo", encoding="utf-8"):
+        left, _, right = line.partition(" - ")
+        point = left.split()[4].replace("\\040", " ")
+        if (path == point or path.startswith(point.rstrip("/") + "/")) and \
+                (best is None or len(point) > len(best[0])):
+            fstype, source = right.split()[:2]
+            best = (point, fstype, source)
+    if best is None:
+        return "an unknown filesystem"
+    point, fstype, source = best
+    what = [source]
+    if fstype == "ext4":
+        task = Path(f"/sys/fs/ext4/{Path(source).name}/journal_task")
+        if task.exists():
+            what.append("no journal" if task.read_text().strip() == "<none>" else "journal")
+    return f"{fstype} ({', '.join(what)}) mounted at {point}"
+
+
 def header(command):
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     return f"`{command}` · {machine()} · Linux {platform.release()} · {date}"
