@@ -1126,20 +1126,7 @@ mod tests {
             let id = store
                 .ensure_case(run, 0, &e.key(), &e.cpus, &metrics, w.rule)
                 .unwrap();
-            let values = Default::default();
-            for (idx, &(warmup, wall_s)) in walls.iter().enumerate() {
-                let t = kscale_store::NewTrial {
-                    idx: idx as i64,
-                    warmup,
-                    wall_s,
-                    iterations: None,
-                    values: &values,
-                    accounting: None,
-                    histograms: &Default::default(),
-                    roles: &[],
-                };
-                store.add_trial(id, &t).unwrap();
-            }
+            crate::engine::add_timed_trials(&store, id, walls);
             store
                 .finish_case(id, status, None, None, None, &[])
                 .unwrap();

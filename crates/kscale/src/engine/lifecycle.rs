@@ -685,20 +685,8 @@ mod tests {
                 kscale_core::RunRule::Converge,
             )
             .unwrap();
-        let values = Default::default();
-        for idx in 0..10 {
-            let t = kscale_store::NewTrial {
-                idx,
-                warmup: idx == 0,
-                wall_s: 0.5,
-                iterations: None,
-                values: &values,
-                accounting: None,
-                histograms: &Default::default(),
-                roles: &[],
-            };
-            store.add_trial(case, &t).unwrap();
-        }
+        let walls: Vec<(bool, f64)> = (0..10).map(|idx| (idx == 0, 0.5)).collect();
+        crate::engine::add_timed_trials(&store, case, &walls);
         assert_eq!(runner::resumed_left_s(&store, id, &opts, &earlier), None);
         store
             .finish_case(

@@ -31,5 +31,26 @@ pub mod roles;
 pub mod runner;
 pub mod worker;
 
+/// Stores trials that carry only their wall time, `(warm-up, seconds)`
+/// each: what the planners' tests need of a case's history.
+#[cfg(test)]
+pub(crate) fn add_timed_trials(store: &kscale_store::Store, case: i64, walls: &[(bool, f64)]) {
+    let values = Default::default();
+    let histograms = Default::default();
+    for (idx, &(warmup, wall_s)) in walls.iter().enumerate() {
+        let t = kscale_store::NewTrial {
+            idx: idx as i64,
+            warmup,
+            wall_s,
+            iterations: None,
+            values: &values,
+            accounting: None,
+            histograms: &histograms,
+            roles: &[],
+        };
+        store.add_trial(case, &t).unwrap();
+    }
+}
+
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub const GIT_REV: &str = env!("KSCALE_GIT_REV");
