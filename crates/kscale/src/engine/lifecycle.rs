@@ -704,6 +704,62 @@ mod tests {
         assert!((left - 5.0).abs() < 1e-9, "{left}");
     }
 
+    /// A case the earlier sitting started and left unfinished is expected
+    /// at the trials its own spread asks, as the first progress line
+    /// expects it (both build it with `Unit::taken_up`), not at what its
+    /// family's finished cases took. Before they shared it, the outlook
+    /// took `syscall.read`, five trials in at a CV of 30 %, at the one
+    /// more trial `syscall.null`'s four asked (0.5 s left).
+    #[test]
+    fn a_resumed_runs_started_case_is_expected_at_its_own_need() {
+        let (_dir, store, id, opts) = a_run(&["syscall.null", "syscall.read"]);
+        let earlier = EarlierCosts::default();
+        let cases: Vec<i64> = opts
+            .plan
+            .iter()
+            .enumerate()
+            .map(|(seq, e)| {
+                let w = kscale_workloads::find(&e.workload).unwrap();
+                let metrics = kscale_store::MetricRow::rows_of(w.metrics);
+                store
+                    .ensure_case(id, seq as i64, &e.key(), &e.cpus, &metrics, w.rule)
+                    .unwrap()
+            })
+            .collect();
+        crate::engine::add_timed_trials(&store, cases[0], &[(true, 0.5); 4]);
+        store
+            .finish_case(
+                cases[0],
+                kscale_store::CaseStatus::Done,
+                Some(true),
+                None,
+                None,
+                &[],
+            )
+            .unwrap();
+        let metric = kscale_workloads::find("syscall.read")
+            .unwrap()
+            .primary()
+            .name;
+        let histograms = Default::default();
+        for (idx, v) in [0.1, 0.1, 0.07, 0.13, 0.1, 0.06].into_iter().enumerate() {
+            let values = [(metric.to_string(), v)].into_iter().collect();
+            let t = kscale_store::NewTrial {
+                idx: idx as i64,
+                warmup: idx == 0,
+                wall_s: 0.5,
+                iterations: None,
+                values: &values,
+                accounting: None,
+                histograms: &histograms,
+                roles: &[],
+            };
+            store.add_trial(cases[1], &t).unwrap();
+        }
+        let left = runner::resumed_left_s(&store, id, &opts, &earlier).unwrap();
+        assert!(left >= 5.0, "{left}");
+    }
+
     /// The first sitting's guess is stored in the run's options and read
     /// back as the resumed run's options; a resumed run does not guess.
     #[test]

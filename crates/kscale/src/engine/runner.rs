@@ -67,6 +67,77 @@ struct Unit {
 }
 
 impl Unit {
+    /// The plan's case `entry`, taken up where its stored form `old` left
+    /// it (a resumed run's finished cases stay finished), `before` what it
+    /// cost in an earlier run here. The runner and a resumed run's outlook
+    /// ([`resumed_left_s`]) both build their cases here, so the outlook
+    /// reads a started case's trials as the first progress line does.
+    fn taken_up(
+        entry: &PlanEntry,
+        workload: &'static WorkloadDef,
+        case_id: i64,
+        old: Option<&CaseData>,
+        before: Option<kscale_store::costs::CaseCost>,
+        opts: &RunOptions,
+    ) -> Unit {
+        let mut unit = Unit {
+            entry: entry.clone(),
+            workload,
+            case_id,
+            next_idx: 0,
+            warmup_iterations: None,
+            counted: Vec::new(),
+            judged: Vec::new(),
+            host: Vec::new(),
+            spent_s: 0.0,
+            notes: Vec::new(),
+            finished: false,
+            profiled: false,
+            converged: false,
+            cleanup_s: 0.0,
+            turn: 0,
+            cost_s: 0.0,
+            cost_n: 0,
+            due: None,
+            before,
+        };
+        if let Some(old) = old {
+            unit.finished = old.status != CaseStatus::Pending;
+            unit.profiled = !old.profiles.is_empty();
+            unit.converged = old.converged == Some(true);
+            unit.next_idx = old.trials.iter().map(|t| t.idx + 1).max().unwrap_or(0);
+            unit.warmup_iterations = old
+                .trials
+                .iter()
+                .find(|t| t.warmup)
+                .and_then(|t| t.iterations);
+            unit.counted = old.values(workload.primary().name);
+            unit.host = old
+                .trials
+                .iter()
+                .filter(|t| !t.warmup && t.values.contains_key(workload.primary().name))
+                .map(|t| kscale_core::hostfit::measures(t.accounting.as_ref()))
+                .collect();
+            unit.refit(opts);
+            unit.spent_s = old.trials.iter().map(|t| t.wall_s).sum();
+        }
+        unit
+    }
+
+    /// The case as the time left sees it ([`kscale_core::ahead`]).
+    fn ahead(&self, opts: &RunOptions) -> kscale_core::ahead::Case<'_> {
+        kscale_core::ahead::Case {
+            workload: &self.entry.workload,
+            finished: self.finished,
+            turns: self.next_idx.max(0) as usize,
+            secs: self.spent_s,
+            needed: self.needed(opts),
+            guess_s: self.guess_secs(opts),
+            guess_turns: 1 + opts.rule.min_trials,
+            before: self.before.map(|b| (b.trials, b.wall_s)),
+        }
+    }
+
     /// The same case on another CPU configuration.
     fn twin_of(&self, other: &Unit) -> bool {
         self.entry.workload == other.entry.workload
@@ -271,8 +342,10 @@ pub fn guessed_costs(opts: &RunOptions) -> Vec<(f64, f64)> {
 /// How long the plan's unfinished cases take as a resumed run's first
 /// progress line will say ([`Runner::seconds_left`]): what its finished
 /// cases took teaches the estimate for those ahead of their workload, or
-/// family, or of the run. `None` before any case has finished: a new run's
-/// outlook is the gauge's guess. A resumed full study's outlook said
+/// family, or of the run; a case started and left unfinished is expected
+/// at the trials its own spread asks, its cases being built as the
+/// runner's are ([`Unit::taken_up`]). `None` before any case has finished:
+/// a new run's outlook is the gauge's guess. A resumed full study's outlook said
 /// "its 102 cases take about 76 min", from the gauge alone, while its
 /// first progress line said 2.9 h from what its `net` cases had taken;
 /// the rest took 3.3 h.
@@ -289,32 +362,29 @@ pub fn resumed_left_s(
         .into_iter()
         .map(|c| (c.key.clone(), c))
         .collect();
-    let rule = &opts.rule;
-    let cases: Vec<kscale_core::ahead::Case<'_>> = opts
+    let units: Vec<Unit> = opts
         .plan
         .iter()
         .filter_map(|e| {
             let w = kscale_workloads::find(&e.workload)?;
-            let old = stored.get(&e.key());
-            Some(kscale_core::ahead::Case {
-                workload: &e.workload,
-                finished: old.is_some_and(|c| c.status != CaseStatus::Pending),
-                turns: old.map_or(0, |c| c.trials.len()),
-                secs: old.map_or(0.0, |c| c.trials.iter().map(|t| t.wall_s).sum()),
-                needed: match w.rule {
-                    RunRule::MedianOf(n) => Some(n),
-                    RunRule::Converge => None,
-                },
-                guess_s: guess_secs(&timed_params(w, e), opts),
-                guess_turns: 1 + rule.min_trials,
-                before: earlier.cases.get(&e.key()).map(|b| (b.trials, b.wall_s)),
-            })
+            let key = e.key();
+            let old = stored.get(&key);
+            let before = earlier.cases.get(&key).copied();
+            Some(Unit::taken_up(
+                e,
+                w,
+                old.map_or(0, |c| c.id),
+                old,
+                before,
+                opts,
+            ))
         })
         .collect();
+    let cases: Vec<kscale_core::ahead::Case<'_>> = units.iter().map(|u| u.ahead(opts)).collect();
     cases
         .iter()
         .any(|c| c.finished && c.turns > 0)
-        .then(|| kscale_core::ahead::seconds_left(&cases, 1.0, rule.max_trials))
+        .then(|| kscale_core::ahead::seconds_left(&cases, 1.0, opts.rule.max_trials))
 }
 
 /// Runs every unfinished case of the plan; macro workloads' load goes to
@@ -487,47 +557,14 @@ fn units(store: &Store, run_id: i64, opts: &RunOptions) -> Result<Vec<Unit>> {
             &metrics,
             workload.rule,
         )?;
-        let mut unit = Unit {
-            entry: entry.clone(),
+        let mut unit = Unit::taken_up(
+            entry,
             workload,
             case_id,
-            next_idx: 0,
-            warmup_iterations: None,
-            counted: Vec::new(),
-            judged: Vec::new(),
-            host: Vec::new(),
-            spent_s: 0.0,
-            notes: Vec::new(),
-            finished: false,
-            profiled: false,
-            converged: false,
-            cleanup_s: 0.0,
-            turn: 0,
-            cost_s: 0.0,
-            cost_n: 0,
-            due: None,
-            before: earlier.remove(&key),
-        };
-        if let Some(old) = existing.get(&key) {
-            unit.finished = old.status != CaseStatus::Pending;
-            unit.profiled = !old.profiles.is_empty();
-            unit.converged = old.converged == Some(true);
-            unit.next_idx = old.trials.iter().map(|t| t.idx + 1).max().unwrap_or(0);
-            unit.warmup_iterations = old
-                .trials
-                .iter()
-                .find(|t| t.warmup)
-                .and_then(|t| t.iterations);
-            unit.counted = old.values(workload.primary().name);
-            unit.host = old
-                .trials
-                .iter()
-                .filter(|t| !t.warmup && t.values.contains_key(workload.primary().name))
-                .map(|t| kscale_core::hostfit::measures(t.accounting.as_ref()))
-                .collect();
-            unit.refit(opts);
-            unit.spent_s = old.trials.iter().map(|t| t.wall_s).sum();
-        }
+            existing.get(&key),
+            earlier.remove(&key),
+            opts,
+        );
         if !unit.finished {
             if let Some(reason) =
                 (workload.unavailable)(workload, &kscale_core::Params(unit.entry.params.clone()))
@@ -1209,19 +1246,8 @@ impl<'a, 'p> Runner<'a, 'p> {
     /// "How long".
     fn seconds_left(&self, units: &[Unit]) -> f64 {
         let rule = &self.opts.rule;
-        let cases: Vec<kscale_core::ahead::Case<'_>> = units
-            .iter()
-            .map(|u| kscale_core::ahead::Case {
-                workload: &u.entry.workload,
-                finished: u.finished,
-                turns: u.next_idx.max(0) as usize,
-                secs: u.spent_s,
-                needed: u.needed(self.opts),
-                guess_s: u.guess_secs(self.opts),
-                guess_turns: 1 + rule.min_trials,
-                before: u.before.map(|b| (b.trials, b.wall_s)),
-            })
-            .collect();
+        let cases: Vec<kscale_core::ahead::Case<'_>> =
+            units.iter().map(|u| u.ahead(self.opts)).collect();
         let spent: f64 = units.iter().map(|u| u.spent_s).sum();
         let overhead = if spent > 0.0 {
             self.started.elapsed().as_secs_f64() / spent
