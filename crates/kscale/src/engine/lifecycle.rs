@@ -408,7 +408,14 @@ fn say_noise(
                         rest_s,
                         format!(" at that ({known} of them at what they took in this machine's earlier runs)"),
                     ),
-                    None => (rest_s, " at that".into()),
+                    // Nothing here says what the cases' own spread asks:
+                    // `ctx.lat`'s processes waiting on each other took 5.2
+                    // trials a case where the gauge asked 3 (docs/method.md,
+                    // "How long").
+                    None => (
+                        rest_s,
+                        " at that, if no case's own spread asks more (none was measured on this machine before; the progress lines revise it)".into(),
+                    ),
                 };
                 let n = rest.plan.len();
                 format!(
