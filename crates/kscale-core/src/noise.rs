@@ -212,6 +212,27 @@ pub fn per_cpu(readings: &[Reading]) -> Vec<CpuNoise> {
         .collect()
 }
 
+/// `readings` as a case timed on its thread's CPU clock meets the machine
+/// (docs/method.md, "The thread's own clock"): each reading's CPU loop
+/// and kernel crossing on that clock, which counts the host's spells and
+/// steal as the wall does but not the time other tasks in the guest held
+/// the CPU, as the case's own trials do not. The loop's mean over its
+/// repetitions is the wall's, so it is left out. `None` where a reading
+/// has no thread-clock loop (readings taken before it existed).
+pub fn on_thread_clock(readings: &[Reading]) -> Option<Vec<Reading>> {
+    readings
+        .iter()
+        .map(|r| {
+            Some(Reading {
+                cpu_ns: r.cpu_thread_ns?,
+                sys_ns: r.sys_thread_ns,
+                cpu_mean_ns: None,
+                ..*r
+            })
+        })
+        .collect()
+}
+
 /// Which of a reading's probes a figure is read from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -1014,6 +1035,37 @@ mod tests {
             cpu_thread_ns: None,
             sys_thread_ns: None,
         }
+    }
+
+    /// A neighbour's bursts lengthen the loop on the wall, not on the
+    /// thread's clock: the thread-clock view moves with the host alone.
+    #[test]
+    fn the_thread_clock_view_leaves_other_tasks_time_out() {
+        let rs: Vec<Reading> = (0..6)
+            .map(|i| Reading {
+                cpu_thread_ns: Some(100.0),
+                sys_thread_ns: Some(50.0),
+                sys_ns: Some(if i % 2 == 0 { 50.0 } else { 90.0 }),
+                cpu_mean_ns: Some(200.0),
+                ..r(i as f64, 0, if i % 2 == 0 { 100.0 } else { 180.0 })
+            })
+            .collect();
+        let t = on_thread_clock(&rs).unwrap();
+        assert!(t
+            .iter()
+            .all(|x| x.cpu_ns == 100.0 && x.sys_ns == Some(50.0)));
+        assert!(t.iter().all(|x| x.cpu_mean_ns.is_none()));
+        assert!(t
+            .iter()
+            .zip(&rs)
+            .all(|(x, y)| x.t_s == y.t_s && x.cpu == y.cpu));
+        assert_eq!(per_cpu(&t)[0].cv, 0.0);
+        assert!(per_cpu(&rs)[0].cv > 0.2);
+        // Older readings have no thread clock: no view.
+        let mut old = rs.clone();
+        old[3].cpu_thread_ns = None;
+        assert_eq!(on_thread_clock(&old), None);
+        assert_eq!(on_thread_clock(&[]), Some(Vec::new()));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 use crate::error::user;
 use anyhow::Result;
+use kscale_core::noise::{self, Reading};
 use kscale_report::compare::{compare_metric, tables};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -42,16 +43,24 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         .map(|d| store.gauge(d.run.id))
         .collect::<Result<Vec<_>, _>>()?;
     let any = gauges.iter().any(|g| !g.is_empty());
+    // Cases timed on their thread's CPU clock meet the machine on that
+    // clock, which leaves out the time other tasks took from their CPUs
+    // (docs/method.md, "The thread's own clock").
+    let on_thread_clock = data.iter().flat_map(|d| &d.cases).any(|c| {
+        kscale_workloads::find(&c.key.workload)
+            .is_some_and(|w| w.clock == kscale_workloads::Clock::Thread)
+    });
     if let Some(last) = tables.last_mut().filter(|_| any) {
         for (i, g) in gauges.iter().enumerate().skip(1) {
-            let line = match kscale_core::noise::machine_move(&gauges[0], g, &[]) {
+            let line = match noise::machine_move(&gauges[0], g, &[]) {
                 Some(m) => format!(
-                    "The machine: its CPU loop (the gauge) ran {:.1} % {} in run {} than in run {}; its spread between moments, ±{:.1} %, is not the system's.",
+                    "The machine: its CPU loop (the gauge) ran {:.1} % {} in run {} than in run {}; its spread between moments, ±{:.1} %, is not the system's{}.",
                     ((m.slower - 1.0) * 100.0).abs(),
                     if m.slower >= 1.0 { "slower" } else { "faster" },
                     data[i].run.id,
                     data[0].run.id,
-                    m.between_cv * 100.0
+                    m.between_cv * 100.0,
+                    on_thread(&gauges[0], g, on_thread_clock),
                 ),
                 None => format!(
                     "The machine: run {} or run {} has no gauge readings, so how much the machine itself moved between them is unknown.",
@@ -63,4 +72,69 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     }
     super::print_result(&cmp, &tables, args.format)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The loop's move on the thread's CPU clock, for the cases timed on it
+/// (`wanted`), where it differs from the wall's by a point or more: under
+/// a neighbour the wall's loop moves with the neighbour's phases and the
+/// thread clock's does not.
+fn on_thread(base: &[Reading], now: &[Reading], wanted: bool) -> String {
+    let (Some(b), Some(n)) = (
+        noise::on_thread_clock(base).filter(|_| wanted),
+        noise::on_thread_clock(now),
+    ) else {
+        return String::new();
+    };
+    let (Some(t), Some(w)) = (
+        noise::machine_move(&b, &n, &[]),
+        noise::machine_move(base, now, &[]),
+    ) else {
+        return String::new();
+    };
+    let pct = |m: &noise::Move| (m.slower - 1.0) * 100.0;
+    if (pct(&t) - pct(&w)).abs() < 1.0 {
+        return String::new();
+    }
+    format!(
+        "; on the thread's CPU clock, which the cases timed on it meet, {:.1} % {} (spread ±{:.1} %)",
+        pct(&t).abs(),
+        if t.slower >= 1.0 { "slower" } else { "faster" },
+        t.between_cv * 100.0
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{on_thread, Reading};
+
+    fn at(cpu_ns: f64, thread: f64) -> Vec<Reading> {
+        (0..8)
+            .map(|i| Reading {
+                t_s: i as f64,
+                cpu: 0,
+                cpu_ns,
+                mem_mbs: None,
+                wake_us: None,
+                sys_ns: None,
+                cpu_mean_ns: None,
+                cpu_thread_ns: Some(thread),
+                sys_thread_ns: None,
+            })
+            .collect()
+    }
+
+    /// A neighbour doubled the loop on the wall: the note says the thread
+    /// clock did not move, for runs with cases timed on it, and says
+    /// nothing where the clocks agree or no case is on the thread's.
+    #[test]
+    fn the_machine_note_adds_the_thread_clock_where_it_differs() {
+        let line = on_thread(&at(100.0, 100.0), &at(200.0, 100.0), true);
+        assert!(line.contains("on the thread's CPU clock"), "{line}");
+        assert!(line.contains("0.0 % slower"), "{line}");
+        assert_eq!(on_thread(&at(100.0, 100.0), &at(200.0, 100.0), false), "");
+        assert_eq!(on_thread(&at(100.0, 100.0), &at(110.0, 110.0), true), "");
+        let mut old = at(200.0, 100.0);
+        old[0].cpu_thread_ns = None;
+        assert_eq!(on_thread(&at(100.0, 100.0), &old, true), "");
+    }
 }
