@@ -172,11 +172,14 @@ fn a_slower_machine_hides_small_changes_not_large_ones() {
             .expect("kscale"),
         0,
     );
-    // The baseline's gauge read a machine three times faster.
+    // The baseline's gauge read a machine three times faster, on both
+    // clocks: the host slows the thread's CPU clock as it slows the wall.
     let db = rusqlite::Connection::open(env.db()).expect("store");
     let n = db
         .execute(
-            "UPDATE gauge SET cpu_ns = cpu_ns / 3, sys_ns = sys_ns / 3",
+            "UPDATE gauge SET cpu_ns = cpu_ns / 3, sys_ns = sys_ns / 3,
+                              cpu_thread_ns = cpu_thread_ns / 3,
+                              sys_thread_ns = sys_thread_ns / 3",
             [],
         )
         .expect("update");
@@ -201,6 +204,45 @@ fn a_slower_machine_hides_small_changes_not_large_ones() {
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("REGRESSED syscall.null"), "{text}");
     assert!(!text.contains("CANNOT TELL"), "{text}");
+}
+
+/// A move on the wall alone is other tasks' time, which a case timed on
+/// its thread's CPU clock does not meet: `check` reads that case's
+/// machine on its own clock, so a baseline whose wall readings ran three
+/// times faster is no reason to say "the machine ran … slower".
+#[test]
+fn a_move_on_the_wall_alone_is_not_a_thread_clock_cases_machine() {
+    let _serial = measuring();
+    let env = Env::new();
+    assert_exit(
+        &env.tiny_run(&["syscall.null"], "1", "base")
+            .output()
+            .expect("kscale"),
+        0,
+    );
+    let db = rusqlite::Connection::open(env.db()).expect("store");
+    let n = db
+        .execute(
+            "UPDATE gauge SET cpu_ns = cpu_ns / 3, sys_ns = sys_ns / 3
+             WHERE cpu_thread_ns IS NOT NULL",
+            [],
+        )
+        .expect("update");
+    assert!(n > 0, "the baseline has thread-clock gauge readings");
+    drop(db);
+    let out = check_base(&env, &["--format", "json"])
+        .output()
+        .expect("kscale");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let case = &json["cases"][0];
+    assert_eq!(case["workload"], "syscall.null", "{json}");
+    assert_eq!(case["machine_moved"], false, "{json}");
+    assert_eq!(case["machine"]["thread_clock"], true, "{json}");
+    let slower = case["machine"]["slower_pct"].as_f64().expect("slower_pct");
+    assert!(slower.abs() < 50.0, "{json}");
+    // The wall's move is still the summary's.
+    let overall = json["machine"]["slower_pct"].as_f64().expect("machine");
+    assert!(overall > 100.0, "{json}");
 }
 
 /// doctor: 0 when the machine can run what was asked, 1 when a named

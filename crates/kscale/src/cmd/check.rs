@@ -17,6 +17,7 @@ use kscale_core::twosample::{Test, POWER};
 use kscale_core::Direction;
 use kscale_report::compare::compare_metric;
 use kscale_store::{CaseStatus, RunData, Store};
+use kscale_workloads::Clock;
 use serde::Serialize;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -157,7 +158,11 @@ impl CaseCheck {
     /// What the covariate test said, for a verdict line: empty when it did
     /// not decide the case.
     fn against_line(&self) -> String {
-        let Some(c) = self.machine.as_ref().and_then(|m| m.covariate.as_ref()) else {
+        let Some((m, c)) = self
+            .machine
+            .as_ref()
+            .and_then(|m| Some((m, m.covariate.as_ref()?)))
+        else {
             return String::new();
         };
         let now = if c.now_runs > 1 {
@@ -166,9 +171,10 @@ impl CaseCheck {
             "now".to_string()
         };
         format!(
-            "; against the {} runs of the baseline's label at the machine's level {now} ({}, slope {:.2}), {}: their spread ±{:.1}%, ±{:.1}% about the line",
+            "; against the {} runs of the baseline's label at the machine's level {now} ({}{}, slope {:.2}), {}: their spread ±{:.1}%, ±{:.1}% about the line",
             c.runs,
             c.probe.name(),
+            clock_name(m.thread_clock),
             c.slope,
             change(c.worse_pct),
             c.plain_pct,
@@ -459,18 +465,22 @@ fn compared(
         }
     }
     let mut repeats = Vec::new();
+    let mut gauges = Vec::new();
     for &r in ids {
-        repeats.push((store.load_run(r)?, store.gauge(r)?));
+        repeats.push(store.load_run(r)?);
+        gauges.push(store.gauge(r)?);
     }
-    let machine = Machine {
+    let wall = Gauges {
         base: store.gauge(base.run.id)?,
-        now: repeats
-            .iter()
-            .flat_map(|(_, g)| g.iter().cloned())
-            .collect(),
+        now: gauges.iter().flatten().cloned().collect(),
+        repeats: gauges,
+        earlier: earlier_gauge,
+    };
+    let machine = Machine {
+        thread: wall.on_thread_clock(),
+        wall,
         repeats,
         earlier,
-        earlier_gauge,
         same_kernel: {
             let now_run = store.run(id)?;
             let k = |s: &serde_json::Value| {
@@ -483,10 +493,10 @@ fn compared(
             k(&base.run.snapshot) == k(&now_run.snapshot)
         },
     };
-    let Some(((first, _), rest)) = machine.repeats.split_first() else {
+    let Some((first, rest)) = machine.repeats.split_first() else {
         return Ok(None);
     };
-    let merged = merge(first, rest.iter().map(|(r, _)| r));
+    let merged = merge(first, rest.iter());
     Ok(Some((merged, machine)))
 }
 
@@ -515,17 +525,68 @@ fn merge<'a>(first: &RunData, rest: impl Iterator<Item = &'a RunData>) -> RunDat
 /// baseline's repeated runs, from which a case's own between-run spread is
 /// estimated.
 struct Machine {
-    base: Vec<Reading>,
-    /// The readings of every run measured now.
-    now: Vec<Reading>,
-    /// Each run measured now (`--repeat`) with its own readings.
-    repeats: Vec<(RunData, Vec<Reading>)>,
+    /// The control's readings on the wall clock.
+    wall: Gauges,
+    /// The same on the thread's CPU clock, where the baseline and every
+    /// run now read it: the machine as a case timed on that clock meets
+    /// it ([`noise::on_thread_clock`]).
+    thread: Option<Gauges>,
+    /// Each run measured now (`--repeat`), in the order of the gauges'
+    /// `repeats`.
+    repeats: Vec<RunData>,
     earlier: Vec<kscale_store::series::SeriesCase>,
-    /// The control's readings of each of those runs, by run id.
-    earlier_gauge: BTreeMap<i64, Vec<Reading>>,
     /// Both runs on the same kernel (release, version and command line):
     /// only then is the gauge's kernel crossing the machine's alone.
     same_kernel: bool,
+}
+
+/// The control's readings a comparison reads, on one clock.
+struct Gauges {
+    base: Vec<Reading>,
+    /// The readings of every run measured now.
+    now: Vec<Reading>,
+    /// Each run measured now with its own readings.
+    repeats: Vec<Vec<Reading>>,
+    /// The control's readings of each of the label's runs, by run id.
+    earlier: BTreeMap<i64, Vec<Reading>>,
+}
+
+impl Gauges {
+    /// The same readings on the thread's CPU clock; `None` unless the
+    /// baseline and every run now have them. A label's run from before
+    /// that clock was read drops out of the line.
+    fn on_thread_clock(&self) -> Option<Gauges> {
+        Some(Gauges {
+            base: noise::on_thread_clock(&self.base)?,
+            now: noise::on_thread_clock(&self.now)?,
+            repeats: self
+                .repeats
+                .iter()
+                .map(|g| noise::on_thread_clock(g))
+                .collect::<Option<_>>()?,
+            earlier: self
+                .earlier
+                .iter()
+                .filter_map(|(id, g)| Some((*id, noise::on_thread_clock(g)?)))
+                .collect(),
+        })
+    }
+}
+
+impl Machine {
+    /// The readings a case of `workload` is compared at: a case timed on
+    /// its thread's CPU clock meets neither the time other tasks took
+    /// from its CPUs nor their move between runs (under `noisy-neighbour
+    /// --duty 25` the wall's loop spread 40 % within a run, the thread
+    /// clock's 1 %), so it is set against that clock's readings where
+    /// every run compared has them.
+    fn gauges(&self, workload: &str) -> (&Gauges, Clock) {
+        let clock = kscale_workloads::find(workload).map_or(Clock::Wall, |w| w.clock);
+        match (clock, &self.thread) {
+            (Clock::Thread, Some(t)) => (t, Clock::Thread),
+            _ => (&self.wall, Clock::Wall),
+        }
+    }
 }
 
 /// The cases of the baseline's repeated runs: every stored run with the
@@ -578,6 +639,9 @@ struct MachinePart {
     syscall_slower_pct: Option<f64>,
     /// The probe whose move a `machine_moved` case reports.
     moved_by: noise::Probe,
+    /// The probes were read on the thread's CPU clock, the case's own
+    /// ([`Machine::gauges`]), not on the wall.
+    thread_clock: bool,
     /// The covariate test, when the baseline's label has the runs for it:
     /// it then decides the case.
     covariate: Option<Covariate>,
@@ -652,7 +716,9 @@ enum Line {
 /// spread. Only the label's runs within the regime (the CPU loop's spread
 /// within a run, [`noise::Regime`]) are fitted, and the runs now are
 /// tested only while their mean spread, and the baseline's (`base`), are
-/// within it — both the control's and the case's own trials'.
+/// within it — both the control's and the case's own trials'. The
+/// control is read on the case's clock ([`Machine::gauges`]), as `now`'s
+/// readings are.
 fn covariate(
     machine: &Machine,
     runs: &[(i64, &kscale_store::CaseData)],
@@ -662,6 +728,7 @@ fn covariate(
     est: &dyn Fn(&kscale_store::CaseData) -> Option<kscale_core::stats::Estimate>,
     alpha: f64,
 ) -> Line {
+    let (g, _) = machine.gauges(&base.key.workload);
     let y = |c: &kscale_store::CaseData| {
         est(c)
             .map(|e| e.center)
@@ -676,11 +743,11 @@ fn covariate(
     let has_mean = |g: &[Reading]| g.iter().any(|r| r.cpu_mean_ns.is_some());
     let bursts = runs
         .iter()
-        .filter_map(|(id, _)| machine.earlier_gauge.get(id))
+        .filter_map(|(id, _)| g.earlier.get(id))
         .filter(|g| !g.is_empty())
         .all(|g| has_mean(g))
         && now.iter().all(|(_, g)| has_mean(g))
-        && has_mean(&machine.base);
+        && has_mean(&g.base);
     let spread_of = |gauge: &[Reading], c: &kscale_store::CaseData| {
         if bursts {
             noise::burst_spread(gauge, &c.cpus)
@@ -690,7 +757,7 @@ fn covariate(
     };
     let label: Vec<(i64, &kscale_store::CaseData, f64)> = runs
         .iter()
-        .filter_map(|(id, c)| Some((*id, *c, spread_of(machine.earlier_gauge.get(id)?, c)?)))
+        .filter_map(|(id, c)| Some((*id, *c, spread_of(g.earlier.get(id)?, c)?)))
         .collect();
     if label.len() < noise::MIN_COVARIATE_RUNS {
         return Line::None;
@@ -699,7 +766,7 @@ fn covariate(
         .iter()
         .filter_map(|(c, gauge)| spread_of(gauge, c))
         .collect();
-    let baseline = now.first().and_then(|(c, _)| spread_of(&machine.base, c));
+    let baseline = now.first().and_then(|(c, _)| spread_of(&g.base, c));
     let Some(regime) = noise::Regime::of(
         &label.iter().map(|l| l.2).collect::<Vec<_>>(),
         &now_spreads,
@@ -751,7 +818,7 @@ fn covariate(
                 .filter_map(|(id, c, _)| {
                     Some(noise::LevelRun {
                         y: y(c)?,
-                        x: noise::control_level(machine.earlier_gauge.get(id)?, &c.cpus, probe)?,
+                        x: noise::control_level(g.earlier.get(id)?, &c.cpus, probe)?,
                     })
                 })
                 .collect();
@@ -824,7 +891,8 @@ fn assess(
         // the case's own, from the baseline's repeated runs, where there
         // are enough of them, else the machine's, when both runs read the
         // gauge on these CPUs.
-        let mv = noise::machine_move(&machine.base, &machine.now, &cn.cpus);
+        let (g, clock) = machine.gauges(&row.workload);
+        let mv = noise::machine_move(&g.base, &g.now, &cn.cpus);
         let (mut p, mut mdc, mut significant) = (r.p, r.mdc, r.p.is_some_and(|p| p < alpha));
         let mut moved = false;
         let est = |c: &kscale_store::CaseData| {
@@ -850,6 +918,7 @@ fn assess(
         let now_runs: Vec<(&kscale_store::CaseData, &[Reading])> = machine
             .repeats
             .iter()
+            .zip(&g.repeats)
             .filter_map(|(run, gauge)| {
                 Some((
                     case_of(run, &row.workload, &row.params, &row.cpus)?,
@@ -870,8 +939,7 @@ fn assess(
             Line::Noisier(regime, by) => (None, Some((regime, by))),
             Line::None => (None, None),
         };
-        let sys_move =
-            noise::probe_move(&machine.base, &machine.now, &cn.cpus, noise::Probe::Syscall);
+        let sys_move = noise::probe_move(&g.base, &g.now, &cn.cpus, noise::Probe::Syscall);
         // The between-run spread, its degrees of freedom and the moments
         // each side spans: the case's own from its earlier runs, else the
         // gauge's. `with_shift` counts the machine's move between the two
@@ -949,6 +1017,7 @@ fn assess(
                 between_pooled: false,
                 syscall_slower_pct: sys_move.map(|s| (s.slower - 1.0) * 100.0),
                 moved_by: probe,
+                thread_clock: clock == Clock::Thread,
                 covariate: Some(Covariate {
                     probe,
                     worse_pct: match row.direction {
@@ -1000,6 +1069,7 @@ fn assess(
                 } else {
                     noise::Probe::Loop
                 },
+                thread_clock: clock == Clock::Thread,
                 covariate: None,
                 noisier: noisier.map(|(r, by)| Noisier {
                     by,
@@ -1145,13 +1215,13 @@ fn report(
         family_alpha,
         estimator,
     } = assessed;
-    let now_ids: Vec<i64> = machine.repeats.iter().map(|(r, _)| r.run.id).collect();
+    let now_ids: Vec<i64> = machine.repeats.iter().map(|r| r.run.id).collect();
     let now_id = now_ids.first().copied().unwrap_or(0);
     let now_label = machine
         .repeats
         .first()
-        .map_or(String::new(), |(r, _)| r.run.label.clone());
-    let overall = noise::machine_move(&machine.base, &machine.now, &[]);
+        .map_or(String::new(), |r| r.run.label.clone());
+    let overall = noise::machine_move(&machine.wall.base, &machine.wall.now, &[]);
     let regressed = cases.iter().filter(|c| c.regressed).count();
     let cannot_tell = cases
         .iter()
@@ -1173,7 +1243,7 @@ fn report(
                 "status": status,
                 "baseline": {"id": base.run.id, "label": base.run.label},
                 "run": {"id": now_id, "label": now_label},
-                "runs": machine.repeats.iter().map(|(r, _)| r.run.id).collect::<Vec<_>>(),
+                "runs": machine.repeats.iter().map(|r| r.run.id).collect::<Vec<_>>(),
                 "threshold_pct": threshold * 100.0,
                 "alpha": alpha,
                 "alpha_family": family_alpha,
@@ -1233,7 +1303,7 @@ fn report(
                 .iter()
                 .filter(|c| c.machine_moved && !c.regressed && c.noisier().is_none())
             {
-                let (m, probe): (f64, noise::Probe) = c
+                let (m, probe, clock): (f64, noise::Probe, &str) = c
                     .machine
                     .as_ref()
                     .map(|m| {
@@ -1241,11 +1311,11 @@ fn report(
                             noise::Probe::Syscall => m.syscall_slower_pct,
                             noise::Probe::Loop => m.slower_pct,
                         };
-                        (v.unwrap_or(0.0), m.moved_by)
+                        (v.unwrap_or(0.0), m.moved_by, clock_name(m.thread_clock))
                     })
-                    .unwrap_or((0.0, noise::Probe::Loop));
+                    .unwrap_or((0.0, noise::Probe::Loop, ""));
                 outln!(
-                    "CANNOT TELL {}): the machine ran {:.1}% {} than at the baseline (the gauge's {} on cpus {}), more than the {}% threshold",
+                    "CANNOT TELL {}): the machine ran {:.1}% {} than at the baseline (the gauge's {}{clock} on cpus {}), more than the {}% threshold",
                     c.head(),
                     m.abs(),
                     if m > 0.0 { "slower" } else { "faster" },
@@ -1260,8 +1330,11 @@ fn report(
                     "CANNOT TELL {}): the machine is noisier now than in the baseline label's runs ({} spread ±{:.1}% within a run now, {}±{:.1}% in theirs, beyond ±{:.1}%): their line does not describe it; check again when it is quieter",
                     c.head(),
                     match n.by {
-                        Jumped::Control => "the gauge's CPU loop",
-                        Jumped::Trials => "the case's own trials",
+                        Jumped::Control => format!(
+                            "the gauge's CPU loop{}",
+                            clock_name(c.machine.as_ref().is_some_and(|m| m.thread_clock))
+                        ),
+                        Jumped::Trials => "the case's own trials".into(),
                     },
                     n.now_pct,
                     n.baseline_pct
@@ -1354,6 +1427,16 @@ fn report(
         }
     }
     Ok(ExitCode::from(code))
+}
+
+/// What a probe's figure is read on, after its name: nothing for the
+/// wall, which every other line means.
+fn clock_name(thread: bool) -> &'static str {
+    if thread {
+        " on the thread's CPU clock"
+    } else {
+        ""
+    }
 }
 
 /// ` 12` or `s 12, 13`: after "run".
@@ -1461,6 +1544,60 @@ mod tests {
             machine_moved: false,
             confirmation: None,
         }
+    }
+
+    fn reading(cpu_ns: f64, thread: Option<f64>) -> super::Reading {
+        super::Reading {
+            t_s: 0.0,
+            cpu: 0,
+            cpu_ns,
+            mem_mbs: None,
+            wake_us: None,
+            sys_ns: None,
+            cpu_mean_ns: None,
+            cpu_thread_ns: thread,
+            sys_thread_ns: None,
+        }
+    }
+
+    /// A case timed on its thread's CPU clock is compared at the control's
+    /// readings on that clock, one on the wall at the wall's; a label's
+    /// run read before the thread clock was drops out of the line, a
+    /// baseline without it leaves every case on the wall.
+    #[test]
+    fn each_case_is_compared_on_its_own_clock() {
+        use super::{Clock, Gauges, Machine};
+        let gauges = |base: Vec<super::Reading>| Gauges {
+            base,
+            // A neighbour doubled the loop on the wall, not on the thread.
+            now: vec![reading(200.0, Some(100.0))],
+            repeats: vec![vec![reading(200.0, Some(100.0))]],
+            earlier: [
+                (1, vec![reading(100.0, Some(100.0))]),
+                (2, vec![reading(100.0, None)]),
+            ]
+            .into_iter()
+            .collect(),
+        };
+        let wall = gauges(vec![reading(100.0, Some(100.0))]);
+        let machine = Machine {
+            thread: wall.on_thread_clock(),
+            wall,
+            repeats: Vec::new(),
+            earlier: Vec::new(),
+            same_kernel: true,
+        };
+        let (g, clock) = machine.gauges("syscall.null");
+        assert_eq!(clock, Clock::Thread);
+        assert_eq!(g.now[0].cpu_ns, 100.0);
+        assert_eq!(g.earlier.keys().copied().collect::<Vec<_>>(), vec![1]);
+        let mv = super::noise::machine_move(&g.base, &g.now, &[]).unwrap();
+        assert!((mv.slower - 1.0).abs() < 1e-9);
+        let (g, clock) = machine.gauges("ctx.lat");
+        assert_eq!(clock, Clock::Wall);
+        assert_eq!(g.now[0].cpu_ns, 200.0);
+        let old = gauges(vec![reading(100.0, None)]);
+        assert!(old.on_thread_clock().is_none());
     }
 
     fn assessed(cases: Vec<super::CaseCheck>, family_alpha: f64) -> super::Assessed {
