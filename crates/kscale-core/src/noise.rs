@@ -12,7 +12,7 @@ use statrs::distribution::{ContinuousCDF, FisherSnedecor, StudentsT};
 
 /// One gauge reading of one CPU: what a fixed amount of work took there at
 /// one moment of the run.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Reading {
     /// Seconds since the run's first reading.
     pub t_s: f64,
@@ -1028,12 +1028,7 @@ mod tests {
             t_s,
             cpu,
             cpu_ns,
-            mem_mbs: None,
-            wake_us: None,
-            sys_ns: None,
-            cpu_mean_ns: None,
-            cpu_thread_ns: None,
-            sys_thread_ns: None,
+            ..Default::default()
         }
     }
 

@@ -159,12 +159,10 @@ fn check_reports_the_machine_move() {
     assert_ne!(out.status.code(), Some(1), "{doc}");
 }
 
-/// A machine that ran three times slower than at its baseline: the same
-/// code cannot be told apart from a regression (125), but a case a hundred
-/// times slower is worse beyond anything the machine explains (1).
-#[test]
-fn a_slower_machine_hides_small_changes_not_large_ones() {
-    let _serial = measuring();
+/// A store with one `syscall.null` run labelled `base`, its gauge
+/// readings then changed by `update` (SQL): the baseline's machine as a
+/// test wants it.
+fn base_whose_gauge(update: &str) -> Env {
     let env = Env::new();
     assert_exit(
         &env.tiny_run(&["syscall.null"], "1", "base")
@@ -172,19 +170,28 @@ fn a_slower_machine_hides_small_changes_not_large_ones() {
             .expect("kscale"),
         0,
     );
+    let db = rusqlite::Connection::open(env.db()).expect("store");
+    let n = db.execute(update, []).expect("update");
+    assert!(
+        n > 0,
+        "the baseline has the gauge readings `{update}` changes"
+    );
+    env
+}
+
+/// A machine that ran three times slower than at its baseline: the same
+/// code cannot be told apart from a regression (125), but a case a hundred
+/// times slower is worse beyond anything the machine explains (1).
+#[test]
+fn a_slower_machine_hides_small_changes_not_large_ones() {
+    let _serial = measuring();
     // The baseline's gauge read a machine three times faster, on both
     // clocks: the host slows the thread's CPU clock as it slows the wall.
-    let db = rusqlite::Connection::open(env.db()).expect("store");
-    let n = db
-        .execute(
-            "UPDATE gauge SET cpu_ns = cpu_ns / 3, sys_ns = sys_ns / 3,
-                              cpu_thread_ns = cpu_thread_ns / 3,
-                              sys_thread_ns = sys_thread_ns / 3",
-            [],
-        )
-        .expect("update");
-    assert!(n > 0, "the baseline has gauge readings");
-    drop(db);
+    let env = base_whose_gauge(
+        "UPDATE gauge SET cpu_ns = cpu_ns / 3, sys_ns = sys_ns / 3,
+                          cpu_thread_ns = cpu_thread_ns / 3,
+                          sys_thread_ns = sys_thread_ns / 3",
+    );
     let check = |slow: bool| {
         let mut c = check_base(&env, &[]);
         if slow {
@@ -213,23 +220,10 @@ fn a_slower_machine_hides_small_changes_not_large_ones() {
 #[test]
 fn a_move_on_the_wall_alone_is_not_a_thread_clock_cases_machine() {
     let _serial = measuring();
-    let env = Env::new();
-    assert_exit(
-        &env.tiny_run(&["syscall.null"], "1", "base")
-            .output()
-            .expect("kscale"),
-        0,
+    let env = base_whose_gauge(
+        "UPDATE gauge SET cpu_ns = cpu_ns / 3, sys_ns = sys_ns / 3
+         WHERE cpu_thread_ns IS NOT NULL",
     );
-    let db = rusqlite::Connection::open(env.db()).expect("store");
-    let n = db
-        .execute(
-            "UPDATE gauge SET cpu_ns = cpu_ns / 3, sys_ns = sys_ns / 3
-             WHERE cpu_thread_ns IS NOT NULL",
-            [],
-        )
-        .expect("update");
-    assert!(n > 0, "the baseline has thread-clock gauge readings");
-    drop(db);
     let out = check_base(&env, &["--format", "json"])
         .output()
         .expect("kscale");

@@ -1548,15 +1548,9 @@ mod tests {
 
     fn reading(cpu_ns: f64, thread: Option<f64>) -> super::Reading {
         super::Reading {
-            t_s: 0.0,
-            cpu: 0,
             cpu_ns,
-            mem_mbs: None,
-            wake_us: None,
-            sys_ns: None,
-            cpu_mean_ns: None,
             cpu_thread_ns: thread,
-            sys_thread_ns: None,
+            ..Default::default()
         }
     }
 

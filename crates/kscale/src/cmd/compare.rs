@@ -111,14 +111,9 @@ mod tests {
         (0..8)
             .map(|i| Reading {
                 t_s: i as f64,
-                cpu: 0,
                 cpu_ns,
-                mem_mbs: None,
-                wake_us: None,
-                sys_ns: None,
-                cpu_mean_ns: None,
                 cpu_thread_ns: Some(thread),
-                sys_thread_ns: None,
+                ..Default::default()
             })
             .collect()
     }

@@ -670,31 +670,18 @@ mod tests {
         (dir, store, id, opts)
     }
 
-    /// A resumed run's outlook of its cases ahead is taught by its
-    /// finished ones, as its progress line is: a case of a workload not
-    /// yet seen takes the trials its family's finished cases took, at
-    /// their seconds a trial over their guess. A new run has none.
-    #[test]
-    fn a_resumed_runs_outlook_is_what_its_finished_cases_took() {
-        let (_dir, store, id, opts) = a_run(&["syscall.null", "syscall.read"]);
-        let earlier = EarlierCosts::default();
-        assert_eq!(runner::resumed_left_s(&store, id, &opts, &earlier), None);
-        let e = &opts.plan[0];
-        let metrics =
-            kscale_store::MetricRow::rows_of(kscale_workloads::find(&e.workload).unwrap().metrics);
-        let case = store
-            .ensure_case(
-                id,
-                0,
-                &e.key(),
-                &e.cpus,
-                &metrics,
-                kscale_core::RunRule::Converge,
-            )
-            .unwrap();
-        let walls: Vec<(bool, f64)> = (0..10).map(|idx| (idx == 0, 0.5)).collect();
-        crate::engine::add_timed_trials(&store, case, &walls);
-        assert_eq!(runner::resumed_left_s(&store, id, &opts, &earlier), None);
+    /// The plan's `i`th case, stored in run `id` with nothing measured.
+    fn stored_case(store: &Store, id: i64, opts: &RunOptions, i: usize) -> i64 {
+        let e = &opts.plan[i];
+        let w = kscale_workloads::find(&e.workload).unwrap();
+        let metrics = kscale_store::MetricRow::rows_of(w.metrics);
+        store
+            .ensure_case(id, i as i64, &e.key(), &e.cpus, &metrics, w.rule)
+            .unwrap()
+    }
+
+    /// `case` finished, converged.
+    fn converged(store: &Store, case: i64) {
         store
             .finish_case(
                 case,
@@ -705,6 +692,22 @@ mod tests {
                 &[],
             )
             .unwrap();
+    }
+
+    /// A resumed run's outlook of its cases ahead is taught by its
+    /// finished ones, as its progress line is: a case of a workload not
+    /// yet seen takes the trials its family's finished cases took, at
+    /// their seconds a trial over their guess. A new run has none.
+    #[test]
+    fn a_resumed_runs_outlook_is_what_its_finished_cases_took() {
+        let (_dir, store, id, opts) = a_run(&["syscall.null", "syscall.read"]);
+        let earlier = EarlierCosts::default();
+        assert_eq!(runner::resumed_left_s(&store, id, &opts, &earlier), None);
+        let case = stored_case(&store, id, &opts, 0);
+        let walls: Vec<(bool, f64)> = (0..10).map(|idx| (idx == 0, 0.5)).collect();
+        crate::engine::add_timed_trials(&store, case, &walls);
+        assert_eq!(runner::resumed_left_s(&store, id, &opts, &earlier), None);
+        converged(&store, case);
         // Ten trials where four were guessed, at 0.5 s where 0.55 s was:
         // `syscall.read` is expected at ten trials of 0.5 s, not four.
         let left = runner::resumed_left_s(&store, id, &opts, &earlier).unwrap();
@@ -721,29 +724,9 @@ mod tests {
     fn a_resumed_runs_started_case_is_expected_at_its_own_need() {
         let (_dir, store, id, opts) = a_run(&["syscall.null", "syscall.read"]);
         let earlier = EarlierCosts::default();
-        let cases: Vec<i64> = opts
-            .plan
-            .iter()
-            .enumerate()
-            .map(|(seq, e)| {
-                let w = kscale_workloads::find(&e.workload).unwrap();
-                let metrics = kscale_store::MetricRow::rows_of(w.metrics);
-                store
-                    .ensure_case(id, seq as i64, &e.key(), &e.cpus, &metrics, w.rule)
-                    .unwrap()
-            })
-            .collect();
+        let cases: Vec<i64> = (0..2).map(|i| stored_case(&store, id, &opts, i)).collect();
         crate::engine::add_timed_trials(&store, cases[0], &[(true, 0.5); 4]);
-        store
-            .finish_case(
-                cases[0],
-                kscale_store::CaseStatus::Done,
-                Some(true),
-                None,
-                None,
-                &[],
-            )
-            .unwrap();
+        converged(&store, cases[0]);
         let metric = kscale_workloads::find("syscall.read")
             .unwrap()
             .primary()
