@@ -60,7 +60,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
                     data[i].run.id,
                     data[0].run.id,
                     m.between_cv * 100.0,
-                    on_thread(&gauges[0], g, on_thread_clock),
+                    on_thread(&gauges[0], g, &m, on_thread_clock),
                 ),
                 None => format!(
                     "The machine: run {} or run {} has no gauge readings, so how much the machine itself moved between them is unknown.",
@@ -75,24 +75,22 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
 }
 
 /// The loop's move on the thread's CPU clock, for the cases timed on it
-/// (`wanted`), where it differs from the wall's by a point or more: under
+/// (`wanted`), where it differs from the wall's (`wall`, the same runs'
+/// move on the wall) by a point or more: under
 /// a neighbour the wall's loop moves with the neighbour's phases and the
 /// thread clock's does not.
-fn on_thread(base: &[Reading], now: &[Reading], wanted: bool) -> String {
+fn on_thread(base: &[Reading], now: &[Reading], wall: &noise::Move, wanted: bool) -> String {
     let (Some(b), Some(n)) = (
         noise::on_thread_clock(base).filter(|_| wanted),
         noise::on_thread_clock(now),
     ) else {
         return String::new();
     };
-    let (Some(t), Some(w)) = (
-        noise::machine_move(&b, &n, &[]),
-        noise::machine_move(base, now, &[]),
-    ) else {
+    let Some(t) = noise::machine_move(&b, &n, &[]) else {
         return String::new();
     };
     let pct = |m: &noise::Move| (m.slower - 1.0) * 100.0;
-    if (pct(&t) - pct(&w)).abs() < 1.0 {
+    if (pct(&t) - pct(wall)).abs() < 1.0 {
         return String::new();
     }
     format!(
@@ -105,7 +103,7 @@ fn on_thread(base: &[Reading], now: &[Reading], wanted: bool) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{on_thread, Reading};
+    use super::{noise, on_thread, Reading};
 
     fn at(cpu_ns: f64, thread: f64) -> Vec<Reading> {
         (0..8)
@@ -123,13 +121,17 @@ mod tests {
     /// nothing where the clocks agree or no case is on the thread's.
     #[test]
     fn the_machine_note_adds_the_thread_clock_where_it_differs() {
-        let line = on_thread(&at(100.0, 100.0), &at(200.0, 100.0), true);
+        let note = |base: &[Reading], now: &[Reading], wanted: bool| {
+            let wall = noise::machine_move(base, now, &[]).unwrap();
+            on_thread(base, now, &wall, wanted)
+        };
+        let line = note(&at(100.0, 100.0), &at(200.0, 100.0), true);
         assert!(line.contains("on the thread's CPU clock"), "{line}");
         assert!(line.contains("0.0 % slower"), "{line}");
-        assert_eq!(on_thread(&at(100.0, 100.0), &at(200.0, 100.0), false), "");
-        assert_eq!(on_thread(&at(100.0, 100.0), &at(110.0, 110.0), true), "");
+        assert_eq!(note(&at(100.0, 100.0), &at(200.0, 100.0), false), "");
+        assert_eq!(note(&at(100.0, 100.0), &at(110.0, 110.0), true), "");
         let mut old = at(200.0, 100.0);
         old[0].cpu_thread_ns = None;
-        assert_eq!(on_thread(&at(100.0, 100.0), &old, true), "");
+        assert_eq!(note(&at(100.0, 100.0), &old, true), "");
     }
 }
