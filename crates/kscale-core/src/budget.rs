@@ -350,9 +350,7 @@ pub fn allocate(rule: &StopRule, cases: &[CaseState<'_>], remaining_s: f64) -> V
         .iter()
         .zip(cases)
         .map(|(p, c)| match p {
-            Plan::Run { need, .. } if leaving => {
-                need_of(rule, c, Reading::Prudent).more_s.max(need.more_s)
-            }
+            Plan::Run { .. } if leaving => prudent_need(rule, c).more_s,
             Plan::Run { need, .. } => need.more_s,
             _ => 0.0,
         })
@@ -445,6 +443,82 @@ pub fn allocate(rule: &StopRule, cases: &[CaseState<'_>], remaining_s: f64) -> V
         }
     }
     plans
+}
+
+/// What funding `c` in full reserves where cases may be left out: its need
+/// at its spread's prudent bound, never less than at its point estimate
+/// ([`PRUDENCE`]).
+pub fn prudent_need(rule: &StopRule, c: &CaseState<'_>) -> Need {
+    let point = need(rule, c);
+    let prudent = need_of(rule, c, Reading::Prudent);
+    if prudent.more_s >= point.more_s {
+        prudent
+    } else {
+        point
+    }
+}
+
+/// A case a study's plan left out before its first trial, priced after
+/// the pilot by the cases it kept (docs/method.md, "Taking cases back").
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Held {
+    /// Cases of one group (one param combination on every CPU
+    /// configuration) are taken back together, as they were left out:
+    /// scalability pairs them.
+    pub group: usize,
+    /// The plan's rank ([`CaseState::rank`]): lower ranks are taken back
+    /// first.
+    pub rank: u32,
+    /// Seconds it takes in all: its warm-up, its trials at the spread of
+    /// the cases like it, its profile. Infinite where nothing prices it.
+    pub need_s: f64,
+}
+
+/// The counted trials a case needs in all, priced by the trials of cases
+/// like it (its workload's kept sizes on its configuration): their spreads
+/// pooled over their degrees of freedom, read at the pooled variance's
+/// prudent bound, never fewer than the trials that judge a case. `None`
+/// where none has two trials. A kept size's spread stands for its
+/// neighbours' because the pilot read them over the same minutes, on the
+/// same CPUs, through the same kernel path.
+pub fn priced_by(rule: &StopRule, like: &[&[f64]]) -> Option<f64> {
+    let (mut ss, mut df) = (0.0, 0usize);
+    for v in like.iter().filter(|v| v.len() >= 2) {
+        let s = spread_pct(rule, v);
+        ss += (v.len() - 1) as f64 * s * s;
+        df += v.len() - 1;
+    }
+    (df > 0).then(|| {
+        let s = (ss / df as f64).sqrt() * variance_factor(df + 1, Reading::Prudent).sqrt();
+        trials_for(rule, s).ceil().max(rule.judged_after() as f64)
+    })
+}
+
+/// Which of `held` the run takes back with `spare_s` seconds: whole
+/// groups, lowest rank first and the cheapest first within a rank, each
+/// while it fits in what is still spare; a group that does not fit is
+/// passed over for a cheaper one after it.
+pub fn take_back(held: &[Held], spare_s: f64) -> Vec<bool> {
+    let mut groups: Vec<(u32, f64, usize)> = Vec::new();
+    for h in held {
+        match groups.iter_mut().find(|g| g.2 == h.group) {
+            Some(g) => {
+                g.0 = g.0.min(h.rank);
+                g.1 += h.need_s;
+            }
+            None => groups.push((h.rank, h.need_s, h.group)),
+        }
+    }
+    groups.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    let mut left = spare_s;
+    let mut taken = Vec::new();
+    for (_, secs, group) in groups {
+        if secs.is_finite() && secs <= left {
+            left -= secs;
+            taken.push(group);
+        }
+    }
+    held.iter().map(|h| taken.contains(&h.group)).collect()
 }
 
 /// How many of `plans` the budget decides: the cases converged and those
@@ -586,6 +660,61 @@ mod tests {
             may_leave: false,
             share_trials: 0.0,
         }
+    }
+
+    /// Cases like a held one price it: a quiet kept size prices its
+    /// neighbour at a few trials, a noisy one at many, more kept sizes
+    /// narrow the prudent margin, and no trials price nothing.
+    #[test]
+    fn a_held_case_is_priced_by_the_cases_like_it() {
+        let quiet = [1.0, 1.02, 0.98, 1.01, 0.99];
+        let noisy = [1.0, 1.3, 0.7, 1.2, 0.8];
+        let q = priced_by(&RULE, &[&quiet]).expect("priced");
+        let n = priced_by(&RULE, &[&noisy]).expect("priced");
+        assert!(q >= RULE.judged_after() as f64 && q <= 5.0, "{q}");
+        assert!(n > 20.0, "{n}");
+        // Pooled with a second size as noisy: more degrees of freedom, a
+        // smaller margin on the same spread.
+        let two = priced_by(&RULE, &[&noisy, &noisy]).expect("priced");
+        assert!(two < n, "{two} {n}");
+        assert_eq!(priced_by(&RULE, &[&[1.0][..]]), None);
+        assert_eq!(priced_by(&RULE, &[]), None);
+    }
+
+    /// Whole groups come back, lowest rank first, the cheaper first within
+    /// a rank; one that does not fit is passed over for a cheaper one, and
+    /// one nothing prices never comes back.
+    #[test]
+    fn held_groups_come_back_by_rank_while_they_fit() {
+        let h = |group, rank, need_s| Held {
+            group,
+            rank,
+            need_s,
+        };
+        let held = [
+            h(0, 1000, 4.0),
+            h(0, 1000, 4.0),
+            h(1, 2000, 1.0),
+            h(1, 2000, 1.0),
+            h(2, 1000, 20.0),
+            h(3, 3000, f64::INFINITY),
+        ];
+        assert_eq!(take_back(&held, 0.0), vec![false; 6]);
+        // 8 s buys group 0 (rank 1000, cheapest of its rank); group 2 does
+        // not fit; group 1 fits in what is left.
+        assert_eq!(
+            take_back(&held, 10.0),
+            vec![true, true, true, true, false, false]
+        );
+        assert_eq!(
+            take_back(&held, 1e9),
+            vec![true, true, true, true, true, false]
+        );
+        // Half a group never comes back.
+        assert_eq!(
+            take_back(&held, 7.0),
+            vec![false, false, true, true, false, false]
+        );
     }
 
     #[test]
