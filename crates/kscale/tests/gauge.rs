@@ -105,6 +105,81 @@ fn a_noisy_first_look_is_followed_by_a_second() {
     assert_readings_per_cpu(&text, 16);
 }
 
+/// A study the gauge reads noisy leaves cases out before its first trial;
+/// once its kept cases' pilot shows the budget has room at their spread,
+/// it takes cases back, measures them, and its stored `left_out` no longer
+/// names them (docs/method.md, "Taking cases back").
+/// `KSCALE_TEST_GAUGE_JUMP` makes the gauge read a CV of ~60 % while the
+/// cases themselves stay quiet: the hour at which the gauge's kernel
+/// crossing spread 14–17 % and the cases 1–5 %.
+#[test]
+fn a_study_takes_back_what_its_pilot_has_room_for() {
+    let _serial = measuring();
+    let env = Env::new();
+    let out = env
+        .cmd(&[
+            "study",
+            "--quick",
+            "--suite",
+            "quick",
+            "--budget",
+            "60s",
+            "--no-profile",
+            "--no-progress",
+            "--output",
+            "r.html",
+        ])
+        .env("KSCALE_TEST_GAUGE_JUMP", "4")
+        .output()
+        .expect("kscale");
+    assert_exit(&out, 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let kept: usize = err
+        .split("the study measures ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("the gauge left nothing out:\n{err}"));
+    let lines: Vec<&str> = err.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains("the study takes back"))
+        .unwrap_or_else(|| panic!("nothing taken back:\n{err}"));
+    let back: Vec<&str> = lines[at + 1..]
+        .iter()
+        // One line per workload; a case left out after its own pilot
+        // follows with its reason.
+        .take_while(|l| l.starts_with("  ") && !l.contains(": "))
+        .map(|l| l.trim())
+        .collect();
+    assert!(!back.is_empty(), "{err}");
+    // Measured: the run holds more cases than the gauge kept.
+    let mut cases: Vec<String> = env
+        .results("latest")
+        .iter()
+        .map(|r| format!("{} {} {}", r["workload"], r["params"], r["cpus"]))
+        .collect();
+    cases.sort();
+    cases.dedup();
+    assert!(
+        cases.len() > kept,
+        "{} cases, {kept} kept\n{err}",
+        cases.len()
+    );
+    // Stored: what came back is no longer named as left out.
+    let show = env.show("latest");
+    let left: Vec<&str> = show
+        .lines()
+        .skip_while(|l| !l.starts_with("left out by the study's plan"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .map(|l| l.trim())
+        .collect();
+    for b in &back {
+        assert!(!left.contains(b), "{b} still left out:\n{show}");
+    }
+}
+
 /// `KSCALE_NO_GAUGE=1`: no readings, no machine table, and `check` says
 /// the machine's move is unknown instead of guessing it.
 #[test]

@@ -124,7 +124,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
             noisy = gauge::fit_plan(&mut opts, &readings, true).0;
             if !noisy.is_empty() {
                 eprintln!(
-                    "kscale: the machine is noisy (planned at a CV of {:.0} %): the study measures {} of its {} cases, each workload's representative sizes; it leaves out:",
+                    "kscale: the machine is noisy (planned at a CV of {:.0} %): the study measures {} of its {} cases, each workload's representative sizes; it leaves out, unless its pilot finds room for them:",
                     gauge::plan_wall_cv(&readings) * 100.0,
                     opts.plan.len(),
                     whole

@@ -234,6 +234,16 @@ pub struct RunOptions {
     /// (engine::gauge::fit_plan); empty when it measured its whole plan.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<String>,
+    /// The cases behind the gauge's lines in `left_out`, which the run may
+    /// take back after its pilot (runner, docs/method.md, "Taking cases
+    /// back"); those it takes back move to `plan`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held: Vec<super::plan::HeldCase>,
+    /// Seconds a budgeted run keeps for what comes after it, which taking
+    /// cases back must not spend: the capacity searches still short of
+    /// their answer (engine::capacity). Not stored.
+    #[serde(skip)]
+    pub kept_back_s: f64,
     /// Under a budget, cases whose first trials show a spread the budget
     /// cannot fund after the cases ranked before them are left out
     /// (kscale_core::budget::Plan::Leave): a study planning to the noise.
@@ -476,6 +486,8 @@ pub fn options(sel: &Targets, args: &RunArgs) -> Result<RunOptions> {
         load_cpus,
         capacity: sel.capacity,
         left_out: Vec::new(),
+        held: Vec::new(),
+        kept_back_s: 0.0,
         leave_out: false,
         search_rest_s: None,
         step: Step::Whole,

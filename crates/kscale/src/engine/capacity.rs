@@ -491,7 +491,9 @@ pub fn run(
         .unwrap_or_default();
     let mut open = Vec::new();
     for (k, seed) in seeds.iter().enumerate() {
-        let seq = opts.plan.iter().position(|e| e == seed).unwrap_or(0);
+        let seq = seed
+            .seq
+            .unwrap_or_else(|| opts.plan.iter().position(|e| e == seed).unwrap_or(0) as i64);
         if let (None, Some(rest_s), Some(share)) = (opts.budget_s, rest_s, share) {
             let (current, later) = shares_left(k, share, seeds.len(), &spent);
             ctx.after = After {
@@ -499,7 +501,7 @@ pub fn run(
                 search: Some((Instant::now(), current)),
             };
         }
-        if let Some(mut o) = Open::begin(&mut ctx, seed, seq as i64, share)? {
+        if let Some(mut o) = Open::begin(&mut ctx, seed, seq, share)? {
             o.go(&mut ctx)?;
             open.push(o);
         }
@@ -507,6 +509,12 @@ pub fn run(
     if !rest.is_empty() {
         let mut o = opts.clone();
         o.plan = rest;
+        // Cases the study takes back after its pilot leave each search
+        // still short of its answer a share's worth of what is left.
+        if opts.budget_s.is_some() {
+            let short = open.iter().filter(|o| o.wants_more()).count();
+            o.kept_back_s = share.unwrap_or(0.0) * short as f64;
+        }
         // The rest is planned with what the searches left: on the command's
         // clock when it keeps one (study), else on one started with the
         // searches.
@@ -1120,6 +1128,7 @@ mod tests {
                 .into(),
             cpus_name: cpus.into(),
             cpus: vec![0],
+            seq: None,
         };
         let metrics = MetricRow::rows_of(w.metrics);
         let case = |e: &PlanEntry, walls: &[(bool, f64)], status: CaseStatus| {
@@ -1420,6 +1429,7 @@ mod tests {
                 .collect(),
             cpus_name: "1".into(),
             cpus: vec![0],
+            seq: None,
         };
         let line =
             |f: &Found, share, confirmed| describe(w, &seed, "conns", f, share, confirmed, 100_000);
@@ -1480,6 +1490,7 @@ mod tests {
                 .collect(),
             cpus_name: cpus.into(),
             cpus: vec![0],
+            seq: None,
         };
         let plan = [e("50", "1"), e("800", "1"), e("200", "1"), e("50", "all")];
         let s = seeds(&plan);

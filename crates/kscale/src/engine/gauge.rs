@@ -455,8 +455,10 @@ pub fn used_cpus(opts: &super::args::RunOptions) -> Vec<usize> {
 /// representatives go too, down to one case a family. Cases that do not
 /// converge (median of N) and capacity searches are always kept; their
 /// time and the profiles' share come off the budget first. Returns the
-/// left-out cases, one line per workload, and the outlook of the plan.
-/// With `fit` false the plan is left whole and only its outlook returned.
+/// left-out cases, one line per workload, and the outlook of the plan;
+/// the cases themselves go to `opts.held`, which the run takes back from
+/// after its pilot where the kept cases' spread leaves room
+/// (docs/method.md, "Taking cases back"). With `fit` false the plan is left whole and only its outlook returned.
 pub fn fit_plan(
     opts: &mut super::args::RunOptions,
     readings: &[Reading],
@@ -550,38 +552,32 @@ pub fn fit_plan(
     if dropped.is_empty() {
         return (Vec::new(), Some(o));
     }
-    // One line per workload: the param values left out.
-    let mut lines: Vec<(String, Vec<String>)> = Vec::new();
-    for &i in &dropped {
-        let e = &opts.plan[i];
-        let label = e
-            .params
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ");
-        match lines.iter_mut().find(|l| l.0 == e.workload) {
-            Some(l) => {
-                if !l.1.contains(&label) {
-                    l.1.push(label)
-                }
-            }
-            None => lines.push((e.workload.clone(), vec![label])),
-        }
+    // Every case keeps its place in the whole plan, so that one taken
+    // back after the pilot is stored among its sweep's neighbours.
+    for (i, e) in opts.plan.iter_mut().enumerate() {
+        e.seq.get_or_insert(i as i64);
     }
+    let rank_of: std::collections::BTreeMap<usize, u32> = index
+        .iter()
+        .zip(&cands)
+        .map(|(&i, c)| (i, c.rank))
+        .collect();
+    let mut held = Vec::new();
     let mut i = 0;
-    opts.plan.retain(|_| {
+    opts.plan.retain(|e| {
         let k = !dropped.contains(&i);
+        if !k {
+            held.push(super::plan::HeldCase {
+                rank: rank_of.get(&i).copied().unwrap_or(u32::MAX),
+                entry: e.clone(),
+            });
+        }
         i += 1;
         k
     });
-    (
-        lines
-            .into_iter()
-            .map(|(w, ps)| format!("{w} {}", ps.join(", ")))
-            .collect(),
-        Some(o),
-    )
+    let lines = super::plan::held_lines(held.iter().map(|h| &h.entry));
+    opts.held = held;
+    (lines, Some(o))
 }
 
 /// A first look's spread above which the gauge reads as many again

@@ -16,6 +16,50 @@ pub struct PlanEntry {
     pub params: BTreeMap<String, String>,
     pub cpus_name: String,
     pub cpus: Vec<usize>,
+    /// Its place in the run's order, where that is not its place in the
+    /// plan: a noise-planned study's cases keep the places they had in the
+    /// whole plan, so that a case taken back after the pilot is stored, and
+    /// tabled, among its sweep's neighbours (engine::gauge::fit_plan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<i64>,
+}
+
+/// A case a noise-planned study left out before its first trial
+/// (engine::gauge::fit_plan), with its rank there: after the pilot, the
+/// run takes back the cases the budget has room for at the spread the
+/// kept ones showed, lowest rank first (docs/method.md, "Taking cases
+/// back").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HeldCase {
+    pub rank: u32,
+    pub entry: PlanEntry,
+}
+
+/// The lines that name `held` cases, one per workload with the param
+/// values left out: what the study says before its run and stores in its
+/// `left_out`, and what the run rewrites when it takes some back.
+pub fn held_lines<'a>(held: impl IntoIterator<Item = &'a PlanEntry>) -> Vec<String> {
+    let mut lines: Vec<(String, Vec<String>)> = Vec::new();
+    for e in held {
+        let label = e
+            .params
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        match lines.iter_mut().find(|l| l.0 == e.workload) {
+            Some(l) => {
+                if !l.1.contains(&label) {
+                    l.1.push(label)
+                }
+            }
+            None => lines.push((e.workload.clone(), vec![label])),
+        }
+    }
+    lines
+        .into_iter()
+        .map(|(w, ps)| format!("{w} {}", ps.join(", ")).trim_end().to_string())
+        .collect()
 }
 
 impl PlanEntry {
@@ -244,6 +288,7 @@ pub fn expand(
                     params: params.clone(),
                     cpus_name: c.name.clone(),
                     cpus: c.cpus.clone(),
+                    seq: None,
                 });
             }
         }

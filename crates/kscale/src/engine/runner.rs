@@ -551,7 +551,7 @@ fn units(store: &Store, run_id: i64, opts: &RunOptions) -> Result<Vec<Unit>> {
         let metrics = MetricRow::rows_of(workload.metrics);
         let case_id = store.ensure_case(
             run_id,
-            seq as i64,
+            entry.seq.unwrap_or(seq as i64),
             &key,
             &entry.cpus,
             &metrics,
@@ -900,7 +900,7 @@ fn leave_with_twins(
     Ok(())
 }
 
-fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Result<()> {
+fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut Vec<Unit>, budget_s: f64) -> Result<()> {
     use kscale_core::budget::{self, CaseState, Plan};
     // The command's clock when it counts its own setup and output (study),
     // else the runner's.
@@ -909,9 +909,12 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Re
         .budget_clock
         .map_or((Instant::now(), 0.0), |c| (c.started, c.tail_s));
     let rule = r.opts.rule;
-    let parts = parts(units);
+    let mut parts = parts(units);
+    // Cases the study's plan left out before the first trial, which the
+    // run may take back after its pilot.
+    let mut held = r.opts.held.clone();
     // Ranks among the converging cases, as the study's plan ranked them.
-    let converging: Vec<usize> = (0..units.len())
+    let mut converging: Vec<usize> = (0..units.len())
         .filter(|&i| units[i].workload.rule == RunRule::Converge)
         .collect();
     let mut ranks = vec![0u32; units.len()];
@@ -983,6 +986,14 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Re
                 })
                 .collect();
             let plans = budget::allocate(&rule, &states, left);
+            // What the open cases' needs take, at their spread's prudent
+            // bound: what taking cases back must leave them.
+            let funded: f64 = states
+                .iter()
+                .zip(&plans)
+                .filter(|(_, p)| matches!(p, Plan::Run { .. }))
+                .map(|(c, _)| budget::prudent_need(&rule, c).more_s)
+                .sum();
             let turns: Vec<u64> = conv.iter().map(|&i| units[i].turn).collect();
             let next = budget::next(&rule, &states, &plans, &turns).map(|k| conv[k]);
             let stops: Vec<(usize, budget::StopReason, budget::Need)> = conv
@@ -1078,6 +1089,29 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Re
                     kept,
                 );
             }
+            // With every open case past its pilot, what their spread leaves
+            // of the budget takes back cases the gauge left out.
+            if !held.is_empty()
+                && median.is_none()
+                && conv
+                    .iter()
+                    .all(|&i| units[i].counted.len() >= rule.judged_after())
+            {
+                let spare = TAKE_BACK_SHARE * (left - funded - r.opts.kept_back_s);
+                let from = units.len();
+                let taken = if spare > 0.0 {
+                    take_back(r, units, &mut held, spare)?
+                } else {
+                    Vec::new()
+                };
+                if !taken.is_empty() {
+                    converging.extend(from..units.len());
+                    ranks.extend(taken);
+                    left_out.resize(units.len(), false);
+                    parts = self::parts(units);
+                    continue;
+                }
+            }
             next
         };
         let Some(i) = pick else { break };
@@ -1100,6 +1134,181 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut [Unit], budget_s: f64) -> Re
         )?;
     }
     Ok(())
+}
+
+/// The share of what the open cases' needs leave of the budget that
+/// taking cases back may spend: a held case is priced by the trials of
+/// the cases like it, not by its own, and the kept cases' needs are
+/// themselves read from a few trials; the rest absorbs what that misses.
+const TAKE_BACK_SHARE: f64 = 0.75;
+
+/// Takes back the held cases that `spare_s` seconds fund at the spread
+/// the cases like them showed (docs/method.md, "Taking cases back"):
+/// each is created in the store at its place in the whole plan and added
+/// to `units`, and the run's stored plan, held cases and `left_out` lines
+/// say so, so that a resumed run and `show` agree with what ran. Returns
+/// the ranks of the cases added, in order.
+fn take_back(
+    r: &mut Runner<'_, '_>,
+    units: &mut Vec<Unit>,
+    held: &mut Vec<super::plan::HeldCase>,
+    spare_s: f64,
+) -> Result<Vec<u32>> {
+    let rule = r.opts.rule;
+    let family = |w: &str| w.split('.').next().unwrap_or(w).to_string();
+    let mut groups: Vec<(&str, &BTreeMap<String, String>)> = Vec::new();
+    let mut priced = Vec::new();
+    for h in held.iter() {
+        let e = &h.entry;
+        let group = groups
+            .iter()
+            .position(|g| g.0 == e.workload && *g.1 == e.params)
+            .unwrap_or_else(|| {
+                groups.push((&e.workload, &e.params));
+                groups.len() - 1
+            });
+        // Its workload's measured cases on its configuration, else its
+        // family's.
+        let like = |same: &dyn Fn(&Unit) -> bool| -> Vec<&Unit> {
+            units
+                .iter()
+                .filter(|u| {
+                    u.workload.rule == RunRule::Converge
+                        && u.entry.cpus_name == e.cpus_name
+                        && u.judged.len() >= 2
+                        && same(u)
+                })
+                .collect()
+        };
+        let mut near = like(&|u| u.entry.workload == e.workload);
+        if near.is_empty() {
+            near = like(&|u| family(&u.entry.workload) == family(&e.workload));
+        }
+        let values: Vec<&[f64]> = near.iter().map(|u| u.judged.as_slice()).collect();
+        let per_s = near
+            .iter()
+            .map(|u| u.secs_per_trial(r.opts))
+            .fold(0.0, f64::max);
+        let need_s = match (
+            kscale_workloads::find(&e.workload),
+            kscale_core::budget::priced_by(&rule, &values),
+        ) {
+            (Some(w), Some(trials)) if trials <= rule.max_trials as f64 => {
+                let unit = Unit::taken_up(e, w, 0, None, None, r.opts);
+                let profile = if r.profiler.wanted() {
+                    r.profile_cost(&unit)
+                } else {
+                    0.0
+                };
+                // Its warm-up, its trials, its profile.
+                per_s * (trials + 1.0) + profile
+            }
+            _ => f64::INFINITY,
+        };
+        priced.push(kscale_core::budget::Held {
+            group,
+            rank: h.rank,
+            need_s,
+        });
+    }
+    let take = kscale_core::budget::take_back(&priced, spare_s);
+    if !take.iter().any(|t| *t) {
+        return Ok(Vec::new());
+    }
+    let before = super::plan::held_lines(held.iter().map(|h| &h.entry));
+    let mut ranks = Vec::new();
+    let mut added = Vec::new();
+    let mut kept = Vec::new();
+    for (h, t) in std::mem::take(held).into_iter().zip(take) {
+        let Some(w) = kscale_workloads::find(&h.entry.workload).filter(|_| t) else {
+            kept.push(h);
+            continue;
+        };
+        let params = kscale_core::Params(h.entry.params.clone());
+        if (w.unavailable)(w, &params).is_some() {
+            kept.push(h);
+            continue;
+        }
+        let seq = h
+            .entry
+            .seq
+            .unwrap_or((r.opts.plan.len() + added.len()) as i64);
+        let case_id = r.store.ensure_case(
+            r.run_id,
+            seq,
+            &h.entry.key(),
+            &h.entry.cpus,
+            &MetricRow::rows_of(w.metrics),
+            w.rule,
+        )?;
+        units.push(Unit::taken_up(&h.entry, w, case_id, None, None, r.opts));
+        ranks.push(h.rank);
+        added.push(h.entry);
+    }
+    *held = kept;
+    // The stored run: the cases taken back join its plan, and the
+    // gauge's lines name only what is still left out.
+    let mut options = r.store.run(r.run_id)?.options;
+    if let Some(plan) = options["plan"].as_array_mut() {
+        for e in &added {
+            plan.push(serde_json::to_value(e)?);
+        }
+        r.store
+            .set_run_option(r.run_id, "plan", options["plan"].clone())?;
+    }
+    r.store
+        .set_run_option(r.run_id, "held", serde_json::to_value(&*held)?)?;
+    let after = super::plan::held_lines(held.iter().map(|h| &h.entry));
+    let mut lines: Vec<serde_json::Value> =
+        options["left_out"].as_array().cloned().unwrap_or_default();
+    let at = lines
+        .iter()
+        .position(|l| before.iter().any(|b| l.as_str() == Some(b.as_str())))
+        .unwrap_or(lines.len());
+    lines.retain(|l| !before.iter().any(|b| l.as_str() == Some(b.as_str())));
+    let at = at.min(lines.len());
+    lines.splice(
+        at..at,
+        after.iter().map(|a| serde_json::Value::from(a.as_str())),
+    );
+    r.store
+        .set_run_option(r.run_id, "left_out", serde_json::Value::Array(lines))?;
+    let cvs: Vec<f64> = units
+        .iter()
+        .filter(|u| u.workload.rule == RunRule::Converge && !added.contains(&u.entry))
+        .filter_map(|u| cv(&u.counted))
+        .collect();
+    let mut msg = format!(
+        "kscale: at the spread the kept cases showed (median CV {:.1} %), the budget has room for more: the study takes back {} of the {} cases it left out:",
+        100.0 * median_of(cvs),
+        added.len(),
+        added.len() + held.len(),
+    );
+    for l in super::plan::held_lines(&added) {
+        msg += &format!("\n  {l}");
+    }
+    if r.env.bar.is_hidden() {
+        eprintln!("{msg}");
+    } else {
+        r.env.bar.println(msg);
+    }
+    Ok(ranks)
+}
+
+/// The relative standard deviation of `values` (`None` below two).
+fn cv(values: &[f64]) -> Option<f64> {
+    let n = values.len() as f64;
+    (n >= 2.0).then(|| {
+        let m = values.iter().sum::<f64>() / n;
+        let sd = (values.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+        sd / m
+    })
+}
+
+/// The median of `v` (0 when empty).
+fn median_of(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
 /// The run's outlook revised from its cases' first judged trials, said
@@ -1444,14 +1653,9 @@ impl<'a, 'p> Runner<'a, 'p> {
         // A converged twin left with its case is no longer in the run.
         u.converged = false;
         let values = &u.counted;
-        let n = values.len() as f64;
-        let spread = if n >= 2.0 {
-            let m = values.iter().sum::<f64>() / n;
-            let sd = (values.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
-            format!(", CV {:.0} %", 100.0 * sd / m)
-        } else {
-            String::new()
-        };
+        let spread = cv(values)
+            .map(|c| format!(", CV {:.0} %", 100.0 * c))
+            .unwrap_or_default();
         let line = format!(
             "{} [cpus {}]: left out after {} trials{spread}: {}; {why}{}",
             u.label(),
