@@ -589,7 +589,8 @@ pub fn fit_plan(
 /// about a second.
 pub const LOOK_AGAIN_CV: f64 = 0.05;
 
-/// A CPU-loop spread at or under which a study measures its whole plan.
+/// A gauge spread ([`plan_wall_cv`]: the larger of the CPU loop's and the
+/// kernel crossing's) at or under which a study measures its whole plan.
 /// The outlook plans every case at the machine's spread, but most cases
 /// converge in a few trials where the machine is moderately quiet: at a
 /// gauge CV of 13 %, a study trimmed to 38 of its 130 cases (the outlook
