@@ -305,7 +305,9 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
                         let mut mark = match (case.rule, case.converged) {
                             (RunRule::MedianOf(k), _) => {
                                 medians = Some(k);
-                                Cell::new(format!("{} median of {k}", s.n))
+                                // A capacity answer too spread for the
+                                // run's interval takes more windows.
+                                Cell::new(format!("{} median of {}", s.n, s.n.max(k)))
                             }
                             (_, Some(true)) => Cell::tone(format!("{} ✓", s.n), Tone::Good),
                             (_, Some(false)) => {
@@ -427,8 +429,9 @@ fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table
     ));
     if let Some(k) = medians {
         table.notes.push(format!(
-            "median of {k}: the workload's run rule takes exactly {k} trials and reports their \
-             median; its ± is half the range of the trials"
+            "median of {k}: the workload's run rule takes {k} trials and reports their median \
+             (a capacity answer too spread for the run's interval takes more); its ± is half \
+             the range of the trials"
         ));
     }
     if fitted > 0 {

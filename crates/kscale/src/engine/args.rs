@@ -239,9 +239,9 @@ pub struct RunOptions {
     /// back"); those it takes back move to `plan`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub held: Vec<super::plan::HeldCase>,
-    /// Seconds a budgeted run keeps for what comes after it, which taking
-    /// cases back must not spend: the capacity searches still short of
-    /// their answer (engine::capacity). Not stored.
+    /// Seconds a budgeted run keeps for what comes after it: the windows
+    /// that may settle a capacity search's answer still too spread for
+    /// the run's interval (engine::capacity). Not stored.
     #[serde(skip)]
     pub kept_back_s: f64,
     /// Under a budget, cases whose first trials show a spread the budget
