@@ -239,9 +239,12 @@ pub struct RunOptions {
     /// back"); those it takes back move to `plan`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub held: Vec<super::plan::HeldCase>,
-    /// Seconds a budgeted run keeps for what comes after it: the windows
-    /// that may settle a capacity search's answer still too spread for
-    /// the run's interval (engine::capacity). Not stored.
+    /// Seconds that taking cases back leaves for what comes after the
+    /// run: the windows that may settle a capacity search's answer still
+    /// too spread for the run's interval (engine::capacity). The cases the
+    /// plan kept are not held to it: kept from them, it stopped a study's
+    /// `net.tcp_rr` and `chat.relay` on one CPU under the neighbour short
+    /// of their need. Not stored.
     #[serde(skip)]
     pub kept_back_s: f64,
     /// Under a budget, cases whose first trials show a spread the budget

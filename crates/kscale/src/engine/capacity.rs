@@ -518,7 +518,7 @@ pub fn run(
     if !rest.is_empty() {
         let mut o = opts.clone();
         o.plan = rest;
-        // The other cases leave each search whose answer is too spread for
+        // Cases taken back leave each search whose answer is too spread for
         // the run's interval the windows that may settle it: the answer
         // is its family's cell.
         if opts.budget_s.is_some() {

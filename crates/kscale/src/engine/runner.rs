@@ -941,8 +941,7 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut Vec<Unit>, budget_s: f64) ->
         let open = units.iter().filter(|u| !u.finished).count();
         let cleanup: f64 = units.iter().map(|u| u.cleanup_s).sum();
         let ending = r.finish_mean() * open as f64 + cleanup + tail_s;
-        let left =
-            budget_s - started.elapsed().as_secs_f64() - reserve - ending - r.opts.kept_back_s;
+        let left = budget_s - started.elapsed().as_secs_f64() - reserve - ending;
         let median = units
             .iter()
             .enumerate()
@@ -1098,7 +1097,7 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut Vec<Unit>, budget_s: f64) ->
                     .iter()
                     .all(|&i| units[i].counted.len() >= rule.judged_after())
             {
-                let spare = TAKE_BACK_SHARE * (left - funded);
+                let spare = TAKE_BACK_SHARE * (left - funded - r.opts.kept_back_s);
                 let from = units.len();
                 let taken = if spare > 0.0 {
                     take_back(r, units, &mut held, spare)?
