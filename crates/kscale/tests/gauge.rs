@@ -180,6 +180,55 @@ fn a_study_takes_back_what_its_pilot_has_room_for() {
     }
 }
 
+/// A study planned to a noisy gauge keeps one case of a family on each
+/// configuration; when that case cannot converge, a case of its family the
+/// gauge left out stands in for it, and the family is still decided
+/// (docs/method.md, "Taking cases back"). `KSCALE_TEST_TRIAL_JUMP` makes
+/// every other `syscall.null` trial ten times as long: the family's kept
+/// case cannot converge.
+#[test]
+fn a_held_case_stands_in_for_a_kept_one_that_cannot_converge() {
+    let _serial = measuring();
+    let env = Env::new();
+    let out = env
+        .cmd(&[
+            "study",
+            "--quick",
+            "--suite",
+            "quick",
+            "--budget",
+            "60s",
+            "--no-profile",
+            "--no-progress",
+            "--output",
+            "r.html",
+        ])
+        .env("KSCALE_TEST_GAUGE_JUMP", "4")
+        .env("KSCALE_TEST_TRIAL_JUMP", "10")
+        .output()
+        .expect("kscale");
+    assert_exit(&out, 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot converge at this spread and syscall keeps no other case there"),
+        "{err}"
+    );
+    // The family is measured on a case that converged, syscall.null left
+    // out with its reason.
+    let results = env.results("latest");
+    assert!(
+        results.iter().any(|r| r["workload"]
+            .as_str()
+            .is_some_and(|w| w.starts_with("syscall.") && w != "syscall.null")
+            && r["converged"] == true),
+        "{err}"
+    );
+    assert!(
+        err.contains("syscall.null [cpus") && err.contains("left out after"),
+        "{err}"
+    );
+}
+
 /// `KSCALE_NO_GAUGE=1`: no readings, no machine table, and `check` says
 /// the machine's move is unknown instead of guessing it.
 #[test]

@@ -37,13 +37,16 @@ fn test_work() -> Option<u64> {
 /// the CPU stalled for the rest of each timed loop, as a burst a neighbour
 /// runs would stall it, while the gauge's readings between trials see
 /// nothing (the case's own trials' spread, `kscale check`'s tests). The
-/// trials are counted in a file in the run's scratch directory, because
-/// each may be a fresh worker: a draw from the clock's low digits jumped
-/// every trial on a machine whose clock ticks coarsely. Read once a trial,
-/// outside the loop.
-fn test_trial_jump(dir: &std::path::Path) -> Option<f64> {
+/// trials are counted in a file in the run's scratch directory, one per
+/// CPU set, because each may be a fresh worker (a draw from the clock's
+/// low digits jumped every trial on a machine whose clock ticks coarsely)
+/// and because a run interleaves its configurations' trials: counted
+/// together, one configuration's trials all jumped and the other's none.
+/// Read once a trial, outside the loop.
+fn test_trial_jump(dir: &std::path::Path, cpus: &[usize]) -> Option<f64> {
     let f: f64 = std::env::var("KSCALE_TEST_TRIAL_JUMP").ok()?.parse().ok()?;
-    let count = dir.join(".kscale-test-trial-jump");
+    let set: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
+    let count = dir.join(format!(".kscale-test-trial-jump-{}", set.join("-")));
     let n: u64 = std::fs::read_to_string(&count)
         .ok()
         .and_then(|s| s.trim().parse().ok())
@@ -53,7 +56,7 @@ fn test_trial_jump(dir: &std::path::Path) -> Option<f64> {
 }
 
 pub(super) fn null(ctx: &TrialCtx) -> Result<TrialOutput> {
-    if let Some(f) = test_trial_jump(&ctx.dir) {
+    if let Some(f) = test_trial_jump(&ctx.dir, &ctx.cpus) {
         // The stall spins on the CPU, so the case's own clock (the
         // thread's) counts it as the wall does.
         let (per_op, n) = ctx.time_per_op(|n| {

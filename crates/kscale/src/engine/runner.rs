@@ -1032,6 +1032,19 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut Vec<Unit>, budget_s: f64) ->
                     None
                 };
                 let Some(out) = out else {
+                    // A held case of its family may stand in for it.
+                    if hopeless && r.opts.leave_out && !held.is_empty() {
+                        let from = units.len();
+                        let taken = stand_in(r, units, &mut held, i, left - funded)?;
+                        if !taken.is_empty() {
+                            converging.extend(from..units.len());
+                            ranks.extend(taken);
+                            left_out.resize(units.len(), false);
+                            parts = self::parts(units);
+                            replan = true;
+                            continue;
+                        }
+                    }
                     let why = format!("stopped early: {}", reason.describe());
                     r.finish(&mut units[i], Decision::NotConverged, Some(why))?;
                     continue;
@@ -1143,11 +1156,8 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut Vec<Unit>, budget_s: f64) ->
 const TAKE_BACK_SHARE: f64 = 0.75;
 
 /// Takes back the held cases that `spare_s` seconds fund at the spread
-/// the cases like them showed (docs/method.md, "Taking cases back"):
-/// each is created in the store at its place in the whole plan and added
-/// to `units`, and the run's stored plan, held cases and `left_out` lines
-/// say so, so that a resumed run and `show` agree with what ran. Returns
-/// the ranks of the cases added, in order.
+/// the cases like them showed (docs/method.md, "Taking cases back"),
+/// through [`admit`]. Returns the ranks of the cases added, in order.
 fn take_back(
     r: &mut Runner<'_, '_>,
     units: &mut Vec<Unit>,
@@ -1212,6 +1222,93 @@ fn take_back(
         });
     }
     let take = kscale_core::budget::take_back(&priced, spare_s);
+    let cvs: Vec<f64> = units
+        .iter()
+        .filter(|u| u.workload.rule == RunRule::Converge)
+        .filter_map(|u| cv(&u.counted))
+        .collect();
+    let why = format!(
+        "at the spread the kept cases showed (median CV {:.1} %), the budget has room for more",
+        100.0 * median_of(cvs)
+    );
+    admit(r, units, held, &take, &why)
+}
+
+/// Takes back, in the place of case `i`, which cannot converge here and
+/// whose family keeps no other case on one of its configurations
+/// ([`unmeasurable`]), the lowest-ranked held case of its family whose
+/// pilot fits in `spare_s` (its warm-up, the trials that judge it, its
+/// profile, on every configuration): what its own trials then show decides
+/// whether it stays. A study planned to a noisy gauge keeps one case of a
+/// family on each configuration; under `noisy-neighbour --duty 25` one
+/// kept `ctx.lat procs=8 size=16k` alone, whose cross-CPU trials on all
+/// CPUs spread 26 %, and left the family's cell undecided.
+fn stand_in(
+    r: &mut Runner<'_, '_>,
+    units: &mut Vec<Unit>,
+    held: &mut Vec<super::plan::HeldCase>,
+    i: usize,
+    spare_s: f64,
+) -> Result<Vec<u32>> {
+    let family = |w: &str| w.split('.').next().unwrap_or(w).to_string();
+    let me = &units[i];
+    let mine = family(&me.entry.workload);
+    let per_s = units
+        .iter()
+        .filter(|u| family(&u.entry.workload) == mine)
+        .map(|u| u.secs_per_trial(r.opts))
+        .fold(0.0, f64::max);
+    let pilot = (r.opts.rule.judged_after() + 1) as f64 * per_s;
+    // The family's held groups that cover this configuration, by rank.
+    let mut groups: Vec<(u32, &str, &BTreeMap<String, String>)> = held
+        .iter()
+        .filter(|h| family(&h.entry.workload) == mine && h.entry.cpus_name == me.entry.cpus_name)
+        .map(|h| (h.rank, h.entry.workload.as_str(), &h.entry.params))
+        .collect();
+    groups.sort_by_key(|g| g.0);
+    for (_, w, params) in groups {
+        let take: Vec<bool> = held
+            .iter()
+            .map(|h| h.entry.workload == w && h.entry.params == *params)
+            .collect();
+        let cost: f64 = held
+            .iter()
+            .zip(&take)
+            .filter(|(_, t)| **t)
+            .map(|(h, _)| {
+                let profile = match kscale_workloads::find(&h.entry.workload) {
+                    Some(wd) if r.profiler.wanted() => {
+                        r.profile_cost(&Unit::taken_up(&h.entry, wd, 0, None, None, r.opts))
+                    }
+                    _ => 0.0,
+                };
+                pilot + profile
+            })
+            .sum();
+        if cost <= spare_s {
+            let why = format!(
+                "{} [cpus {}] cannot converge at this spread and {mine} keeps no other case there",
+                me.label(),
+                kscale_core::cpus::base_name(&me.entry.cpus_name)
+            );
+            return admit(r, units, held, &take, &why);
+        }
+    }
+    Ok(Vec::new())
+}
+
+/// Takes back the `take`n of `held`: each created in the store at its
+/// place in the whole plan and added to `units`, and the run's stored
+/// plan, held cases and `left_out` lines say so, so that a resumed run and
+/// `show` agree with what ran. Says `why` and what came back; returns the
+/// ranks of the cases added, in order.
+fn admit(
+    r: &mut Runner<'_, '_>,
+    units: &mut Vec<Unit>,
+    held: &mut Vec<super::plan::HeldCase>,
+    take: &[bool],
+    why: &str,
+) -> Result<Vec<u32>> {
     if !take.iter().any(|t| *t) {
         return Ok(Vec::new());
     }
@@ -1219,7 +1316,7 @@ fn take_back(
     let mut ranks = Vec::new();
     let mut added = Vec::new();
     let mut kept = Vec::new();
-    for (h, t) in std::mem::take(held).into_iter().zip(take) {
+    for (h, &t) in std::mem::take(held).into_iter().zip(take) {
         let Some(w) = kscale_workloads::find(&h.entry.workload).filter(|_| t) else {
             kept.push(h);
             continue;
@@ -1273,14 +1370,8 @@ fn take_back(
     );
     r.store
         .set_run_option(r.run_id, "left_out", serde_json::Value::Array(lines))?;
-    let cvs: Vec<f64> = units
-        .iter()
-        .filter(|u| u.workload.rule == RunRule::Converge && !added.contains(&u.entry))
-        .filter_map(|u| cv(&u.counted))
-        .collect();
     let mut msg = format!(
-        "kscale: at the spread the kept cases showed (median CV {:.1} %), the budget has room for more: the study takes back {} of the {} cases it left out:",
-        100.0 * median_of(cvs),
+        "kscale: {why}: the study takes back {} of the {} cases it left out:",
         added.len(),
         added.len() + held.len(),
     );
