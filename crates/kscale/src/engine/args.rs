@@ -247,6 +247,11 @@ pub struct RunOptions {
     /// of their need. Not stored.
     #[serde(skip)]
     pub kept_back_s: f64,
+    /// Seconds a budgeted run keeps from every case for what comes after
+    /// it: the windows that confirm a capacity search's answer, which has
+    /// no interval without them (engine::capacity). Not stored.
+    #[serde(skip)]
+    pub confirm_s: f64,
     /// Under a budget, cases whose first trials show a spread the budget
     /// cannot fund after the cases ranked before them are left out
     /// (kscale_core::budget::Plan::Leave): a study planning to the noise.
@@ -491,6 +496,7 @@ pub fn options(sel: &Targets, args: &RunArgs) -> Result<RunOptions> {
         left_out: Vec::new(),
         held: Vec::new(),
         kept_back_s: 0.0,
+        confirm_s: 0.0,
         leave_out: false,
         search_rest_s: None,
         step: Step::Whole,

@@ -518,10 +518,11 @@ pub fn run(
     if !rest.is_empty() {
         let mut o = opts.clone();
         o.plan = rest;
-        // Cases taken back leave each search whose answer is too spread for
-        // the run's interval the windows that may settle it: the answer
-        // is its family's cell.
+        // The other cases leave each search the windows that confirm its
+        // answer, and cases taken back those that may settle it: the
+        // answer is its family's cell.
         if opts.budget_s.is_some() {
+            o.confirm_s = open.iter().map(|s| s.unconfirmed_s()).sum();
             o.kept_back_s = open.iter().map(|s| s.unsettled_s(&opts.rule)).sum();
         }
         // The rest is planned with what the searches left: on the command's
@@ -879,8 +880,24 @@ impl Open {
         })
     }
 
-    /// Seconds the answer's windows may still take to settle it: what a
-    /// budgeted run keeps for the search while it measures its other cases.
+    /// Seconds beyond its share that confirming the answer takes: the run
+    /// rule's other windows (and its profile) at the dearest step, while
+    /// the answer has fewer; without them it has no interval, and it is
+    /// its family's cell. What a budgeted run keeps from its other cases
+    /// for it: a study under the neighbour, whose one-CPU search spent its
+    /// share on five steps of ~10 s, stored its answer from one window
+    /// when the other cases had spent the rest.
+    fn unconfirmed_s(&self) -> f64 {
+        match (self.best(), self.share) {
+            (Some(c), Some(share)) if counted(c) < self.windows && self.refuted < MAX_REFUTED => {
+                (self.run.spent_s + self.reserve * self.run.step_s - share).max(0.0)
+            }
+            _ => 0.0,
+        }
+    }
+
+    /// Seconds the answer's windows may still take to settle it: what
+    /// cases taken back leave the search.
     fn unsettled_s(&self, rule: &StopRule) -> f64 {
         match self.best() {
             Some(c) if self.share.is_some() && !decides(self.w, c, rule) => {

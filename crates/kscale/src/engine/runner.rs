@@ -941,7 +941,7 @@ fn run_budgeted(r: &mut Runner<'_, '_>, units: &mut Vec<Unit>, budget_s: f64) ->
         let open = units.iter().filter(|u| !u.finished).count();
         let cleanup: f64 = units.iter().map(|u| u.cleanup_s).sum();
         let ending = r.finish_mean() * open as f64 + cleanup + tail_s;
-        let left = budget_s - started.elapsed().as_secs_f64() - reserve - ending;
+        let left = budget_s - started.elapsed().as_secs_f64() - reserve - ending - r.opts.confirm_s;
         let median = units
             .iter()
             .enumerate()
