@@ -1129,10 +1129,17 @@ fn describe(
             (Some(f), false) if f - cap <= ((cap as f64 * RESOLUTION) as u64).max(1) => {
                 format!(", not at {f} (within 2 %, but {f} failed once and was not measured again: {budget})")
             }
-            (Some(f), false) => format!(
-                ", not at {f} — a bracket {:.0} % wide, not 2 %: {budget}",
-                found.width().unwrap_or(0.0) * 100.0
-            ),
+            (Some(f), false) => {
+                let w = found.width().unwrap_or(0.0) * 100.0;
+                // One decimal where whole percents would read as the 2 %
+                // it falls short of ("a bracket 2 % wide, not 2 %").
+                let w = if w < 2.5 {
+                    format!("{w:.1}")
+                } else {
+                    format!("{w:.0}")
+                };
+                format!(", not at {f} — a bracket {w} % wide, not 2 %: {budget}")
+            }
             (None, true) => format!(", the param's maximum ({max})"),
             (None, false) => format!(", every step conformed — {budget}"),
         };
@@ -1569,6 +1576,15 @@ mod tests {
             ),
             "{l}"
         );
+        // Just over the 2 % it stopped short of.
+        let close = Found {
+            capacity: 2250,
+            fails_at: Some(2300),
+            steps: vec![(2250, true), (2300, false)],
+            resolved: false,
+        };
+        let l = line(&close, Some(30.0), Some(2250.0));
+        assert!(l.contains("a bracket 2.2 % wide, not 2 %"), "{l}");
         // A median below the count is the figure, and says so.
         let l = line(&cut, Some(30.0), Some(3100.0));
         assert!(l.starts_with("capacity: 3100 conns (the median of the run rule's windows at 3200, where one window conformed), not at 3400"), "{l}");
