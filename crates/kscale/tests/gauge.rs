@@ -105,6 +105,26 @@ fn a_noisy_first_look_is_followed_by_a_second() {
     assert_readings_per_cpu(&text, 16);
 }
 
+/// `study --quick --suite quick` in a minute without profiles, its gauge
+/// made to read a CV of ~60 % (`KSCALE_TEST_GAUGE_JUMP`: every other
+/// reading's CPU loop runs four times over) while the cases stay quiet.
+fn misread_study(env: &Env) -> assert_cmd::Command {
+    let mut c = env.cmd(&[
+        "study",
+        "--quick",
+        "--suite",
+        "quick",
+        "--budget",
+        "60s",
+        "--no-profile",
+        "--no-progress",
+        "--output",
+        "r.html",
+    ]);
+    c.env("KSCALE_TEST_GAUGE_JUMP", "4");
+    c
+}
+
 /// A study the gauge reads noisy leaves cases out before its first trial;
 /// once its kept cases' pilot shows the budget has room at their spread,
 /// it takes cases back, measures them, and its stored `left_out` no longer
@@ -116,22 +136,7 @@ fn a_noisy_first_look_is_followed_by_a_second() {
 fn a_study_takes_back_what_its_pilot_has_room_for() {
     let _serial = measuring();
     let env = Env::new();
-    let out = env
-        .cmd(&[
-            "study",
-            "--quick",
-            "--suite",
-            "quick",
-            "--budget",
-            "60s",
-            "--no-profile",
-            "--no-progress",
-            "--output",
-            "r.html",
-        ])
-        .env("KSCALE_TEST_GAUGE_JUMP", "4")
-        .output()
-        .expect("kscale");
+    let out = misread_study(&env).output().expect("kscale");
     assert_exit(&out, 0);
     let err = String::from_utf8_lossy(&out.stderr);
     let kept: usize = err
@@ -190,20 +195,7 @@ fn a_study_takes_back_what_its_pilot_has_room_for() {
 fn a_held_case_stands_in_for_a_kept_one_that_cannot_converge() {
     let _serial = measuring();
     let env = Env::new();
-    let out = env
-        .cmd(&[
-            "study",
-            "--quick",
-            "--suite",
-            "quick",
-            "--budget",
-            "60s",
-            "--no-profile",
-            "--no-progress",
-            "--output",
-            "r.html",
-        ])
-        .env("KSCALE_TEST_GAUGE_JUMP", "4")
+    let out = misread_study(&env)
         .env("KSCALE_TEST_TRIAL_JUMP", "10")
         .output()
         .expect("kscale");
