@@ -242,6 +242,12 @@ impl Unit {
     }
 }
 
+/// The family a workload id belongs to (`ctx` of `ctx.lat`), as
+/// [`CaseKey::family`] reads it.
+fn family(w: &str) -> &str {
+    w.split('.').next().unwrap_or(w)
+}
+
 /// Where a case stands when the planner stops one that cannot converge
 /// ([`unmeasurable`]).
 struct Standing<'a> {
@@ -267,7 +273,6 @@ struct Standing<'a> {
 /// unmeasured.
 fn unmeasurable(cases: &[Standing<'_>], i: usize) -> Option<Vec<usize>> {
     let me = &cases[i];
-    let family = |w: &str| w.split('.').next().unwrap_or(w).to_string();
     let same = |c: &Standing<'_>| c.workload == me.workload && c.params == me.params;
     let out: Vec<usize> = (0..cases.len())
         .filter(|&k| same(&cases[k]) && (k == i || cases[k].cpus != me.cpus))
@@ -1165,7 +1170,6 @@ fn take_back(
     spare_s: f64,
 ) -> Result<Vec<u32>> {
     let rule = r.opts.rule;
-    let family = |w: &str| w.split('.').next().unwrap_or(w).to_string();
     let mut groups: Vec<(&str, &BTreeMap<String, String>)> = Vec::new();
     let mut priced = Vec::new();
     for h in held.iter() {
@@ -1229,7 +1233,7 @@ fn take_back(
         .collect();
     let why = format!(
         "at the spread the kept cases showed (median CV {:.1} %), the budget has room for more",
-        100.0 * median_of(cvs)
+        100.0 * kscale_core::stats::median(&cvs)
     );
     admit(r, units, held, &take, &why)
 }
@@ -1250,7 +1254,6 @@ fn stand_in(
     i: usize,
     spare_s: f64,
 ) -> Result<Vec<u32>> {
-    let family = |w: &str| w.split('.').next().unwrap_or(w).to_string();
     let me = &units[i];
     let mine = family(&me.entry.workload);
     let per_s = units
@@ -1396,12 +1399,6 @@ fn cv(values: &[f64]) -> Option<f64> {
     })
 }
 
-/// The median of `v` (0 when empty).
-fn median_of(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(0.0)
-}
-
 /// The run's outlook revised from its cases' first judged trials, said
 /// once every open case has them (docs/method.md, "Planning to the
 /// noise"): the gauge's second of readings cannot see the host's minute
@@ -1434,7 +1431,7 @@ fn parts(units: &[Unit]) -> Vec<u32> {
     units
         .iter()
         .map(|u| {
-            let family = u.entry.workload.split('.').next().unwrap_or_default();
+            let family = family(&u.entry.workload);
             let key = (family, kscale_core::cpus::base_name(&u.entry.cpus_name));
             let i = names.iter().position(|n| *n == key).unwrap_or_else(|| {
                 names.push(key);
