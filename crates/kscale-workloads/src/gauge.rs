@@ -58,11 +58,11 @@ fn cpu_loop() {
     std::hint::black_box(x);
 }
 
-/// [`CROSSINGS`] kernel crossings: `getppid`, the system call with the
-/// least work inside the kernel (glibc does not cache it), so its time is
+/// `n` kernel crossings ([`CROSSINGS`] a reading): `getppid`, the system
+/// call with the least work inside the kernel (glibc does not cache it), so its time is
 /// the entry and exit the host lets a guest's system call have.
-fn crossing() {
-    for _ in 0..CROSSINGS {
+fn crossing(n: u32) {
+    for _ in 0..n {
         std::hint::black_box(nix::unistd::getppid());
     }
 }
@@ -150,10 +150,33 @@ fn wake_round_trip(a: usize, b: usize) -> Result<f64> {
 /// Test-only: `KSCALE_TEST_GAUGE_JUMP=F` runs every other reading's CPU
 /// loop F times over, so the control reads a machine whose speed jumps
 /// within the run (docs/fleet.md, "Testing it"): real work, as a noisy
-/// neighbour's bursts would take, not an edited figure. Read once.
-fn test_jump() -> Option<u32> {
-    let f: u32 = std::env::var("KSCALE_TEST_GAUGE_JUMP").ok()?.parse().ok()?;
-    (f > 1).then_some(f)
+/// neighbour's bursts would take, not an edited figure.
+/// `KSCALE_TEST_GAUGE_JUMP=crossing:F` makes every other reading's kernel
+/// crossings F times as many instead (F ≥ 1, fractional), the CPU loop
+/// left alone: the hour when the host spread the gauge's crossing 14–17 %
+/// while the loop and the cases read 1–5 % (docs/method.md, "Planning to
+/// the noise"). Read once.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Jump {
+    Loop(u32),
+    Crossing(f64),
+}
+
+fn test_jump() -> Option<Jump> {
+    parse_jump(&std::env::var("KSCALE_TEST_GAUGE_JUMP").ok()?)
+}
+
+fn parse_jump(v: &str) -> Option<Jump> {
+    match v.strip_prefix("crossing:") {
+        Some(f) => {
+            let f: f64 = f.parse().ok()?;
+            (f.is_finite() && f > 1.0).then_some(Jump::Crossing(f))
+        }
+        None => {
+            let f: u32 = v.parse().ok()?;
+            (f > 1).then_some(Jump::Loop(f))
+        }
+    }
 }
 
 /// Takes the readings `req` asks for. The calling thread is pinned to each
@@ -175,9 +198,12 @@ pub fn take(req: &GaugeRequest) -> Result<Vec<Reading>> {
             kscale_sys::affinity::pin_one(cpu)
                 .with_context(|| format!("the gauge cannot run on CPU {cpu}"))?;
             let t_s = req.t0_s + clock.elapsed().as_secs_f64();
-            let times = match jump {
-                Some(f) if k % 2 == 1 => f,
-                _ => 1,
+            let (times, crossings_n) = match jump {
+                Some(Jump::Loop(f)) if k % 2 == 1 => (f, CROSSINGS),
+                Some(Jump::Crossing(f)) if k % 2 == 1 => {
+                    (1, (f64::from(CROSSINGS) * f).round() as u32)
+                }
+                _ => (1, CROSSINGS),
             };
             // Each repetition on both clocks: the wall's for cases timed
             // on it, the thread's for cases timed on their thread's CPU
@@ -194,7 +220,7 @@ pub fn take(req: &GaugeRequest) -> Result<Vec<Reading>> {
             let per_crossing = |v: Vec<f64>| -> Vec<f64> {
                 v.into_iter().map(|ns| ns / f64::from(CROSSINGS)).collect()
             };
-            let (crossings, crossings_on_thread) = repeated(crossing);
+            let (crossings, crossings_on_thread) = repeated(|| crossing(crossings_n));
             let sys_ns = Some(kscale_core::stats::median(&per_crossing(crossings)));
             let sys_thread_ns = thread_median(&per_crossing(crossings_on_thread));
             let mem_mbs = Some(mem_pass(&buf));
@@ -246,6 +272,23 @@ mod tests {
             assert_eq!(r.wake_us.is_some(), cpus.len() > 1, "{r:?}");
             // A system call takes more than 10 ns and less than 100 µs.
             assert!(r.sys_ns.is_some_and(|s| s > 10.0 && s < 1e5), "{r:?}");
+        }
+    }
+
+    #[test]
+    fn a_jump_names_the_loop_or_the_crossing() {
+        assert_eq!(parse_jump("3"), Some(Jump::Loop(3)));
+        assert_eq!(parse_jump("crossing:1.4"), Some(Jump::Crossing(1.4)));
+        for bad in [
+            "1",
+            "0",
+            "x",
+            "crossing:1",
+            "crossing:0.5",
+            "crossing:inf",
+            "crossing:",
+        ] {
+            assert_eq!(parse_jump(bad), None, "{bad}");
         }
     }
 }

@@ -125,6 +125,67 @@ fn misread_study(env: &Env) -> assert_cmd::Command {
     c
 }
 
+/// A gauge whose kernel crossing reads noisy while its CPU loop reads
+/// quiet leaves the plan whole (docs/method.md, "Planning to the noise"):
+/// at such an hour the cases' own trials spread 1–5 %, and the pilot
+/// leaves out any whose trials spread too far. `KSCALE_TEST_GAUGE_JUMP=
+/// crossing:2` makes every other reading's crossings twice as many, a CV
+/// of ~30 %, the loop untouched.
+#[test]
+fn a_noisy_crossing_under_a_quiet_loop_keeps_the_whole_plan() {
+    let _serial = measuring();
+    let env = Env::new();
+    let out = env
+        .cmd(&[
+            "study",
+            "--quick",
+            "--suite",
+            "quick",
+            "--budget",
+            "20s",
+            "--no-profile",
+            "--no-progress",
+            "--output",
+            "r.html",
+        ])
+        .env("KSCALE_TEST_GAUGE_JUMP", "crossing:2")
+        .output()
+        .expect("kscale");
+    assert_exit(&out, 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Each CPU's line names the crossing's spread and the loop's.
+    let loop_cvs: Vec<u32> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("kscale: gauge: CPU "))
+        .filter_map(|l| l.split(", CV ").nth(1))
+        .filter_map(|t| t.split(' ').next())
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    assert!(!loop_cvs.is_empty(), "{err}");
+    if loop_cvs.iter().any(|&c| c > 5) {
+        // The machine's own loop spread past the rule: the plan is fitted.
+        assert!(err.contains("the machine is noisy"), "{loop_cvs:?}\n{err}");
+        return;
+    }
+    assert!(
+        err.contains("the kernel crossing reads a CV of")
+            && err.contains("the study measures its whole plan"),
+        "{err}"
+    );
+    assert!(!err.contains("the machine is noisy"), "{err}");
+    // Stored: only the directory's rule left anything out (fs.create on a
+    // filesystem without a journal), never the noise.
+    let show = env.show("latest");
+    let noisy: Vec<&str> = show
+        .lines()
+        .skip_while(|l| !l.starts_with("left out by the study's plan"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter(|l| !l.contains("journal"))
+        .collect();
+    assert!(noisy.is_empty(), "{noisy:?}\n{show}");
+}
+
 /// A study the gauge reads noisy leaves cases out before its first trial;
 /// once its kept cases' pilot shows the budget has room at their spread,
 /// it takes cases back, measures them, and its stored `left_out` no longer

@@ -154,6 +154,8 @@ pub fn run(args: Args, _db: Option<PathBuf>) -> Result<ExitCode> {
             ..*r
         })
         .collect();
+    // What `study --quick` would make of these readings (gauge::fit_plan).
+    let whole = gauge::whole_plan(&scaled);
     for (line, n) in gauge::describe(&scaled)
         .into_iter()
         .zip(noise::per_cpu(&scaled))
@@ -165,7 +167,12 @@ pub fn run(args: Args, _db: Option<PathBuf>) -> Result<ExitCode> {
             (
                 Level::Warn,
                 Some(format!(
-                    "expect ~{trials} trials a case for a 10 % interval; `study --quick` measures fewer cases here; stop what else runs, or measure at a quieter hour"
+                    "expect ~{trials} trials a case for a 10 % interval; {}; stop what else runs, or measure at a quieter hour",
+                    if whole {
+                        "`study --quick` still measures its whole plan here, and its pilot leaves out cases that spread too far"
+                    } else {
+                        "`study --quick` measures fewer cases here"
+                    }
                 )),
             )
         };

@@ -122,6 +122,14 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         let mut noisy = Vec::new();
         if let Some(readings) = gauge::before_plan(&opts) {
             noisy = gauge::fit_plan(&mut opts, &readings, true).0;
+            let planned = gauge::plan_wall_cv(&readings);
+            if noisy.is_empty() && planned > gauge::QUIET_CV && gauge::whole_plan(&readings) {
+                eprintln!(
+                    "kscale: the kernel crossing reads a CV of {:.0} % and the CPU loop {:.0} %: the study measures its whole plan, and its pilot leaves out the cases whose own trials spread too far to converge",
+                    planned * 100.0,
+                    gauge::worst_loop_cv(&readings) * 100.0
+                );
+            }
             if !noisy.is_empty() {
                 eprintln!(
                     "kscale: the machine is noisy (planned at a CV of {:.0} %): the study measures {} of its {} cases, each workload's representative sizes; it leaves out, unless its pilot finds room for them:",
