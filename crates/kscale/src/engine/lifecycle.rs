@@ -324,7 +324,7 @@ fn say_noise(
     let Some(o) = (match opts.budget_s {
         Some(_) => gauge::fit_plan(&mut opts.clone(), readings, false).1,
         None => Some(kscale_core::noise::outlook(
-            gauge::plan_wall_cv(readings),
+            gauge::planned_cvs(readings).0,
             rule.width_pct / 100.0,
             rule.confidence_pct / 100.0,
             rule.max_trials,
@@ -349,7 +349,7 @@ fn say_noise(
         .iter()
         .filter_map(|e| kscale_workloads::find(&e.workload))
         .any(|w| w.clock == kscale_workloads::Clock::Thread);
-    let thread_cv = gauge::worst_thread_cv(readings);
+    let thread_cv = gauge::planned_cvs(readings).1;
     let thread = if on_thread && thread_cv < o.cv {
         let n = kscale_core::noise::trials_needed(
             thread_cv,
@@ -367,7 +367,12 @@ fn say_noise(
     // Planned below the wall's spread: say why (gauge::plan_wall_cv).
     let wall_cv = gauge::worst_cv(readings);
     // Said where the two differ as printed, to the percent.
-    let planned = if (o.cv * 100.0).round() < (wall_cv * 100.0).round() {
+    let planned = if gauge::loop_keeps_whole(readings) {
+        format!(
+            ", a case is planned at the CPU loop's {:.0} %, as steady as keeps the plan whole; its pilot reads what the kernel paths add (docs/method.md, \"Planning to the noise\"):",
+            o.cv * 100.0
+        )
+    } else if (o.cv * 100.0).round() < (wall_cv * 100.0).round() {
         format!(
             ", {:.0} % on the thread's CPU clock: the rest is other tasks' time, which each trial records and the fit takes out of its interval (docs/method.md, \"Others on the trial's CPUs\"), so a case is planned at {:.0} %:",
             o.cv * 100.0,
@@ -510,7 +515,7 @@ fn guessed_s(opts: &RunOptions, readings: Option<&[kscale_core::noise::Reading]>
     let rule = &opts.rule;
     let trials = readings.map_or(rule.min_trials, |r| {
         kscale_core::noise::trials_needed(
-            gauge::plan_wall_cv(r),
+            gauge::planned_cvs(r).0,
             rule.width_pct / 100.0,
             rule.confidence_pct / 100.0,
             rule.max_trials,
