@@ -105,24 +105,30 @@ fn a_noisy_first_look_is_followed_by_a_second() {
     assert_readings_per_cpu(&text, 16);
 }
 
-/// `study --quick --suite quick` in a minute without profiles, its gauge
-/// made to read a CV of ~60 % (`KSCALE_TEST_GAUGE_JUMP`: every other
-/// reading's CPU loop runs four times over) while the cases stay quiet.
-fn misread_study(env: &Env) -> assert_cmd::Command {
+/// `study --quick --suite quick` within `budget` without profiles, its
+/// gauge read with `KSCALE_TEST_GAUGE_JUMP=jump`.
+fn jumped_study(env: &Env, budget: &str, jump: &str) -> assert_cmd::Command {
     let mut c = env.cmd(&[
         "study",
         "--quick",
         "--suite",
         "quick",
         "--budget",
-        "60s",
+        budget,
         "--no-profile",
         "--no-progress",
         "--output",
         "r.html",
     ]);
-    c.env("KSCALE_TEST_GAUGE_JUMP", "4");
+    c.env("KSCALE_TEST_GAUGE_JUMP", jump);
     c
+}
+
+/// [`jumped_study`] in a minute, its gauge made to read a CV of ~60 %
+/// (every other reading's CPU loop runs four times over) while the cases
+/// stay quiet.
+fn misread_study(env: &Env) -> assert_cmd::Command {
+    jumped_study(env, "60s", "4")
 }
 
 /// A gauge whose kernel crossing reads noisy while its CPU loop reads
@@ -135,20 +141,7 @@ fn misread_study(env: &Env) -> assert_cmd::Command {
 fn a_noisy_crossing_under_a_quiet_loop_keeps_the_whole_plan() {
     let _serial = measuring();
     let env = Env::new();
-    let out = env
-        .cmd(&[
-            "study",
-            "--quick",
-            "--suite",
-            "quick",
-            "--budget",
-            "20s",
-            "--no-profile",
-            "--no-progress",
-            "--output",
-            "r.html",
-        ])
-        .env("KSCALE_TEST_GAUGE_JUMP", "crossing:2")
+    let out = jumped_study(&env, "20s", "crossing:2")
         .output()
         .expect("kscale");
     assert_exit(&out, 0);
