@@ -919,6 +919,31 @@ impl Open {
         })
     }
 
+    /// Seconds a window at the answer is priced at: twice what its own
+    /// windows took, at most the dearest step's. The dearest step is a
+    /// count the search failed at, dearer than its answer: a study's
+    /// one-CPU search under the neighbour, its answer of 2,800 refuted
+    /// down to 800 (the confirming windows read a busier phase), priced
+    /// 800's two windows and profile at its 2,850 steps' cost, which its
+    /// budget could not hold, and stored 800 from one window.
+    fn answer_step_s(&self) -> f64 {
+        let own: Vec<f64> = self
+            .best()
+            .map(|c| {
+                c.trials
+                    .iter()
+                    .filter(|t| !t.warmup)
+                    .map(|t| t.wall_s)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if own.is_empty() {
+            return self.run.step_s;
+        }
+        let mean = own.iter().sum::<f64>() / own.len() as f64;
+        (2.0 * mean).min(self.run.step_s)
+    }
+
     /// Seconds beyond its share that confirming the answer takes: the run
     /// rule's other windows (and its profile) at the dearest step, while
     /// the answer has fewer; without them it has no interval, and it is
@@ -929,7 +954,7 @@ impl Open {
     fn unconfirmed_s(&self) -> f64 {
         match (self.best(), self.share) {
             (Some(c), Some(share)) if counted(c) < self.windows && self.refuted < MAX_REFUTED => {
-                (self.run.spent_s + self.reserve * self.run.step_s - share).max(0.0)
+                (self.run.spent_s + self.reserve * self.answer_step_s() - share).max(0.0)
             }
             _ => 0.0,
         }
@@ -941,7 +966,7 @@ impl Open {
         match self.best() {
             Some(c) if self.share.is_some() && !decides(self.w, c, rule) => {
                 MAX_ANSWER_WINDOWS.saturating_sub(counted(c).max(self.windows)) as f64
-                    * self.run.step_s
+                    * self.answer_step_s()
             }
             _ => 0.0,
         }
@@ -953,7 +978,7 @@ impl Open {
         while self.unsettled(&ctx.opts.rule) {
             if self
                 .share
-                .is_some_and(|share| self.run.spent_s + self.run.step_s > share)
+                .is_some_and(|share| self.run.spent_s + self.answer_step_s() > share)
             {
                 break;
             }
@@ -998,7 +1023,7 @@ impl Open {
             if counted >= self.windows {
                 // Confirmed before the run was interrupted.
                 confirmed = Some(c.summary(w.primary().name, 95.0).mean);
-            } else if self.run.spent_s + self.reserve * self.run.step_s <= share {
+            } else if self.run.spent_s + self.reserve * self.answer_step_s() <= share {
                 let (c, _) = ctx.measure_more(c, &self.at(found.capacity), Step::Whole, true)?;
                 confirmed = Some(c.summary(w.primary().name, 95.0).mean);
                 best = Some(c);
