@@ -124,6 +124,16 @@ fn jumped_study(env: &Env, budget: &str, jump: &str) -> assert_cmd::Command {
     c
 }
 
+/// The lines of `show`'s list of cases the study's plan left out, trimmed.
+fn left_out(show: &str) -> Vec<&str> {
+    show.lines()
+        .skip_while(|l| !l.starts_with("left out by the study's plan"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .map(|l| l.trim())
+        .collect()
+}
+
 /// [`jumped_study`] in a minute, its gauge made to read a CV of ~60 %
 /// (every other reading's CPU loop runs four times over) while the cases
 /// stay quiet.
@@ -169,11 +179,8 @@ fn a_noisy_crossing_under_a_quiet_loop_keeps_the_whole_plan() {
     // Stored: only the directory's rule left anything out (fs.create on a
     // filesystem without a journal), never the noise.
     let show = env.show("latest");
-    let noisy: Vec<&str> = show
-        .lines()
-        .skip_while(|l| !l.starts_with("left out by the study's plan"))
-        .skip(1)
-        .take_while(|l| l.starts_with("  "))
+    let noisy: Vec<&str> = left_out(&show)
+        .into_iter()
         .filter(|l| !l.contains("journal"))
         .collect();
     assert!(noisy.is_empty(), "{noisy:?}\n{show}");
@@ -227,13 +234,7 @@ fn a_study_takes_back_what_its_pilot_has_room_for() {
     );
     // Stored: what came back is no longer named as left out.
     let show = env.show("latest");
-    let left: Vec<&str> = show
-        .lines()
-        .skip_while(|l| !l.starts_with("left out by the study's plan"))
-        .skip(1)
-        .take_while(|l| l.starts_with("  "))
-        .map(|l| l.trim())
-        .collect();
+    let left = left_out(&show);
     for b in &back {
         assert!(!left.contains(b), "{b} still left out:\n{show}");
     }

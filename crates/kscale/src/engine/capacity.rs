@@ -802,18 +802,26 @@ impl Open {
     /// An answer they do not hold becomes a failing count.
     fn confirm(&mut self, ctx: &mut Ctx<'_, '_>, best: &CaseData) -> Result<bool> {
         let cap = self.run.search.found().capacity;
-        let (case, secs) = ctx.measure_more(best, &self.at(cap), Step::Whole, true)?;
-        self.run.spent_s += secs;
+        let case = self.windows_at_answer(ctx, best)?;
         let held = conforms(self.w, &case, cap);
         let median = case.summary(self.w.primary().name, 95.0).mean;
-        if let Some(slot) = self.cases.iter_mut().find(|(v, _)| *v == cap) {
-            slot.1 = case;
-        }
         if !held {
             self.run.search.refute(cap, median.max(0.0) as u64);
             self.refuted += 1;
         }
         Ok(held)
+    }
+
+    /// The run rule's other windows (and the profile) at the answer
+    /// `best`, kept as the answer's case; the case they make.
+    fn windows_at_answer(&mut self, ctx: &mut Ctx<'_, '_>, best: &CaseData) -> Result<CaseData> {
+        let cap = self.run.search.found().capacity;
+        let (case, secs) = ctx.measure_more(best, &self.at(cap), Step::Whole, true)?;
+        self.run.spent_s += secs;
+        if let Some(slot) = self.cases.iter_mut().find(|(v, _)| *v == cap) {
+            slot.1 = case.clone();
+        }
+        Ok(case)
     }
 
     /// An answer its share left on one window gets the run rule's other
@@ -842,12 +850,7 @@ impl Open {
             // The search has given up going lower: its answer's windows
             // are stored as they read, their median the figure (as
             // [`Open::end`] stores them).
-            let cap = self.run.search.found().capacity;
-            let (case, secs) = ctx.measure_more(&best, &self.at(cap), Step::Whole, true)?;
-            self.run.spent_s += secs;
-            if let Some(slot) = self.cases.iter_mut().find(|(v, _)| *v == cap) {
-                slot.1 = case;
-            }
+            self.windows_at_answer(ctx, &best)?;
         }
         Ok(())
     }
