@@ -149,7 +149,8 @@ pub struct Targets {
     /// conform) by bracketing and bisecting its capacity param, a full trial set per step,
     /// instead of sweeping it; the param's largest value is where the search starts. Under
     /// --budget a step is one window and the search stops where the budget does, with the
-    /// bracket it reached.
+    /// bracket it reached. Workloads without a capacity are measured as usual, after the
+    /// searches.
     #[arg(long)]
     pub capacity: bool,
     /// Override a param's values for every selected workload that has it. Repeatable.
@@ -457,18 +458,20 @@ pub fn options(sel: &Targets, args: &RunArgs) -> Result<RunOptions> {
             .all(|(w, p, vs)| &e.workload != w || e.params.get(p).is_none_or(|v| vs.contains(v)))
     });
     if sel.capacity {
-        let without: Vec<String> = workloads
-            .iter()
-            .filter(|w| super::plan::param_of(w).is_none())
-            .map(|w| w.id())
-            .collect();
-        if !without.is_empty() {
+        if workloads.iter().all(|w| super::plan::param_of(w).is_none()) {
+            let names: Vec<String> = workloads.iter().map(|w| w.id()).collect();
             return Err(user(format!(
                 "--capacity: {} has no capacity to search (web's workloads have: conns)",
-                without.join(", ")
+                names.join(", ")
             )));
         }
-        plan = super::plan::seeds(&plan);
+        // The searches' seeds, and the other workloads' cases as planned:
+        // measured after the searches, as a study measures them.
+        let (searched, rest): (Vec<PlanEntry>, Vec<PlanEntry>) = plan.into_iter().partition(|e| {
+            kscale_workloads::find(&e.workload).is_some_and(|w| super::plan::param_of(w).is_some())
+        });
+        plan = super::plan::seeds(&searched);
+        plan.extend(rest);
     }
     Ok(RunOptions {
         targets: sel.targets.clone(),
