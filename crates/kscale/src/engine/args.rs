@@ -309,6 +309,13 @@ pub struct BudgetClock {
     pub tail_s: f64,
 }
 
+impl BudgetClock {
+    /// Seconds of `budget_s` left now, less what is kept for after the run.
+    pub fn left_s(&self, budget_s: f64) -> f64 {
+        budget_s - self.started.elapsed().as_secs_f64() - self.tail_s
+    }
+}
+
 /// Builds validated options from the command line.
 pub fn options(sel: &Targets, args: &RunArgs) -> Result<RunOptions> {
     if let Some(l) = &args.label {
@@ -467,9 +474,8 @@ pub fn options(sel: &Targets, args: &RunArgs) -> Result<RunOptions> {
         }
         // The searches' seeds, and the other workloads' cases as planned:
         // measured after the searches, as a study measures them.
-        let (searched, rest): (Vec<PlanEntry>, Vec<PlanEntry>) = plan.into_iter().partition(|e| {
-            kscale_workloads::find(&e.workload).is_some_and(|w| super::plan::param_of(w).is_some())
-        });
+        let (searched, rest): (Vec<PlanEntry>, Vec<PlanEntry>) =
+            plan.into_iter().partition(plan::searched);
         plan = super::plan::seeds(&searched);
         plan.extend(rest);
     }

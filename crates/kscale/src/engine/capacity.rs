@@ -522,10 +522,8 @@ pub fn run(
                 tail_s: 0.0,
             });
             for s in open.iter_mut() {
-                let left = budget_s - clock.started.elapsed().as_secs_f64() - clock.tail_s;
-                s.confirm_first(&mut ctx, left)?;
-                let left = budget_s - clock.started.elapsed().as_secs_f64() - clock.tail_s;
-                s.settle_first(&mut ctx, left, share.unwrap_or(0.0))?;
+                s.confirm_first(&mut ctx, clock.left_s(budget_s))?;
+                s.settle_first(&mut ctx, clock.left_s(budget_s), share.unwrap_or(0.0))?;
             }
         }
         let mut o = opts.clone();
@@ -554,7 +552,7 @@ pub fn run(
                 .collect();
             let n = short.len();
             for (k, o) in short.iter_mut().enumerate() {
-                let left = budget_s - clock.started.elapsed().as_secs_f64() - clock.tail_s;
+                let left = clock.left_s(budget_s);
                 if left <= 0.0 {
                     break;
                 }
@@ -574,11 +572,8 @@ pub fn run(
 /// read as a capacity of 0.
 #[allow(clippy::type_complexity)]
 fn split(plan: &[PlanEntry]) -> (Vec<PlanEntry>, Vec<PlanEntry>, Vec<(String, String)>) {
-    let (searched, rest): (Vec<PlanEntry>, Vec<PlanEntry>) = plan.iter().cloned().partition(|e| {
-        kscale_workloads::find(&e.workload)
-            .and_then(param_of)
-            .is_some()
-    });
+    let (searched, rest): (Vec<PlanEntry>, Vec<PlanEntry>) =
+        plan.iter().cloned().partition(super::plan::searched);
     let mut unavailable: Vec<(String, String)> = Vec::new();
     let searched = searched
         .into_iter()

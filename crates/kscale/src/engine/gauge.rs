@@ -506,12 +506,7 @@ pub fn fit_plan(
     let (cv, thread_cv) = planned_cvs(readings);
     let rule = opts.rule;
     let costs = super::runner::guessed_costs(opts);
-    let searched = opts.capacity
-        && opts.plan.iter().any(|e| {
-            kscale_workloads::find(&e.workload)
-                .and_then(super::plan::param_of)
-                .is_some()
-        });
+    let searched = opts.capacity && opts.plan.iter().any(super::plan::searched);
     let mut fixed_s = 0.0;
     // Converging cases, in plan order, with their groups and ranks.
     let mut cands = Vec::new();

@@ -471,11 +471,7 @@ fn unfinished(store: &Store, id: i64, opts: &RunOptions) -> RunOptions {
 fn not_searched(opts: &RunOptions) -> RunOptions {
     let mut o = opts.clone();
     if opts.capacity {
-        o.plan.retain(|e| {
-            kscale_workloads::find(&e.workload)
-                .and_then(plan::param_of)
-                .is_none()
-        });
+        o.plan.retain(|e| !plan::searched(e));
     }
     o
 }

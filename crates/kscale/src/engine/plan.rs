@@ -315,6 +315,14 @@ pub fn param_of(w: &WorkloadDef) -> Option<&'static str> {
     })
 }
 
+/// Whether a plan entry's workload has a capacity to search: what a run
+/// with `capacity` searches rather than measures as planned.
+pub fn searched(e: &PlanEntry) -> bool {
+    kscale_workloads::find(&e.workload)
+        .and_then(param_of)
+        .is_some()
+}
+
 /// The plan reduced to one starting case per search: for each workload,
 /// other params and CPU set, the largest value of the capacity param —
 /// the sweep's value nearest a capacity it was chosen to show.
