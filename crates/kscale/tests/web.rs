@@ -575,7 +575,9 @@ fn capacity_line(err: &str) -> &str {
 /// `KSCALE_TEST_WEB_SPREAD` reads every other window after a count's first
 /// two at 95 % of its conforming connections, so the rule's three windows
 /// at the answer spread too far to decide, and a fourth is what settles
-/// them.
+/// them. The search starts at 100 connections, which any machine holds:
+/// at the quick sweep's 800 a CI run beside the other web tests failed its
+/// first step, so the share ended with no answer to confirm.
 #[test]
 fn an_answer_too_spread_to_decide_gets_its_windows_before_the_other_cases() {
     if nginx().is_none() {
@@ -594,6 +596,8 @@ fn an_answer_too_spread_to_decide_gets_its_windows_before_the_other_cases() {
                 "1",
                 "--budget",
                 budget,
+                "--param",
+                "conns=100",
                 "--no-progress",
             ])
             .env("KSCALE_TEST_WEB_SPREAD", "0.95")
