@@ -239,7 +239,7 @@ pub struct RunOptions {
     /// take back after its pilot (runner, docs/method.md, "Taking cases
     /// back"); those it takes back move to `plan`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub held: Vec<super::plan::HeldCase>,
+    pub held: Vec<plan::HeldCase>,
     /// Seconds that taking cases back leaves for what comes after the
     /// run: the windows that may settle a capacity search's answer still
     /// too spread for the run's interval (engine::capacity). The cases the
@@ -465,7 +465,7 @@ pub fn options(sel: &Targets, args: &RunArgs) -> Result<RunOptions> {
             .all(|(w, p, vs)| &e.workload != w || e.params.get(p).is_none_or(|v| vs.contains(v)))
     });
     if sel.capacity {
-        if workloads.iter().all(|w| super::plan::param_of(w).is_none()) {
+        if workloads.iter().all(|w| plan::param_of(w).is_none()) {
             let names: Vec<String> = workloads.iter().map(|w| w.id()).collect();
             return Err(user(format!(
                 "--capacity: {} has no capacity to search (web's workloads have: conns)",
@@ -476,7 +476,7 @@ pub fn options(sel: &Targets, args: &RunArgs) -> Result<RunOptions> {
         // measured after the searches, as a study measures them.
         let (searched, rest): (Vec<PlanEntry>, Vec<PlanEntry>) =
             plan.into_iter().partition(plan::searched);
-        plan = super::plan::seeds(&searched);
+        plan = plan::seeds(&searched);
         plan.extend(rest);
     }
     Ok(RunOptions {

@@ -775,7 +775,6 @@ impl Open {
             let Some(best) = self.best().cloned() else {
                 return Ok(());
             };
-            let counted = best.trials.iter().filter(|t| !t.warmup).count();
             // The steps kept the rule's windows' worth of the share for
             // this, at the dearest step then; a last step dearer still
             // does not cost the answer its windows, without which it has
@@ -783,7 +782,7 @@ impl Open {
             // stored its answer from one window). The overrun is a window
             // or two, which the rest of the run is planned without.
             let fits = self.share.is_none_or(|share| self.run.spent_s < share);
-            if counted >= self.windows {
+            if counted(&best) >= self.windows {
                 return self.settle(ctx);
             }
             if !fits {
@@ -1068,7 +1067,7 @@ impl Open {
 
     /// The answer's confirmation when the time given still holds it, the
     /// answer case, and the line that says it.
-    fn end(self, ctx: &mut Ctx<'_, '_>) -> Result<()> {
+    fn end(mut self, ctx: &mut Ctx<'_, '_>) -> Result<()> {
         let found = self.run.search.found();
         let mut best = self.best().cloned();
         // The answer's confirmation: the run rule's windows at the capacity,
@@ -1076,12 +1075,11 @@ impl Open {
         let mut confirmed = None;
         let w = self.w;
         if let (Some(c), Some(share)) = (&best, self.share) {
-            let counted = c.trials.iter().filter(|t| !t.warmup).count();
-            if counted >= self.windows {
+            if counted(c) >= self.windows {
                 // Confirmed before the run was interrupted.
                 confirmed = Some(c.summary(w.primary().name, 95.0).mean);
             } else if self.run.spent_s + self.reserve * self.answer_step_s() <= share {
-                let (c, _) = ctx.measure_more(c, &self.at(found.capacity), Step::Whole, true)?;
+                let c = self.windows_at_answer(ctx, c)?;
                 confirmed = Some(c.summary(w.primary().name, 95.0).mean);
                 best = Some(c);
             }
