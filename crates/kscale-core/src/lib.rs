@@ -19,6 +19,7 @@ pub mod stats;
 pub mod topo;
 pub mod twosample;
 pub mod usl;
+pub mod verdict;
 
 pub use cpus::{CpuConfig, CpuSpecError};
 pub use model::{

@@ -1,6 +1,6 @@
 //! The gauge and the control (docs/method.md): a run reads the machine
 //! before its first trial and through it, stores the readings and shows
-//! them; `check` puts the machine's move in its verdict; `doctor`'s exit
+//! them; `check` shows the machine beside its verdicts, never in them; `doctor`'s exit
 //! status follows its findings; two runs at once say so.
 
 mod common;
@@ -278,9 +278,9 @@ fn a_held_case_stands_in_for_a_kept_one_that_cannot_converge() {
 }
 
 /// `KSCALE_NO_GAUGE=1`: no readings, no machine table, and `check` says
-/// the machine's move is unknown instead of guessing it.
+/// it has none to show beside its verdicts instead of guessing.
 #[test]
-fn without_the_gauge_check_says_the_move_is_unknown() {
+fn without_the_gauge_check_says_it_has_no_readings() {
     let _serial = measuring();
     let env = Env::new();
     let run = |label: &str| {
@@ -295,17 +295,17 @@ fn without_the_gauge_check_says_the_move_is_unknown() {
         .output()
         .expect("kscale");
     let text = String::from_utf8_lossy(&out.stdout);
-    // Without readings nothing carries the machine's move between the runs:
-    // under a noisy neighbour even the same code can test 50 % worse on its
-    // trials alone, which is why the summary says the move is unknown.
-    assert!(matches!(out.status.code(), Some(0 | 1 | 125)), "{text}");
-    assert!(text.contains("no gauge readings"), "{text}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    // The same code: never worse by half its value.
+    assert!(matches!(out.status.code(), Some(0 | 125)), "{text}{err}");
+    assert!(err.contains("no gauge readings"), "{err}");
 }
 
-/// `check --format json` carries the machine's move over all CPUs and on
-/// each case's, from both runs' readings.
+/// `check --format json` carries the machine beside its verdicts: the
+/// user-space CPU loop's move between the baseline and the runs now, and
+/// its spread within them.
 #[test]
-fn check_reports_the_machine_move() {
+fn check_reports_the_machine_beside_its_verdicts() {
     let _serial = measuring();
     let env = Env::new();
     assert_exit(
@@ -318,16 +318,14 @@ fn check_reports_the_machine_move() {
         .output()
         .expect("kscale");
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert!(doc["machine"]["slower_pct"].is_number(), "{doc}");
+    assert!(doc["machine"]["loop_slower_pct"].is_number(), "{doc}");
     assert!(
-        doc["machine"]["between_pct"]
+        doc["machine"]["loop_cv_now_pct"]
             .as_f64()
             .is_some_and(|b| b >= 0.0),
         "{doc}"
     );
-    let case = &doc["cases"][0];
-    assert!(case["machine"]["slower_pct"].is_number(), "{doc}");
-    // Never "regressed" on the same binary by half its value.
+    // Never "worse" on the same binary by half its value.
     assert_ne!(out.status.code(), Some(1), "{doc}");
 }
 
@@ -351,64 +349,38 @@ fn base_whose_gauge(update: &str) -> Env {
     env
 }
 
-/// A machine that ran three times slower than at its baseline: the same
-/// code cannot be told apart from a regression (125), but a case a hundred
-/// times slower is worse beyond anything the machine explains (1).
+/// A baseline whose gauge read a machine three times faster, on every
+/// probe and clock: the control is shown, never used to explain a case
+/// away (docs/verdicts.md). The same code is not worse; a case a hundred
+/// times slower is worse, however much the machine seems to have moved.
 #[test]
-fn a_slower_machine_hides_small_changes_not_large_ones() {
+fn the_control_never_explains_a_case_away() {
     let _serial = measuring();
-    // The baseline's gauge read a machine three times faster, on both
-    // clocks: the host slows the thread's CPU clock as it slows the wall.
     let env = base_whose_gauge(
         "UPDATE gauge SET cpu_ns = cpu_ns / 3, sys_ns = sys_ns / 3,
                           cpu_thread_ns = cpu_thread_ns / 3,
                           sys_thread_ns = sys_thread_ns / 3",
     );
     let check = |slow: bool| {
-        let mut c = check_base(&env, &[]);
+        let mut c = check_base(&env, &["--format", "json"]);
         if slow {
             c.env("KSCALE_TEST_DELAY_NS", "20000");
         }
         c.output().expect("kscale")
     };
     let out = check(false);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_exit(&out, 125);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert!(matches!(out.status.code(), Some(0 | 125)), "{doc}");
     assert!(
-        text.contains("CANNOT TELL syscall.null") && text.contains("the machine ran"),
-        "{text}"
+        doc["machine"]["loop_slower_pct"]
+            .as_f64()
+            .is_some_and(|m| m > 100.0),
+        "{doc}"
     );
     let out = check(true);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(text.contains("REGRESSED syscall.null"), "{text}");
-    assert!(!text.contains("CANNOT TELL"), "{text}");
-}
-
-/// A move on the wall alone is other tasks' time, which a case timed on
-/// its thread's CPU clock does not meet: `check` reads that case's
-/// machine on its own clock, so a baseline whose wall readings ran three
-/// times faster is no reason to say "the machine ran … slower".
-#[test]
-fn a_move_on_the_wall_alone_is_not_a_thread_clock_cases_machine() {
-    let _serial = measuring();
-    let env = base_whose_gauge(
-        "UPDATE gauge SET cpu_ns = cpu_ns / 3, sys_ns = sys_ns / 3
-         WHERE cpu_thread_ns IS NOT NULL",
-    );
-    let out = check_base(&env, &["--format", "json"])
-        .output()
-        .expect("kscale");
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    let case = &json["cases"][0];
-    assert_eq!(case["workload"], "syscall.null", "{json}");
-    assert_eq!(case["machine_moved"], false, "{json}");
-    assert_eq!(case["machine"]["thread_clock"], true, "{json}");
-    let slower = case["machine"]["slower_pct"].as_f64().expect("slower_pct");
-    assert!(slower.abs() < 50.0, "{json}");
-    // The wall's move is still the summary's.
-    let overall = json["machine"]["slower_pct"].as_f64().expect("machine");
-    assert!(overall > 100.0, "{json}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(out.status.code(), Some(1), "{doc}");
+    assert_eq!(doc["cases"][0]["verdict"], "worse", "{doc}");
 }
 
 /// doctor: 0 when the machine can run what was asked, 1 when a named

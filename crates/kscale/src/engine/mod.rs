@@ -13,11 +13,13 @@
 //! - `worker`, `roles`, `load`, `peers`: where a trial's processes run.
 //! - `hotplug`, `guard`: settings changed for a run, journalled and put back.
 //! - `progress`: the progress bar, for a person or for `kscale fleet`.
+//! - `gate`: what a regression gate stands on: a case's runs here.
 //! - `gauge`: the machine's own speed before a run and through it (the
 //!   control), stored with the run.
 
 pub mod args;
 pub mod capacity;
+pub mod gate;
 pub mod gauge;
 pub mod guard;
 pub mod hotplug;

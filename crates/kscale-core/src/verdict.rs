@@ -1,0 +1,434 @@
+//! Verdicts (docs/verdicts.md): every comparison kscale makes ends in one
+//! word a script or a reader can act on, given with its interval. A gate
+//! asks "is B worse than A by more than the threshold?" and answers
+//! *worse*, *not worse* or *cannot tell*; a comparison asks "how does B
+//! stand to A?" and answers *faster*, *slower*, *the same within ±threshold*
+//! or *cannot tell*. Both read one interval of the change, the
+//! (1 − 2α) interval of Schuirmann's two one-sided tests (1987): a change
+//! lies inside the threshold when both one-sided tests at α reject, which is
+//! that interval lying inside it — Kruschke's region of practical
+//! equivalence (2018) read with a confidence interval. A change is outside
+//! the threshold when its estimate is, and the interval excludes no change.
+//!
+//! Changes are logarithms of ratios oriented so that above 0 is worse
+//! (slower, or less throughput): a threshold of 10 % is ln 1.1 either way,
+//! and a 10 % faster and a 10 % slower case weigh alike.
+
+use crate::stats::t_quantile;
+
+/// The chance, over the cases one gate or comparison reads, that a case
+/// that did not move beyond the threshold is called worse, or that one that
+/// did is called not worse: each case is read at this over their number
+/// (Bonferroni), one-sided, so its interval is the (1 − 2α/k) one.
+pub const ALPHA: f64 = 0.05;
+
+/// Runs a side the "runs needed" figure stops at: past that the answer is
+/// "not on this machine", not a number of runs.
+pub const MAX_RUNS_NEEDED: u32 = 1000;
+
+/// One change: its estimate, standard error and degrees of freedom, all in
+/// ln of the ratio, worse above 0. `sigma` is one run's spread about its
+/// level (ln), where the change was made from runs: with it a verdict can
+/// say how many runs a side another threshold would take.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Change {
+    pub est: f64,
+    pub se: f64,
+    pub df: f64,
+    pub sigma: Option<f64>,
+}
+
+impl Change {
+    /// The change between the mean of `now` and the mean of `base`, each
+    /// a set of one value per run (ln), whose runs spread by `spread`.
+    /// `None` without a run on either side or without a usable spread.
+    pub fn between_runs(base: &[f64], now: &[f64], spread: Spread) -> Option<Change> {
+        if base.is_empty() || now.is_empty() || !spread.is_usable() {
+            return None;
+        }
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let (nb, na) = (base.len() as f64, now.len() as f64);
+        let est = mean(now) - mean(base);
+        if !est.is_finite() {
+            return None;
+        }
+        Some(Change {
+            est,
+            se: spread.sd * (1.0 / nb + 1.0 / na).sqrt(),
+            df: spread.df,
+            sigma: Some(spread.sd),
+        })
+    }
+}
+
+/// The spread of one run's value about its level (ln) and its degrees of
+/// freedom.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Spread {
+    pub sd: f64,
+    pub df: f64,
+    /// How many runs it was read from.
+    pub runs: usize,
+}
+
+impl Spread {
+    fn is_usable(self) -> bool {
+        self.sd.is_finite() && self.sd >= 0.0 && self.df.is_finite() && self.df > 0.0
+    }
+
+    /// The between-run spread from a case's runs in the order they were
+    /// measured (ln of each run's value, with the build that measured it).
+    /// Each pair of consecutive runs of one build gives a difference; the
+    /// spread is von Neumann's mean squared successive difference
+    /// (σ² ≈ Σ Δ² / 2m). Unlike the variance about one mean it is not
+    /// inflated by a slow drift or by a step between builds, and a step
+    /// within one build (a setting turned on) costs one difference of many
+    /// rather than every run's deviation. Pairs that straddle a change of
+    /// build are left out: that change may be the regression a gate looks
+    /// for. Its degrees of freedom are the chi-square fit of the MSSD,
+    /// 2m²/(3m − 1) for m differences (m at 1 is 1). `None` below one pair.
+    pub fn successive<B: PartialEq>(runs: &[(f64, B)]) -> Option<Spread> {
+        let diffs: Vec<f64> = runs
+            .windows(2)
+            .filter(|w| w[0].1 == w[1].1)
+            .map(|w| w[1].0 - w[0].0)
+            .filter(|d| d.is_finite())
+            .collect();
+        let m = diffs.len();
+        if m == 0 {
+            return None;
+        }
+        let mssd = diffs.iter().map(|d| d * d).sum::<f64>() / m as f64;
+        let mf = m as f64;
+        Some(Spread {
+            sd: (mssd / 2.0).sqrt(),
+            df: (2.0 * mf * mf / (3.0 * mf - 1.0)).max(1.0),
+            runs: runs.len(),
+        })
+    }
+}
+
+/// An interval of a change in percent of the baseline, worse above 0.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Interval {
+    pub est_pct: f64,
+    pub lo_pct: f64,
+    pub hi_pct: f64,
+    /// Its two-sided confidence, in %.
+    pub confidence_pct: f64,
+}
+
+fn pct(ln: f64) -> f64 {
+    (ln.exp() - 1.0) * 100.0
+}
+
+/// A gate's answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateWord {
+    Worse,
+    NotWorse,
+    CannotTell,
+}
+
+impl GateWord {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GateWord::Worse => "worse",
+            GateWord::NotWorse => "not worse",
+            GateWord::CannotTell => "cannot tell",
+        }
+    }
+}
+
+/// A gate's answer with what it stood on.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct GateVerdict {
+    pub verdict: GateWord,
+    pub interval: Interval,
+    /// The smallest threshold (%) at which this change would have been
+    /// "not worse": the interval's upper end.
+    pub smallest_threshold_pct: f64,
+    /// Runs a side the asked threshold would take at this spread, where
+    /// the change was measured from runs and the estimate leaves room;
+    /// `None` where no number of runs would (the estimate itself is beyond
+    /// the threshold) or the spread is not a run's.
+    pub runs_needed: Option<u32>,
+}
+
+/// A comparison's answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompareWord {
+    Faster,
+    Slower,
+    Same,
+    CannotTell,
+}
+
+impl CompareWord {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompareWord::Faster => "faster",
+            CompareWord::Slower => "slower",
+            CompareWord::Same => "same",
+            CompareWord::CannotTell => "cannot tell",
+        }
+    }
+}
+
+/// A comparison's answer with its interval and, where it could not tell,
+/// the smallest threshold at which the interval would have said "same"
+/// (its larger end from 0, in %).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct CompareVerdict {
+    pub verdict: CompareWord,
+    pub interval: Interval,
+    pub smallest_threshold_pct: f64,
+}
+
+/// The (1 − 2α) interval of `c`, in ln, and its confidence in %.
+fn bounds(c: Change, alpha: f64) -> (f64, f64, f64) {
+    let conf = (1.0 - 2.0 * alpha) * 100.0;
+    let half = if c.se == 0.0 {
+        0.0
+    } else {
+        t_quantile(conf, c.df) * c.se
+    };
+    (c.est - half, c.est + half, conf)
+}
+
+fn interval(c: Change, alpha: f64) -> Interval {
+    let (lo, hi, conf) = bounds(c, alpha);
+    Interval {
+        est_pct: pct(c.est),
+        lo_pct: pct(lo),
+        hi_pct: pct(hi),
+        confidence_pct: conf,
+    }
+}
+
+/// Runs a side (both sides alike) for the interval's upper end to fall
+/// below `limit` (ln) at one run's spread `sigma`, with the estimate where
+/// it is and the degrees of freedom the spread has.
+fn runs_needed(c: Change, alpha: f64, limit: f64) -> Option<u32> {
+    let sigma = c.sigma?;
+    let room = limit - c.est.max(0.0);
+    if !(room > 0.0 && sigma.is_finite()) {
+        return None;
+    }
+    let t = t_quantile((1.0 - 2.0 * alpha) * 100.0, c.df);
+    // se = σ √(2/n) ≤ room / t.
+    let n = 2.0 * (t * sigma / room).powi(2);
+    let n = n.ceil().max(1.0);
+    (n <= f64::from(MAX_RUNS_NEEDED)).then_some(n as u32)
+}
+
+/// The gate's verdict on `c` at `threshold` (a fraction: 0.05 is 5 %),
+/// each one-sided test at `alpha`.
+///
+/// - worse: the estimate is beyond the threshold and the interval's lower
+///   end above no change;
+/// - not worse: the interval's upper end below the threshold (a
+///   non-inferiority test);
+/// - cannot tell: neither.
+pub fn gate(c: Change, threshold: f64, alpha: f64) -> GateVerdict {
+    let limit = (1.0 + threshold).ln();
+    let (lo, hi, _) = bounds(c, alpha);
+    let verdict = if c.est > limit && lo > 0.0 {
+        GateWord::Worse
+    } else if hi < limit {
+        GateWord::NotWorse
+    } else {
+        GateWord::CannotTell
+    };
+    GateVerdict {
+        verdict,
+        interval: interval(c, alpha),
+        smallest_threshold_pct: pct(hi).max(0.0),
+        runs_needed: match verdict {
+            GateWord::CannotTell => runs_needed(c, alpha, limit),
+            _ => None,
+        },
+    }
+}
+
+/// The comparison's verdict on `c` at ±`threshold`: the same where the
+/// interval lies inside ±threshold; slower (faster) where the estimate is
+/// beyond it on that side and the interval excludes no change; cannot
+/// tell otherwise.
+pub fn compare(c: Change, threshold: f64, alpha: f64) -> CompareVerdict {
+    let limit = (1.0 + threshold).ln();
+    let (lo, hi, _) = bounds(c, alpha);
+    let verdict = if lo > -limit && hi < limit {
+        CompareWord::Same
+    } else if c.est > limit && lo > 0.0 {
+        CompareWord::Slower
+    } else if c.est < -limit && hi < 0.0 {
+        CompareWord::Faster
+    } else {
+        CompareWord::CannotTell
+    };
+    CompareVerdict {
+        verdict,
+        interval: interval(c, alpha),
+        smallest_threshold_pct: pct(hi.max(-lo)).max(0.0),
+    }
+}
+
+/// α for one of `cases` read together (Bonferroni).
+pub fn per_case(alpha: f64, cases: usize) -> f64 {
+    alpha / cases.max(1) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ch(est_pct: f64, se: f64, df: f64) -> Change {
+        Change {
+            est: (1.0 + est_pct / 100.0).ln(),
+            se,
+            df,
+            sigma: Some(se / 2f64.sqrt()),
+        }
+    }
+
+    #[test]
+    fn a_clear_slowdown_beyond_the_threshold_is_worse() {
+        let v = gate(ch(30.0, 0.03, 20.0), 0.10, 0.05);
+        assert_eq!(v.verdict, GateWord::Worse);
+        assert!(v.interval.lo_pct > 0.0 && v.interval.hi_pct > 30.0);
+        assert_eq!(v.runs_needed, None);
+    }
+
+    #[test]
+    fn a_narrow_interval_below_the_threshold_is_not_worse() {
+        let v = gate(ch(1.0, 0.02, 20.0), 0.10, 0.05);
+        assert_eq!(v.verdict, GateWord::NotWorse);
+        assert!(v.smallest_threshold_pct < 10.0 && v.smallest_threshold_pct > 1.0);
+    }
+
+    #[test]
+    fn a_wide_interval_cannot_tell_and_says_what_would_decide() {
+        let v = gate(ch(2.0, 0.08, 10.0), 0.05, 0.05);
+        assert_eq!(v.verdict, GateWord::CannotTell);
+        assert!(v.smallest_threshold_pct > 5.0);
+        let n = v.runs_needed.expect("room below the threshold");
+        assert!(n > 1, "{n}");
+        // At that many runs a side the upper end is below 5 %.
+        let sigma = 0.08 / 2f64.sqrt();
+        let c = Change {
+            se: sigma * (2.0 / f64::from(n)).sqrt(),
+            ..ch(2.0, 0.0, 10.0)
+        };
+        assert_eq!(gate(c, 0.05, 0.05).verdict, GateWord::NotWorse);
+    }
+
+    #[test]
+    fn worse_within_the_threshold_is_not_worse_but_not_called_worse() {
+        // 4 % slower, clearly, at a 10 % threshold: not worse by more than 10 %.
+        let v = gate(ch(4.0, 0.01, 30.0), 0.10, 0.05);
+        assert_eq!(v.verdict, GateWord::NotWorse);
+        // 12 % slower but the interval reaches below no change: cannot tell.
+        let v = gate(ch(12.0, 0.08, 5.0), 0.10, 0.05);
+        assert_eq!(v.verdict, GateWord::CannotTell);
+        assert_eq!(v.runs_needed, None, "the estimate is beyond the threshold");
+    }
+
+    #[test]
+    fn comparisons_read_both_sides() {
+        assert_eq!(
+            compare(ch(25.0, 0.04, 20.0), 0.05, 0.05).verdict,
+            CompareWord::Slower
+        );
+        assert_eq!(
+            compare(ch(-25.0, 0.04, 20.0), 0.05, 0.05).verdict,
+            CompareWord::Faster
+        );
+        assert_eq!(
+            compare(ch(0.5, 0.01, 20.0), 0.05, 0.05).verdict,
+            CompareWord::Same
+        );
+        let v = compare(ch(3.0, 0.05, 20.0), 0.05, 0.05);
+        assert_eq!(v.verdict, CompareWord::CannotTell);
+        assert!(v.smallest_threshold_pct > 5.0);
+    }
+
+    #[test]
+    fn the_successive_spread_skips_a_change_of_build_and_shrugs_off_a_drift() {
+        // A slow drift of 1 % a run, no noise: the spread about the mean is
+        // large, the successive one is 1/√2 of a step.
+        let drift: Vec<(f64, u8)> = (0..10).map(|i| (0.01 * f64::from(i), 0)).collect();
+        let s = Spread::successive(&drift).expect("pairs");
+        assert!((s.sd - 0.01 / 2f64.sqrt()).abs() < 1e-9, "{s:?}");
+        assert_eq!(s.runs, 10);
+        // A 40 % step between builds is left out.
+        let mut steps = drift.clone();
+        steps.extend((10..20).map(|i| (0.4 + 0.01 * f64::from(i), 1)));
+        let t = Spread::successive(&steps).expect("pairs");
+        assert!((t.sd - s.sd).abs() < 1e-9, "{t:?}");
+        assert!(t.df > s.df);
+        assert!(Spread::successive(&[(0.0, 0), (0.1, 1)]).is_none());
+    }
+
+    #[test]
+    fn between_runs_needs_both_sides() {
+        let s = Spread {
+            sd: 0.03,
+            df: 10.0,
+            runs: 12,
+        };
+        assert!(Change::between_runs(&[], &[0.0], s).is_none());
+        let c = Change::between_runs(&[0.0], &[0.1, 0.1, 0.1, 0.1], s).expect("change");
+        assert!((c.est - 0.1).abs() < 1e-12);
+        assert!((c.se - 0.03 * 1.25f64.sqrt()).abs() < 1e-12);
+    }
+
+    proptest! {
+        /// The verdicts never contradict the interval they are given with:
+        /// "worse" has its lower end above 0 and its estimate above the
+        /// threshold; "not worse" has its upper end below the threshold;
+        /// the gate never calls worse what the comparison calls the same
+        /// or faster, nor not worse what it calls slower.
+        #[test]
+        fn verdicts_agree_with_their_intervals(
+            est in -60.0f64..150.0,
+            se in 0.0f64..0.5,
+            df in 1.0f64..200.0,
+            threshold in 0.01f64..0.5,
+        ) {
+            let c = ch(est, se, df);
+            let g = gate(c, threshold, 0.05);
+            let k = compare(c, threshold, 0.05);
+            let t = threshold * 100.0;
+            match g.verdict {
+                GateWord::Worse => {
+                    prop_assert!(g.interval.lo_pct > 0.0 && g.interval.est_pct > t - 1e-9);
+                    prop_assert_eq!(k.verdict, CompareWord::Slower);
+                }
+                GateWord::NotWorse => {
+                    prop_assert!(g.interval.hi_pct < t + 1e-9);
+                    prop_assert!(k.verdict != CompareWord::Slower);
+                }
+                GateWord::CannotTell => {
+                    prop_assert!(g.smallest_threshold_pct >= t - 1e-9);
+                }
+            }
+            if k.verdict == CompareWord::Same {
+                prop_assert!(g.verdict == GateWord::NotWorse);
+            }
+        }
+
+        /// A narrower interval never turns "not worse" into "cannot tell".
+        #[test]
+        fn more_runs_only_help(est in -20.0f64..8.0, se in 0.001f64..0.2) {
+            let wide = gate(ch(est, se, 20.0), 0.10, 0.05);
+            let narrow = gate(ch(est, se / 2.0, 20.0), 0.10, 0.05);
+            if wide.verdict == GateWord::NotWorse {
+                prop_assert_eq!(narrow.verdict, GateWord::NotWorse);
+            }
+        }
+    }
+}

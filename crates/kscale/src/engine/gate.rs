@@ -1,0 +1,243 @@
+//! What a regression gate stands on (docs/verdicts.md): each case's value
+//! in every stored run of it on this host and kernel, whatever the label,
+//! in the order they were measured; from them the spread of one run about
+//! its level, and the change between the baseline's runs and the runs just
+//! measured. The verdict itself is `kscale_core::verdict`'s.
+//!
+//! A run's trials cannot tell the machine's spread between runs: on a VM
+//! whose host moves it in phases of seconds, one run's trials all sit in
+//! one phase and agree with each other, while the next run sits in
+//! another. Only runs measure that, so the gate reads the case's runs.
+
+use kscale_core::cpus::base_name;
+use kscale_core::verdict::{self, Change, GateVerdict, Spread};
+use kscale_core::Direction;
+use kscale_store::{CaseData, CaseStatus, RunData, Store};
+use std::collections::BTreeMap;
+
+/// A run's place in the series: the host and kernel it ran on, the build
+/// that measured it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Machine {
+    host: Option<String>,
+    kernel: Option<String>,
+    kernel_version: Option<String>,
+}
+
+fn machine_of(snapshot: &serde_json::Value) -> Machine {
+    let s = |v: &serde_json::Value| v.as_str().map(str::to_string);
+    Machine {
+        host: s(&snapshot["hostname"]),
+        kernel: s(&snapshot["kernel"]["release"]),
+        kernel_version: s(&snapshot["kernel"]["version"]),
+    }
+}
+
+/// One case the gate compares: what names it and its primary metric.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub workload: String,
+    pub params: BTreeMap<String, String>,
+    /// The baseline's CPU configuration (its name, for the line).
+    pub cpus: String,
+    pub metric: String,
+    pub unit: String,
+    pub direction: Direction,
+}
+
+impl Target {
+    fn is(&self, c: &CaseData) -> bool {
+        c.key.workload == self.workload
+            && c.key.params == self.params
+            && base_name(&c.key.cpus) == base_name(&self.cpus)
+    }
+
+    /// `syscall.null` or `ctx.lat procs=2 size=0`.
+    pub fn name(&self) -> String {
+        let mut s = self.workload.clone();
+        for (k, v) in &self.params {
+            s.push_str(&format!(" {k}={v}"));
+        }
+        s
+    }
+}
+
+/// The value a run reports for `metric` of a done case: what its table
+/// prints (the case's estimator; a merged percentile for a percentile).
+fn value(c: &CaseData, metric: &str) -> Option<f64> {
+    if c.status != CaseStatus::Done {
+        return None;
+    }
+    let v = c.summary(metric, 95.0).mean;
+    (v.is_finite() && v > 0.0).then_some(v)
+}
+
+/// The baseline's done cases, each with its primary metric.
+pub fn targets(base: &RunData) -> Vec<Target> {
+    base.cases
+        .iter()
+        .filter(|c| c.status == CaseStatus::Done)
+        .filter_map(|c| {
+            let m = c.metrics.iter().find(|m| m.primary).or(c.metrics.first())?;
+            Some(Target {
+                workload: c.key.workload.clone(),
+                params: c.key.params.clone(),
+                cpus: c.key.cpus.clone(),
+                metric: m.name.clone(),
+                unit: m.unit.clone(),
+                direction: m.direction,
+            })
+        })
+        .collect()
+}
+
+/// What one case's verdict stood on.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Footing {
+    /// The baseline side's runs (the baseline and its label's runs of the
+    /// same build on this host and kernel) and their values.
+    pub base_runs: Vec<i64>,
+    pub base_values: Vec<f64>,
+    /// The runs measured now and their values.
+    pub now_runs: Vec<i64>,
+    pub now_values: Vec<f64>,
+    /// One run's spread about its level, in % (ln × 100), and the stored
+    /// runs it was read from (this host and kernel, any label).
+    pub spread_pct: Option<f64>,
+    pub spread_df: Option<f64>,
+    pub spread_runs: usize,
+}
+
+/// A case's verdict and its footing; `verdict` is `None` where a side has
+/// no value or the runs give no spread yet.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Judged {
+    #[serde(skip)]
+    pub target: Target,
+    pub verdict: Option<GateVerdict>,
+    pub footing: Footing,
+}
+
+/// ln of `v`, turned so that a larger figure is worse.
+fn worse_ln(v: f64, d: Direction) -> f64 {
+    match d {
+        Direction::Lower => v.ln(),
+        Direction::Higher => -v.ln(),
+    }
+}
+
+/// Judges every target: the baseline run `base` against the runs `now`,
+/// with the spread of the case's runs in `store` on the baseline's host and
+/// kernel. Each case at `alpha` over the targets.
+pub fn judge(
+    store: &Store,
+    base: &RunData,
+    now: &[i64],
+    targets: &[Target],
+    threshold: f64,
+) -> anyhow::Result<Vec<Judged>> {
+    let mut workloads: Vec<String> = targets.iter().map(|t| t.workload.clone()).collect();
+    workloads.sort();
+    workloads.dedup();
+    let stored = store.series(&workloads)?;
+    let here = machine_of(&base.run.snapshot);
+    let on_here = |id: &i64| {
+        stored.runs.get(id).is_some_and(|r| {
+            Machine {
+                host: r.hostname.clone(),
+                kernel: r.kernel.clone(),
+                kernel_version: r.kernel_version.clone(),
+            } == here
+        })
+    };
+    let base_rev = base.run.git_rev.clone();
+    let alpha = verdict::per_case(verdict::ALPHA, targets.len());
+    let mut out = Vec::new();
+    for t in targets {
+        // Every stored run of the case here, oldest first (run ids grow
+        // with time in one store).
+        let runs: Vec<(i64, f64)> = stored
+            .cases
+            .iter()
+            .filter(|s| t.is(&s.case) && on_here(&s.run_id))
+            .filter_map(|s| Some((s.run_id, value(&s.case, &t.metric)?)))
+            .collect();
+        let rev = |id: i64| stored.runs.get(&id).map(|r| r.git_rev.clone());
+        let label = |id: i64| stored.runs.get(&id).map(|r| r.label.clone());
+        let base_side: Vec<(i64, f64)> = runs
+            .iter()
+            .filter(|(id, _)| {
+                *id == base.run.id
+                    || (!now.contains(id)
+                        && label(*id).as_deref() == Some(base.run.label.as_str())
+                        && rev(*id).as_deref() == Some(base_rev.as_str()))
+            })
+            .copied()
+            .collect();
+        let now_side: Vec<(i64, f64)> = runs
+            .iter()
+            .filter(|(id, _)| now.contains(id))
+            .copied()
+            .collect();
+        // The spread: the stored runs before now, each pair of one build,
+        // then the runs now among themselves. The step from the last
+        // stored run to the first run now is the change being judged, so
+        // it is not counted as spread.
+        let series: Vec<(f64, (Option<String>, bool))> = runs
+            .iter()
+            .map(|&(id, v)| (worse_ln(v, t.direction), (rev(id), now.contains(&id))))
+            .filter(|(_, (_, is_now))| !is_now)
+            .chain(
+                now_side
+                    .iter()
+                    .map(|&(id, v)| (worse_ln(v, t.direction), (rev(id), true))),
+            )
+            .collect();
+        let spread = Spread::successive(&series);
+        let ln = |side: &[(i64, f64)]| -> Vec<f64> {
+            side.iter()
+                .map(|&(_, v)| worse_ln(v, t.direction))
+                .collect()
+        };
+        let verdict = spread
+            .and_then(|s| Change::between_runs(&ln(&base_side), &ln(&now_side), s))
+            .map(|c: Change| verdict::gate(c, threshold, alpha));
+        out.push(Judged {
+            target: t.clone(),
+            verdict,
+            footing: Footing {
+                base_runs: base_side.iter().map(|r| r.0).collect(),
+                base_values: base_side.iter().map(|r| r.1).collect(),
+                now_runs: now_side.iter().map(|r| r.0).collect(),
+                now_values: now_side.iter().map(|r| r.1).collect(),
+                spread_pct: spread.map(|s| s.sd * 100.0),
+                spread_df: spread.map(|s| s.df),
+                spread_runs: spread.map_or(0, |s| s.runs),
+            },
+        });
+    }
+    Ok(out)
+}
+
+/// Whether measuring this case in `more` more runs could still decide it:
+/// at its spread as it stands, with the estimate where it is, the interval
+/// with that many more runs now would fall inside the threshold.
+pub fn more_runs_could_decide(j: &Judged, more: usize) -> bool {
+    let Some(v) = j.verdict else {
+        // No spread yet: a second run gives one.
+        return !j.footing.now_runs.is_empty() || more > 0;
+    };
+    if v.verdict != verdict::GateWord::CannotTell {
+        return false;
+    }
+    let Some(need) = v.runs_needed else {
+        return false;
+    };
+    // Both sides alike in `runs_needed`; the baseline side is fixed, so
+    // the runs now must carry more than their half.
+    let nb = j.footing.base_runs.len().max(1);
+    let have = j.footing.now_runs.len() + more;
+    let need = need as usize;
+    // σ²(1/nb + 1/have) ≤ σ²·2/need.
+    1.0 / nb as f64 + 1.0 / have as f64 <= 2.0 / need as f64
+}
