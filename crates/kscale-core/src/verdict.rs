@@ -258,21 +258,27 @@ pub fn gate(c: Change, threshold: f64, alpha: f64) -> GateVerdict {
 /// beyond it on that side and the interval excludes no change; cannot
 /// tell otherwise.
 pub fn compare(c: Change, threshold: f64, alpha: f64) -> CompareVerdict {
-    let limit = (1.0 + threshold).ln();
     let (lo, hi, _) = bounds(c, alpha);
-    let verdict = if lo > -limit && hi < limit {
+    CompareVerdict {
+        verdict: classify(c.est, lo, hi, threshold),
+        interval: interval(c, alpha),
+        smallest_threshold_pct: pct(hi.max(-lo)).max(0.0),
+    }
+}
+
+/// The comparison's rule on an interval already made (ln of the ratio,
+/// worse above 0): the one rule [`compare`] and a change point's interval
+/// (`kscale changes`) are read by.
+pub fn classify(est: f64, lo: f64, hi: f64, threshold: f64) -> CompareWord {
+    let limit = (1.0 + threshold).ln();
+    if lo > -limit && hi < limit {
         CompareWord::Same
-    } else if c.est > limit && lo > 0.0 {
+    } else if est > limit && lo > 0.0 {
         CompareWord::Slower
-    } else if c.est < -limit && hi < 0.0 {
+    } else if est < -limit && hi < 0.0 {
         CompareWord::Faster
     } else {
         CompareWord::CannotTell
-    };
-    CompareVerdict {
-        verdict,
-        interval: interval(c, alpha),
-        smallest_threshold_pct: pct(hi.max(-lo)).max(0.0),
     }
 }
 

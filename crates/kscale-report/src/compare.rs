@@ -6,13 +6,14 @@
 //! ratio stands the smallest change the comparison could have seen
 //! (docs/method.md, "Comparing two cases").
 
-use crate::format::{mean_marked, pct};
+use crate::format::{mean_marked, pct, sig};
 use crate::results::{case_label, cpus_header};
 use crate::table::{Cell, RowKind, Table, Tone};
 use crate::Catalog;
 use kscale_core::cpus::base_name;
 use kscale_core::stats::geomean;
 use kscale_core::twosample::{Test, TwoSample, POWER};
+use kscale_core::verdict::{self, Change, CompareVerdict, CompareWord, Spread};
 use kscale_core::{Direction, Estimator};
 use kscale_store::{CaseData, CaseStatus, RunData};
 use serde::Serialize;
@@ -59,6 +60,11 @@ pub struct Ratio {
     /// denominator's value (α 0.05 two-sided, power 0.8): a `~` ratio
     /// means no change of this size or more was found.
     pub mdc: Option<f64>,
+    /// The verdict (docs/verdicts.md) at the comparison's threshold, from
+    /// the spread between runs of each side's case ([`decide`]); `None`
+    /// where a side has no spread between runs yet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<CompareVerdict>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -100,6 +106,10 @@ pub struct Comparison {
     pub families: Vec<FamilyComparison>,
     /// Cases present in only some systems: (system names that have it, case).
     pub only_in: Vec<(Vec<String>, String)>,
+    /// The threshold the verdicts were given at (a fraction), once
+    /// [`decide`] gave them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<f64>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -286,6 +296,7 @@ pub fn compare_metric(
                     better: better(metric.direction, ratio),
                     test: t.map(|t| t.test),
                     mdc: t.and_then(|t| t.mdc),
+                    verdict: None,
                 }
             })
             .collect();
@@ -358,7 +369,119 @@ pub fn compare_metric(
         matching,
         families,
         only_in,
+        threshold: None,
     })
+}
+
+/// One side's spread between runs of a case (ln) and the machine it was
+/// read on: two sides on one machine share one estimate.
+#[derive(Clone, Copy, Debug)]
+pub struct SideSpread {
+    pub spread: Spread,
+    pub machine: usize,
+}
+
+/// The change of `num` over `den` for one row, worse above 0, from each
+/// side's spread between runs; `None` where a side has none.
+fn row_change(
+    r: &CompareRow,
+    num: usize,
+    den: usize,
+    a: Option<SideSpread>,
+    b: Option<SideSpread>,
+) -> Option<Change> {
+    let (a, b) = (a?, b?);
+    let (x, y) = (r.means[num], r.means[den]);
+    if !(x > 0.0 && y > 0.0) {
+        return None;
+    }
+    let est = match r.direction {
+        Direction::Lower => (x / y).ln(),
+        Direction::Higher => (y / x).ln(),
+    };
+    let (va, vb) = (a.spread.sd.powi(2), b.spread.sd.powi(2));
+    // One machine: one estimate of one spread, counted for both runs.
+    let df = if a.machine == b.machine {
+        a.spread.df
+    } else {
+        (va + vb).powi(2) / (va.powi(2) / a.spread.df + vb.powi(2) / b.spread.df)
+    };
+    Some(Change {
+        est,
+        se: (va + vb).sqrt(),
+        df,
+        sigma: None,
+    })
+}
+
+/// Gives every case row and every family's "Geometric mean" row a verdict
+/// at `threshold` (docs/verdicts.md): each case from the spread between
+/// runs of that case on each side's machine (`spread(system, row)`); the
+/// family from its cases' changes, their mean and, since the machine moves
+/// them together, the mean of their standard errors (the most they can
+/// correlate), at the fewest degrees of freedom.
+pub fn decide(
+    c: &mut Comparison,
+    threshold: f64,
+    spread: impl Fn(usize, &CompareRow) -> Option<SideSpread>,
+) {
+    c.threshold = Some(threshold);
+    for f in &mut c.families {
+        let mut by_pair: BTreeMap<(usize, usize), Vec<Option<Change>>> = BTreeMap::new();
+        for r in f.rows.iter_mut().filter(|r| !r.summary) {
+            let sides: Vec<Option<SideSpread>> = (0..r.means.len()).map(|i| spread(i, r)).collect();
+            let changes: Vec<Option<Change>> = r
+                .ratios
+                .iter()
+                .map(|q| row_change(r, q.num, q.den, sides[q.num], sides[q.den]))
+                .collect();
+            for (q, ch) in r.ratios.iter_mut().zip(changes) {
+                q.verdict = ch.map(|ch| verdict::compare(ch, threshold, verdict::ALPHA));
+                by_pair.entry((q.num, q.den)).or_default().push(ch);
+            }
+        }
+        let Some(gm) = f
+            .rows
+            .iter_mut()
+            .find(|r| r.summary && r.label == "Geometric mean")
+        else {
+            continue;
+        };
+        for q in &mut gm.ratios {
+            let Some(all) = by_pair
+                .get(&(q.num, q.den))
+                .and_then(|v| v.iter().copied().collect::<Option<Vec<Change>>>())
+                .filter(|v| !v.is_empty())
+            else {
+                continue;
+            };
+            let k = all.len() as f64;
+            let ch = Change {
+                est: all.iter().map(|c| c.est).sum::<f64>() / k,
+                se: all.iter().map(|c| c.se).sum::<f64>() / k,
+                df: all.iter().map(|c| c.df).fold(f64::INFINITY, f64::min),
+                sigma: None,
+            };
+            q.verdict = Some(verdict::compare(ch, threshold, verdict::ALPHA));
+        }
+    }
+}
+
+/// A verdict cell: `same`, `slower`, `faster`, `cannot tell (≥ 12%)`, or
+/// `–` where a side has no spread between runs.
+pub fn verdict_cell(r: &Ratio) -> Cell {
+    match r.verdict {
+        None => Cell::tone("–", Tone::Dim),
+        Some(v) => match v.verdict {
+            CompareWord::Same => Cell::tone("same", Tone::Good),
+            CompareWord::Faster => Cell::tone("faster", Tone::Good),
+            CompareWord::Slower => Cell::tone("slower", Tone::Bad),
+            CompareWord::CannotTell => Cell::tone(
+                format!("cannot tell (±{:.0}%)", v.smallest_threshold_pct.ceil()),
+                Tone::Dim,
+            ),
+        },
+    }
 }
 
 /// The runs' estimator when every run was measured under the same one;
@@ -481,6 +604,7 @@ fn summary_row(
                     better: better(like.direction, ratio),
                     test: None,
                     mdc: None,
+                    verdict: None,
                 }
             })
             .collect(),
@@ -557,6 +681,14 @@ pub fn legend(c: &Comparison) -> Vec<String> {
         ),
         tests_legend(c.estimator),
     ];
+    if let Some(t) = c.threshold {
+        v.push(format!(
+            "verdict: same where the {:.0} % interval of the change lies within ±{} %; slower or faster where the change is beyond ±{} % and the interval excludes no change; cannot tell otherwise, with the threshold it could decide. The interval stands on each side's spread between runs of the case on its host and kernel (every stored run there); –: a side has no two runs of one build there yet. The family's verdict is on its geometric mean row (docs/verdicts.md).",
+            100.0 * (1.0 - 2.0 * verdict::ALPHA),
+            sig(t * 100.0, 2),
+            sig(t * 100.0, 2)
+        ));
+    }
     let names: Vec<String> = n
         .iter()
         .enumerate()
@@ -604,6 +736,13 @@ pub fn tables(c: &Comparison) -> Vec<Table> {
                 .iter()
                 .map(|(num, den)| format!("MDC {}/{}", letter(*num), letter(*den))),
         );
+        if c.threshold.is_some() {
+            headers.extend(
+                pairs
+                    .iter()
+                    .map(|(num, den)| format!("verdict {}/{}", letter(*num), letter(*den))),
+            );
+        }
         headers.push("Test".into());
         let mut t = Table::new(format!("{} ({})", f.title, f.family), headers);
         for r in &f.rows {
@@ -620,11 +759,21 @@ pub fn tables(c: &Comparison) -> Vec<Table> {
             cells.extend(r.ratios.iter().map(ratio_cell));
             if r.summary {
                 cells.extend(r.ratios.iter().map(|_| Cell::new("")));
-                cells.push(Cell::new(""));
             } else {
                 cells.extend(r.ratios.iter().map(mdc_cell));
-                cells.push(tests_cell(&r.ratios));
             }
+            if c.threshold.is_some() {
+                if r.summary && r.ratios.iter().all(|q| q.verdict.is_none()) {
+                    cells.extend(r.ratios.iter().map(|_| Cell::new("")));
+                } else {
+                    cells.extend(r.ratios.iter().map(verdict_cell));
+                }
+            }
+            cells.push(if r.summary {
+                Cell::new("")
+            } else {
+                tests_cell(&r.ratios)
+            });
             t.push(
                 if r.summary {
                     RowKind::Summary

@@ -130,3 +130,55 @@ fn scale_names_the_detectable_change() {
     let s = scale(&a, None, &Cat).unwrap();
     insta::assert_snapshot!(text(&scale_tables(&s)));
 }
+
+/// Verdicts from the spread between runs: syscall 8 % slower on runs that
+/// spread 1 % is slower at ±5 %; the same change on runs that spread 10 %
+/// cannot be told, and says the margin it could decide; a side without a
+/// spread between runs has no verdict. The family's geometric mean gets
+/// one from its cases.
+#[test]
+fn compare_gives_each_case_and_family_a_verdict() {
+    use kscale_core::verdict::{CompareWord, Spread};
+    use kscale_report::compare::{decide, SideSpread};
+    let (a, b) = pair(Some("trimmed"));
+    let mut c = compare(&[&a, &b], &Cat).unwrap();
+    let spread = |sd: f64| Spread {
+        sd,
+        df: 20.0,
+        runs: 21,
+    };
+    decide(&mut c, 0.05, |_, row| {
+        Some(SideSpread {
+            spread: match (row.workload.as_str(), row.cpus.as_str()) {
+                ("syscall.null", "1") => spread(0.01),
+                ("syscall.null", _) => spread(0.01),
+                ("syscall.pipe", _) => spread(0.10),
+                _ => return None,
+            },
+            machine: 0,
+        })
+    });
+    let rows = &c.families[0].rows;
+    let verdict = |label: &str| {
+        rows.iter()
+            .find(|r| r.label.starts_with(label))
+            .unwrap_or_else(|| panic!("no row {label}"))
+            .ratios[0]
+            .verdict
+    };
+    let v = verdict("Simple syscall [1").expect("a verdict");
+    assert_eq!(v.verdict, CompareWord::Slower, "{v:?}");
+    assert!(v.interval.lo_pct > 0.0 && v.interval.est_pct > 5.0, "{v:?}");
+    let v = verdict("Pipe latency").expect("a verdict");
+    assert_eq!(v.verdict, CompareWord::CannotTell, "{v:?}");
+    assert!(v.smallest_threshold_pct > 5.0, "{v:?}");
+    assert!(verdict("TCP request/response").is_none());
+    // One case without a verdict: the family has none.
+    assert!(verdict("Geometric mean").is_none());
+    let out = text(&compare_tables(&c));
+    assert!(
+        out.contains("verdict B/A") && out.contains("slower"),
+        "{out}"
+    );
+    assert!(out.contains("cannot tell (±"), "{out}");
+}

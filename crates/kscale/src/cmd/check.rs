@@ -53,8 +53,9 @@ pub struct Args {
     repeat: u32,
     /// The most runs to measure in all: while a case cannot be told and
     /// more runs could decide it at the spread measured, it is measured
-    /// again, alone, up to this many runs. `--repeat` to 20.
-    #[arg(long, value_name = "N", default_value_t = 8)]
+    /// again, alone, up to this many runs, while the check stays within a
+    /// minute a case. `--repeat` to 20.
+    #[arg(long, value_name = "N", default_value_t = 6)]
     max_runs: u32,
     #[command(flatten)]
     run: super::run::Args,
@@ -67,7 +68,7 @@ enum Format {
 }
 
 /// `5%`, `5` or `0.5%`: a fraction in (0, 10].
-fn parse_threshold(s: &str) -> Result<f64> {
+pub fn parse_threshold(s: &str) -> Result<f64> {
     let t = s.trim().trim_end_matches('%').trim();
     match t.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 && v <= 1000.0 => Ok(v / 100.0),
@@ -89,6 +90,10 @@ fn resolve_baseline(store: &Store, spec: &str) -> Result<i64> {
 
 /// The most runs a check measures.
 const MAX_RUNS: u32 = 20;
+
+/// How long a check may take a case before it stops measuring more runs
+/// of the undecided ones: a bisect step is a minute a case, not ten.
+const SECONDS_A_CASE: f64 = 60.0;
 
 pub fn run(mut args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let threshold = parse_threshold(&args.threshold)?;
@@ -145,6 +150,7 @@ pub fn run(mut args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         )));
     }
 
+    let started = std::time::Instant::now();
     let mut ids = Vec::new();
     let mut store = None;
     for i in 0..args.repeat {
@@ -160,12 +166,19 @@ pub fn run(mut args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     };
     let mut judged = gate::judge(&store, &base, &ids, &targets, threshold)?;
     // Runs until every case is decided, or no number of runs left could
-    // decide the rest: only the undecided cases are measured again.
+    // decide the rest, or another run would take the check past
+    // [`SECONDS_A_CASE`] a case: only the undecided cases are measured
+    // again.
+    let limit_s = SECONDS_A_CASE * targets.len() as f64;
     while (ids.len() as u32) < args.max_runs {
+        let spent = started.elapsed().as_secs_f64();
+        if spent + spent / ids.len() as f64 > limit_s {
+            break;
+        }
         let left = args.max_runs as usize - ids.len();
         let open: Vec<&Target> = judged
             .iter()
-            .filter(|j| gate::more_runs_could_decide(j, left))
+            .filter(|j| gate::more_runs_could_decide(j, left, threshold))
             .map(|j| &j.target)
             .collect();
         if open.is_empty() {

@@ -1,9 +1,10 @@
 //! `kscale compare A B [C…]`: systems side by side, seed 003's layout.
 
+use crate::engine::gate;
 use crate::error::user;
 use anyhow::Result;
 use kscale_core::noise::{self, Reading};
-use kscale_report::compare::{compare_metric, tables};
+use kscale_report::compare::{compare_metric, decide, tables, SideSpread};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -19,12 +20,18 @@ pub struct Args {
     /// case's primary one; `kscale list` shows every workload's metrics.
     #[arg(long, value_name = "NAME")]
     metric: Option<String>,
+    /// The change within which two systems are "the same", in % (`5%` or
+    /// `5`): each case and each family gets a verdict at it
+    /// (docs/verdicts.md).
+    #[arg(long, value_name = "PCT", default_value = "5%")]
+    threshold: String,
     /// Output format.
     #[arg(long, value_enum, default_value = "terminal")]
     format: super::TableFormat,
 }
 
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
+    let threshold = super::check::parse_threshold(&args.threshold)?;
     let store = super::open_existing(db)?;
     let mut data = Vec::new();
     for spec in &args.runs {
@@ -32,8 +39,9 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         data.push(store.load_run(id)?);
     }
     let refs: Vec<&kscale_store::RunData> = data.iter().collect();
-    let cmp = compare_metric(&refs, &super::Registry, args.metric.as_deref())
+    let mut cmp = compare_metric(&refs, &super::Registry, args.metric.as_deref())
         .map_err(|e| user(e.to_string()))?;
+    verdicts(&store, &data, &mut cmp, threshold)?;
     let mut tables = tables(&cmp);
     // How the machine itself moved between the runs, from their gauge
     // readings (docs/method.md, "The gauge and the control"): a ratio
@@ -72,6 +80,57 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     }
     super::print_result(&cmp, &tables, args.format)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Gives each case and family its verdict at `threshold`, from each
+/// side's spread between runs of the case on that side's host and kernel
+/// (docs/verdicts.md).
+fn verdicts(
+    store: &kscale_store::Store,
+    data: &[kscale_store::RunData],
+    cmp: &mut kscale_report::compare::Comparison,
+    threshold: f64,
+) -> Result<()> {
+    let mut workloads: Vec<String> = cmp
+        .families
+        .iter()
+        .flat_map(|f| f.rows.iter().map(|r| r.workload.clone()))
+        .collect();
+    workloads.sort();
+    workloads.dedup();
+    let stored = store.series(&workloads)?;
+    // Systems on one host and kernel share one machine index.
+    let machine: Vec<usize> = (0..data.len())
+        .map(|i| {
+            (0..=i)
+                .find(|&j| gate::same_machine(&data[j].run.snapshot, &data[i].run.snapshot))
+                .unwrap_or(i)
+        })
+        .collect();
+    decide(cmp, threshold, |i, row| {
+        let t = gate::Target {
+            workload: row.workload.clone(),
+            params: row.params.clone(),
+            cpus: data[i]
+                .cases
+                .iter()
+                .find(|c| {
+                    c.key.workload == row.workload
+                        && c.key.params == row.params
+                        && kscale_core::cpus::base_name(&c.key.cpus)
+                            == kscale_core::cpus::base_name(&row.cpus)
+                })
+                .map_or(row.cpus.clone(), |c| c.key.cpus.clone()),
+            metric: row.metric.clone(),
+            unit: row.unit.clone(),
+            direction: row.direction,
+        };
+        Some(SideSpread {
+            spread: gate::spread_here(&stored, &data[i].run.snapshot, &t)?,
+            machine: machine[i],
+        })
+    });
+    Ok(())
 }
 
 /// The loop's move on the thread's CPU clock, for the cases timed on it

@@ -114,8 +114,46 @@ pub struct Footing {
 pub struct Judged {
     #[serde(skip)]
     pub target: Target,
+    /// How many cases were judged together (each at α over them).
+    #[serde(skip)]
+    pub cases: usize,
     pub verdict: Option<GateVerdict>,
     pub footing: Footing,
+}
+
+/// The between-run spread of a case (workload, params, CPU configuration,
+/// metric) on the host and kernel of `snapshot`, from every stored run of
+/// it there ([`Spread::successive`]); `None` below two runs of one build.
+pub fn spread_here(
+    stored: &kscale_store::series::Stored,
+    snapshot: &serde_json::Value,
+    t: &Target,
+) -> Option<Spread> {
+    let here = machine_of(snapshot);
+    let series: Vec<(f64, String)> = stored
+        .cases
+        .iter()
+        .filter(|s| t.is(&s.case))
+        .filter_map(|s| {
+            let r = stored.runs.get(&s.run_id)?;
+            let m = Machine {
+                host: r.hostname.clone(),
+                kernel: r.kernel.clone(),
+                kernel_version: r.kernel_version.clone(),
+            };
+            (m == here).then_some(())?;
+            Some((
+                worse_ln(value(&s.case, &t.metric)?, t.direction),
+                r.git_rev.clone(),
+            ))
+        })
+        .collect();
+    Spread::successive(&series)
+}
+
+/// The same host and kernel, by two runs' snapshots.
+pub fn same_machine(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    machine_of(a) == machine_of(b)
 }
 
 /// ln of `v`, turned so that a larger figure is worse.
@@ -204,6 +242,7 @@ pub fn judge(
             .map(|c: Change| verdict::gate(c, threshold, alpha));
         out.push(Judged {
             target: t.clone(),
+            cases: targets.len(),
             verdict,
             footing: Footing {
                 base_runs: base_side.iter().map(|r| r.0).collect(),
@@ -220,24 +259,25 @@ pub fn judge(
 }
 
 /// Whether measuring this case in `more` more runs could still decide it:
-/// at its spread as it stands, with the estimate where it is, the interval
-/// with that many more runs now would fall inside the threshold.
-pub fn more_runs_could_decide(j: &Judged, more: usize) -> bool {
+/// at its spread and degrees of freedom as they stand, with the estimate
+/// where it is, the interval's upper end with that many more runs now
+/// (the baseline's side as it is) would fall below the threshold.
+pub fn more_runs_could_decide(j: &Judged, more: usize, threshold: f64) -> bool {
     let Some(v) = j.verdict else {
-        // No spread yet: a second run gives one.
-        return !j.footing.now_runs.is_empty() || more > 0;
+        // No spread yet: another run gives one.
+        return more > 0;
     };
     if v.verdict != verdict::GateWord::CannotTell {
         return false;
     }
-    let Some(need) = v.runs_needed else {
+    let (Some(sd), Some(df)) = (j.footing.spread_pct, j.footing.spread_df) else {
         return false;
     };
-    // Both sides alike in `runs_needed`; the baseline side is fixed, so
-    // the runs now must carry more than their half.
-    let nb = j.footing.base_runs.len().max(1);
-    let have = j.footing.now_runs.len() + more;
-    let need = need as usize;
-    // σ²(1/nb + 1/have) ≤ σ²·2/need.
-    1.0 / nb as f64 + 1.0 / have as f64 <= 2.0 / need as f64
+    let est = (1.0 + v.interval.est_pct / 100.0).ln();
+    let nb = j.footing.base_runs.len().max(1) as f64;
+    let na = (j.footing.now_runs.len() + more) as f64;
+    let cases = j.cases.max(1);
+    let conf = (1.0 - 2.0 * verdict::per_case(verdict::ALPHA, cases)) * 100.0;
+    let t = kscale_core::stats::t_quantile(conf, df);
+    est + t * sd / 100.0 * (1.0 / nb + 1.0 / na).sqrt() < (1.0 + threshold).ln()
 }
