@@ -10,6 +10,8 @@ use crate::error::user;
 use crate::output::{outln, Format};
 use anyhow::Result;
 use kscale_core::changes::{detect, Change, Point, Settings};
+use kscale_core::verdict::CompareWord;
+use kscale_core::Direction;
 use kscale_report::format::{csv_field, p_value as p_text, sig, signed_pct as pct};
 use serde::Serialize;
 use serde_json::json;
@@ -18,8 +20,9 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 #[command(
-    after_help = "Exit status: 0 no persistent change is worse than the threshold; 1 at \
-least one is (one line each, worst first); 2 bad input. The method and its false-alarm and \
+    after_help = "Exit status: 0 no persistent change is slower: worse beyond the threshold, \
+its interval excluding no change (docs/verdicts.md); 1 at least one is (one line each, worst \
+first); 2 bad input. The method and its false-alarm and \
 detection rates: docs/history.md.
 
 Examples:
@@ -86,6 +89,9 @@ struct Found {
     reverted_by: Option<i64>,
     /// Persistent and worse than the threshold: fails the gate.
     regression: bool,
+    /// The change read by the comparisons' rule at the threshold
+    /// (docs/verdicts.md): a regression is a persistent "slower".
+    verdict: CompareWord,
     #[serde(skip_serializing_if = "Option::is_none")]
     profile_diff: Option<serde_json::Value>,
     #[serde(skip)]
@@ -95,6 +101,14 @@ struct Found {
 fn found(s: &Series, c: &Change, threshold: f64) -> Found {
     let (p_after, p_before) = (&s.points[c.at], &s.points[c.at - 1]);
     let worse = c.worse(s.direction);
+    // The change's interval, worse above 0, read by the comparisons' rule
+    // (docs/verdicts.md).
+    let ln = |r: f64| (1.0 + r).ln();
+    let (est, lo, hi) = match s.direction {
+        Direction::Lower => (ln(c.rel), ln(c.rel_low), ln(c.rel_high)),
+        Direction::Higher => (-ln(c.rel), -ln(c.rel_high), -ln(c.rel_low)),
+    };
+    let verdict = kscale_core::verdict::classify(est, lo, hi, threshold);
     Found {
         case: s.title(),
         workload: s.workload.clone(),
@@ -121,7 +135,8 @@ fn found(s: &Series, c: &Change, threshold: f64) -> Found {
         trial_p: c.trials.map(|t| t.p),
         persistent: c.persistent(),
         reverted_by: c.reverted_at.map(|i| s.points[i].run.id),
-        regression: c.persistent() && worse > threshold,
+        regression: c.persistent() && verdict == CompareWord::Slower,
+        verdict,
         profile_diff: None,
         profile_table: None,
     }
@@ -143,9 +158,10 @@ fn line(f: &Found) -> String {
     };
     let verdict = if f.worse_pct > 0.0 { "worse" } else { "better" };
     format!(
-        "{}  {} {verdict}  {} {}: {} → {} {} from run #{} ({}, {}{kernel}; run {} of {})  [{}, {}]  p {}{trials}  {fate}",
+        "{}  {} {verdict} ({})  {} {}: {} → {} {} from run #{} ({}, {}{kernel}; run {} of {})  [{}, {}]  p {}{trials}  {fate}",
         if f.regression { "REGRESSION" } else { "change    " },
         pct(f.worse_pct.abs()),
+        f.verdict.as_str(),
         f.case,
         f.metric,
         sig(f.before, 4),
