@@ -12,6 +12,7 @@ use crate::table::{Cell, RowKind, Table, Tone};
 use crate::Catalog;
 use kscale_core::decision::{Interval, LogEstimate};
 use kscale_core::hostfit::HostFit;
+use kscale_core::verdict::{self, Change, CompareVerdict, CompareWord};
 use kscale_core::{Estimator, RunRule};
 use kscale_store::{CaseData, CaseStatus, RunData};
 
@@ -156,12 +157,119 @@ fn decided(i: &Interval, width_pct: f64) -> Cell {
     }
 }
 
+/// A scalability's verdict (docs/verdicts.md): all ÷ 1 read as a
+/// comparison at ± half the run's interval width (the precision it asked
+/// of each case), at the interval the table shows.
+pub fn scaling_verdict(i: &Interval, width_pct: f64, confidence_pct: f64) -> CompareVerdict {
+    let change = Change {
+        // Above 1× is faster, which is "better": a change below 0.
+        est: -i.value.ln(),
+        se: i.se_log,
+        df: if i.df.is_finite() { i.df } else { 1e6 },
+        sigma: None,
+    };
+    verdict::compare(
+        change,
+        width_pct / 200.0,
+        (1.0 - confidence_pct / 100.0) / 2.0,
+    )
+}
+
+fn verdict_cell(v: CompareVerdict) -> Cell {
+    match v.verdict {
+        CompareWord::Faster => Cell::tone("faster ✓", Tone::Good),
+        CompareWord::Slower => Cell::tone("slower ✓", Tone::Bad),
+        CompareWord::Same => Cell::tone("same ✓", Tone::Good),
+        CompareWord::CannotTell => Cell::tone(
+            format!("cannot tell (±{:.0}%)", v.smallest_threshold_pct.ceil()),
+            Tone::Warn,
+        ),
+    }
+}
+
 fn width(i: &Interval) -> Cell {
     Cell::tone(format!("{}%", sig(i.width_pct(), 2)), Tone::Dim)
 }
 
 fn times(x: f64) -> String {
     format!("{x:.2}×")
+}
+
+/// A capacity answer's bracket (docs/families/web.md, "Capacity"): the
+/// search found that `capacity` conforms and the smallest step above it
+/// that did not, so the true capacity lies between them. The ratio of
+/// that step to the answer; infinite where no step above it failed (an
+/// open bracket: "≥ capacity"). `None` for a case that is no answer.
+fn bracket(run: &RunData, c: &CaseData, metric: &str) -> Option<f64> {
+    let param = c.key.searched()?;
+    let cap = c.summary(metric, 95.0).mean;
+    let above = run
+        .cases
+        .iter()
+        .filter(|s| s.key.is_step_of(&c.key) && s.key.cpus == c.key.cpus)
+        .filter_map(|s| s.key.params.get(param)?.parse::<f64>().ok())
+        .filter(|v| *v > cap)
+        .fold(f64::INFINITY, f64::min);
+    Some(if cap > 0.0 {
+        above / cap
+    } else {
+        f64::INFINITY
+    })
+}
+
+/// The widest bracket among `cases`' capacity answers, as a full width in
+/// % of the answer (infinite where one is open); `None` where none is an
+/// answer.
+fn widest_bracket_pct(run: &RunData, cases: &[&CaseData], metric: &str) -> Option<f64> {
+    cases
+        .iter()
+        .filter_map(|c| bracket(run, c, metric))
+        .map(|r| (r - 1.0) * 100.0)
+        .reduce(f64::max)
+}
+
+/// A scalability of capacity answers widened to what their brackets allow
+/// (the answer on `other` over the one on `base`, each anywhere in its
+/// bracket): windows that agree do not make a search's answer finer than
+/// its last steps. Unchanged for a family of more than one case or of
+/// cases that are no answers.
+fn bracketed_scalability(
+    run: &RunData,
+    g: &Grouped<'_>,
+    base: &str,
+    other: &str,
+    i: Interval,
+    confidence_pct: f64,
+) -> Interval {
+    let [(_, per_cfg)] = g.rows.as_slice() else {
+        return i;
+    };
+    let (Some(b), Some(o)) = (per_cfg.get(base), per_cfg.get(other)) else {
+        return i;
+    };
+    let Some(m) = b.primary() else { return i };
+    let (Some(rb), Some(ro)) = (bracket(run, b, &m.name), bracket(run, o, &m.name)) else {
+        return i;
+    };
+    let (vb, vo) = (b.summary(&m.name, 95.0).mean, o.summary(&m.name, 95.0).mean);
+    if !(vb > 0.0 && vo > 0.0) {
+        return i;
+    }
+    let low = i.low.min(vo / (vb * rb));
+    let high = i.high.max(vo * ro / vb);
+    let z = kscale_core::stats::t_quantile(confidence_pct, 1e6);
+    let se = if high.is_finite() && low > 0.0 {
+        (high.ln() - low.ln()) / (2.0 * z)
+    } else {
+        f64::INFINITY
+    };
+    Interval {
+        value: i.value,
+        low,
+        high,
+        se_log: se.max(i.se_log),
+        df: if se > i.se_log { 1e6 } else { i.df },
+    }
 }
 
 /// The run's decisions table; `None` for a run with no family to decide.
@@ -221,7 +329,7 @@ pub fn decision_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
     for (name, _) in &others {
         headers.push(format!("scal. {}÷{}", short(name), short(&base.0)));
         headers.push(format!("{}% interval", rule.confidence_pct));
-        headers.push("decided".into());
+        headers.push("verdict".into());
     }
     let mut t = Table::new(
         format!(
@@ -256,12 +364,26 @@ pub fn decision_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
                     match family_geomean(cases, &gm.metric, rule.confidence_pct) {
                         Ok((i, fits)) => {
                             cells.push(Cell::new(sig(i.value, 4)));
-                            let mut w = width(&i);
+                            // A capacity answer is known to its bracket,
+                            // however well its windows agree.
+                            let bracket = widest_bracket_pct(run, cases, &gm.metric)
+                                .filter(|b| *b > i.width_pct());
+                            let mut w = match bracket {
+                                Some(b) if b.is_finite() => {
+                                    Cell::tone(format!("{}% bracket", sig(b, 2)), Tone::Dim)
+                                }
+                                Some(_) => Cell::tone("open bracket", Tone::Dim),
+                                None => width(&i),
+                            };
                             if !fits.is_empty() {
                                 w.text.push('‡');
                             }
                             cells.push(w);
-                            cells.push(decided(&i, rule.width_pct));
+                            cells.push(match bracket {
+                                Some(b) if b > rule.width_pct => Cell::tone("✗", Tone::Warn),
+                                Some(_) => Cell::tone("✓", Tone::Good),
+                                None => decided(&i, rule.width_pct),
+                            });
                             fitted.extend(fits.iter().map(|(c, f)| fitted_note(c, f, cat)));
                         }
                         Err(point) => {
@@ -280,19 +402,19 @@ pub fn decision_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
         for (name, _) in &others {
             match family_scalability(g, &base.0, name, rule.confidence_pct) {
                 Some(i) => {
-                    let tone = if i.low > 1.0 {
-                        Tone::Good
-                    } else if i.high < 1.0 {
-                        Tone::Bad
-                    } else {
-                        Tone::Plain
+                    let i = bracketed_scalability(run, g, &base.0, name, i, rule.confidence_pct);
+                    let v = scaling_verdict(&i, rule.width_pct, rule.confidence_pct);
+                    let tone = match v.verdict {
+                        CompareWord::Faster => Tone::Good,
+                        CompareWord::Slower => Tone::Bad,
+                        _ => Tone::Plain,
                     };
                     cells.push(Cell::tone(times(i.value), tone));
                     cells.push(Cell::tone(
                         format!("{}–{}", times(i.low), times(i.high)),
                         Tone::Dim,
                     ));
-                    cells.push(decided(&i, rule.width_pct));
+                    cells.push(verdict_cell(v));
                 }
                 None => cells.extend([Cell::new("–"), Cell::new(""), Cell::new("")]),
             }
@@ -315,8 +437,12 @@ pub fn decision_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
             "scal.: the geometric mean over the family's cases of each case's ratio of trials \
              paired within a round (counted trial k on one configuration with trial k on the \
              other), inverted where lower is better so above 1× is faster; its interval from \
-             the pairs' spread; decided ✓: full width ≤ {} % of the value.",
-            rule.width_pct
+             the pairs' spread; verdict (docs/verdicts.md): faster or slower where the \
+             scalability is beyond ±{} % of 1× and its interval excludes 1×, same where the \
+             interval lies within ±{} %, else cannot tell (with the margin it could decide); \
+             ✓: decided.",
+            sig(rule.width_pct / 2.0, 2),
+            sig(rule.width_pct / 2.0, 2)
         ));
     }
     t.notes.push(

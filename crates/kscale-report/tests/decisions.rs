@@ -40,6 +40,7 @@ impl Catalog for Cat {
                 vec!["conns"],
             ),
             "mem.bw" => ("mem", "Memory bandwidth", "Read bandwidth", vec![]),
+            "web.own" => ("web", "Web serving", "Own server", vec!["conns"]),
             _ => return None,
         };
         Some(WorkloadInfo {
@@ -52,7 +53,9 @@ impl Catalog for Cat {
         })
     }
     fn family_order(&self) -> Vec<String> {
-        ["syscall", "ctx", "net", "mem"].map(String::from).to_vec()
+        ["syscall", "ctx", "net", "mem", "web"]
+            .map(String::from)
+            .to_vec()
     }
 }
 
@@ -213,12 +216,14 @@ fn scalability_is_from_the_pairs_and_faster_is_above_one() {
     let r = row(&t, "Latency of simple functions");
     assert_eq!(r[8], "1.39×");
     assert_eq!(r[9], "1.39×–1.39×");
-    assert_eq!(r[10], "✓");
-    // ctx on all: one case spreads by ±20 %, so neither its geometric
-    // mean nor its scalability is decided at 10 %.
+    // Its verdict: faster, beyond ± half the run's width, decided.
+    assert_eq!(r[10], "faster ✓");
+    // ctx on all: one case spreads by ±20 %, so its geometric mean is not
+    // decided at 10 %; its scalability, 0.58×–0.80×, is wide but plainly
+    // slower: a verdict, not "undecided".
     let r = row(&t, "Context switching latency");
     assert_eq!((r[4].as_str(), r[7].as_str()), ("✓", "✗"));
-    assert_eq!(r[10], "✗");
+    assert_eq!(r[10], "slower ✓", "{r:?}");
     // net: medians of three; higher is better, so all ÷ 1 is above 1.
     let r = row(&t, "Network round trips");
     let scal: f64 = r[8].trim_end_matches('×').parse().unwrap();
@@ -308,4 +313,57 @@ fn a_family_that_followed_a_neighbour_is_decided_at_the_runs_conditions() {
         note.contains("others' share of its CPUs 10–40% (mean 26%"),
         "{note}"
     );
+}
+
+/// A capacity search's answer is known to its bracket, not to its
+/// windows: 2,400 conns conformed and 2,800 did not is a bracket 17 %
+/// wide, undecided at a 10 % width however well the windows at 2,400
+/// agree; the scalability's interval spans both brackets.
+#[test]
+fn a_capacity_answer_is_decided_by_its_bracket() {
+    const CONF: (&str, &str, Direction) = ("conforming", "conns", Direction::Higher);
+    let cap = kscale_core::CAPACITY;
+    let cases = vec![
+        case(1, "web.own", &[("conns", cap)], "1", CONF, &[2400.0; 3]),
+        case(2, "web.own", &[("conns", "2400")], "1", CONF, &[2400.0; 3]),
+        case(3, "web.own", &[("conns", "2800")], "1", CONF, &[2100.0; 3]),
+        case(4, "web.own", &[("conns", cap)], "all", CONF, &[4800.0; 3]),
+        case(
+            5,
+            "web.own",
+            &[("conns", "4800")],
+            "all",
+            CONF,
+            &[4800.0; 3],
+        ),
+        case(
+            6,
+            "web.own",
+            &[("conns", "4900")],
+            "all",
+            CONF,
+            &[4000.0; 3],
+        ),
+    ];
+    let mut run = run_with(cases);
+    run.run.options = serde_json::json!({
+        "rule": {"width_pct": 10.0, "confidence_pct": 95.0, "estimator": "mean"}
+    });
+    let t = decision_table(&run, &Cat).unwrap();
+    let r = row(&t, "Web serving");
+    assert_eq!(
+        (r[3].as_str(), r[4].as_str()),
+        ("17% bracket", "✗"),
+        "{r:?}"
+    );
+    // 4,800 and not 4,900: a 2.1 % bracket, decided.
+    assert_eq!(
+        (r[6].as_str(), r[7].as_str()),
+        ("2.1% bracket", "✓"),
+        "{r:?}"
+    );
+    // 2× on the answers; anywhere from 4800 ÷ 2800 to 4900 ÷ 2400.
+    assert_eq!(r[8], "2.00×");
+    assert_eq!(r[9], "1.71×–2.04×", "{r:?}");
+    assert_eq!(r[10], "faster ✓", "{r:?}");
 }
