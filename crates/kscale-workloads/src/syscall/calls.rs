@@ -25,7 +25,8 @@ fn test_delay() -> Option<Duration> {
 /// user work after every `syscall.null` operation, inside the measured
 /// loop: a fixed extra cost per operation that follows the CPU's speed as
 /// the system call does, so that a regression of a stated size (~10 % at
-/// the K `scripts/check-false-alarms` calibrates) can be made on purpose.
+/// K = 16 on the development VM, `scripts/gate-verdicts --slow work`) can
+/// be made on purpose.
 /// Read once, outside the loop.
 fn test_work() -> Option<u64> {
     let k: u64 = std::env::var("KSCALE_TEST_WORK").ok()?.parse().ok()?;

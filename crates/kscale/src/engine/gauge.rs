@@ -25,9 +25,9 @@ use std::time::{Duration, Instant};
 pub const EVERY: Duration = Duration::from_secs(10);
 /// Wall time between two control readings while a paced run waits for its
 /// next trial (`--span`): such a run sleeps most of its time, so a
-/// reading a second costs it nothing, and `check` has the machine's state
-/// next to every trial to set its trials against (docs/method.md, "The
-/// control as a covariate").
+/// reading a second costs it nothing, and the run's machine table has the
+/// machine's state next to every trial (docs/method.md, "The gauge and
+/// the control").
 pub const PACED_EVERY: Duration = Duration::from_secs(1);
 /// The gauge before a run: readings of every CPU, this far apart.
 pub const BEFORE_READINGS: usize = 8;
@@ -286,9 +286,9 @@ fn sample(store: &Store, every: Option<Duration>, readings: usize) {
 /// ends. A run too short for a reading between its trials (an unpaced
 /// quick run of a second or two: the gauge's eight and this one) ends
 /// with as many as bring each CPU to [`noise::MIN_LEVEL_READINGS`], so
-/// that `check` can set each of its cases against the control's line,
-/// a one-CPU case as well as one on every CPU (docs/method.md, "The
-/// control as a covariate"). About 0.1 s a reading.
+/// that the machine's level through the run is known on a one-CPU case's
+/// CPU as well as on every CPU (docs/method.md, "The gauge and the
+/// control"). About 0.1 s a reading.
 pub fn end(store: &Store) -> Option<Vec<Reading>> {
     let short = CONTROL.with(|c| {
         c.borrow().as_ref().map_or(0, |c| {

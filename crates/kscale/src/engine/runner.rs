@@ -865,7 +865,7 @@ fn run_group(
             if let Some(next) = next {
                 // The wait is the control's time: a reading next to the
                 // trials, where it delays none (docs/method.md, "The
-                // control as a covariate").
+                // gauge and the control").
                 if next > Instant::now() + super::gauge::PACED_EVERY / 2 {
                     super::gauge::tick_paced(r.store);
                 }
