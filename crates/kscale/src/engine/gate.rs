@@ -10,7 +10,7 @@
 //! another. Only runs measure that, so the gate reads the case's runs.
 
 use kscale_core::cpus::base_name;
-use kscale_core::verdict::{self, Change, GateVerdict, Spread};
+use kscale_core::verdict::{self, Change, GateVerdict, GateWord, Spread};
 use kscale_core::Direction;
 use kscale_store::{CaseData, CaseStatus, RunData, Store};
 use std::collections::BTreeMap;
@@ -267,7 +267,7 @@ pub fn more_runs_could_decide(j: &Judged, more: usize, threshold: f64) -> bool {
         // No spread yet: another run gives one.
         return more > 0;
     };
-    if v.verdict != verdict::GateWord::CannotTell {
+    if v.verdict != GateWord::CannotTell {
         return false;
     }
     let (Some(sd), Some(df)) = (j.footing.spread_pct, j.footing.spread_df) else {
@@ -280,4 +280,64 @@ pub fn more_runs_could_decide(j: &Judged, more: usize, threshold: f64) -> bool {
     let conf = (1.0 - 2.0 * verdict::per_case(verdict::ALPHA, cases)) * 100.0;
     let t = kscale_core::stats::t_quantile(conf, df);
     est + t * sd / 100.0 * (1.0 / nb + 1.0 / na).sqrt() < (1.0 + threshold).ln()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kscale_core::verdict::{gate, Change};
+
+    fn judged(est_pct: f64, sd_pct: f64, df: f64, base: usize, now: usize) -> Judged {
+        let spread = Spread {
+            sd: sd_pct / 100.0,
+            df,
+            runs: base + now,
+        };
+        let base_values = vec![1.0; base];
+        let now_values = vec![1.0 + est_pct / 100.0; now];
+        let ln = |v: &[f64]| v.iter().map(|x| x.ln()).collect::<Vec<_>>();
+        let change: Change =
+            Change::between_runs(&ln(&base_values), &ln(&now_values), spread).expect("change");
+        Judged {
+            target: Target {
+                workload: "syscall.null".into(),
+                params: BTreeMap::new(),
+                cpus: "all".into(),
+                metric: "latency".into(),
+                unit: "µs".into(),
+                direction: Direction::Lower,
+            },
+            cases: 1,
+            verdict: Some(gate(change, 0.10, verdict::ALPHA)),
+            footing: Footing {
+                base_runs: (0..base as i64).collect(),
+                base_values,
+                now_runs: (100..100 + now as i64).collect(),
+                now_values,
+                spread_pct: Some(sd_pct),
+                spread_df: Some(df),
+                spread_runs: base + now,
+            },
+        }
+    }
+
+    /// More runs now are measured only where they could still decide: not
+    /// for a case already decided, nor where one baseline run alone holds
+    /// the interval above the threshold however many runs now.
+    #[test]
+    fn more_runs_only_where_they_could_decide() {
+        // 3 % spread, no change, three runs now at few degrees of
+        // freedom: cannot tell yet, and three more runs would tell.
+        let j = judged(0.0, 3.0, 2.0, 1, 3);
+        assert_eq!(j.verdict.map(|v| v.verdict), Some(GateWord::CannotTell));
+        assert!(more_runs_could_decide(&j, 3, 0.10));
+        // 9 % a run against one baseline run: no number of runs now helps.
+        let j = judged(0.0, 9.0, 40.0, 1, 3);
+        assert_eq!(j.verdict.map(|v| v.verdict), Some(GateWord::CannotTell));
+        assert!(!more_runs_could_decide(&j, 17, 0.10));
+        // Decided cases are left alone.
+        let j = judged(40.0, 3.0, 40.0, 1, 3);
+        assert_eq!(j.verdict.map(|v| v.verdict), Some(GateWord::Worse));
+        assert!(!more_runs_could_decide(&j, 3, 0.10));
+    }
 }
