@@ -15,7 +15,8 @@ use crate::svg::{Chart, Column, ColumnChart, Point, Uncertainty};
 use crate::table::{Cell, RowKind, Table, Tone};
 use crate::Catalog;
 use kscale_core::twosample::{TwoSample, ALPHA};
-use kscale_core::{Direction, Estimator};
+use kscale_core::verdict::{self, Change, CompareWord};
+use kscale_core::{Direction, Estimate, Estimator};
 use kscale_store::RunData;
 
 /// One step of a stored study, as the binary hands it over.
@@ -85,6 +86,41 @@ pub struct Gain {
     pub significant: bool,
     /// `None` when a side has fewer than two trials.
     pub test: Option<TwoSample>,
+    /// The step's verdict at ±[`STEP_THRESHOLD`] (docs/verdicts.md), from
+    /// the two sides' estimates: their trials were taken in the same
+    /// minutes, interleaved where the step could be, so the trials' own
+    /// spread holds what moved the machine between them. `None` when a
+    /// side has fewer than two trials.
+    pub verdict: Option<CompareWord>,
+}
+
+/// The change a step must make to be better or worse, not the same: the
+/// gate's and `compare`'s default threshold.
+pub const STEP_THRESHOLD: f64 = 0.05;
+
+/// The verdict of `to` against `from` (estimates of one case's trials):
+/// the log ratio, worse above 0, its standard error by the delta method
+/// and Welch–Satterthwaite degrees of freedom.
+fn step_verdict(from: Estimate, to: Estimate, higher_better: bool) -> Option<CompareWord> {
+    let ok = |e: &Estimate| e.center > 0.0 && e.se.is_finite() && e.df > 0.0;
+    if !(ok(&from) && ok(&to)) {
+        return None;
+    }
+    let (ra, rb) = ((from.se / from.center).powi(2), (to.se / to.center).powi(2));
+    let ln = (to.center / from.center).ln();
+    let var = ra + rb;
+    let df = if var > 0.0 {
+        var * var / (ra * ra / from.df + rb * rb / to.df)
+    } else {
+        1e6
+    };
+    let change = Change {
+        est: if higher_better { -ln } else { ln },
+        se: var.sqrt(),
+        df,
+        sigma: None,
+    };
+    Some(verdict::compare(change, STEP_THRESHOLD, verdict::ALPHA).verdict)
 }
 
 impl Gain {
@@ -103,11 +139,28 @@ impl Gain {
             return None;
         }
         let test = TwoSample::compare(from, to, estimator);
+        let verdict = match (estimator.estimate(from), estimator.estimate(to)) {
+            (Some(a), Some(b)) => step_verdict(a, b, higher_better),
+            _ => None,
+        };
         Some(Gain {
             pct: (ratio - 1.0) * 100.0,
             significant: test.is_some_and(|t| t.significant()),
             test,
+            verdict,
         })
+    }
+
+    /// The verdict's word for a tuning step: better, worse, same, cannot
+    /// tell.
+    pub fn verdict_label(&self) -> &'static str {
+        match self.verdict {
+            Some(CompareWord::Faster) => "better",
+            Some(CompareWord::Slower) => "worse",
+            Some(CompareWord::Same) => "same",
+            Some(CompareWord::CannotTell) => "cannot tell",
+            None => "–",
+        }
     }
 
     /// The p-value and the test that gave it, for a table cell.
@@ -264,6 +317,7 @@ pub fn table(s: &Staircase) -> Table {
             "± CI".into(),
             "vs previous".into(),
             "p (test)".into(),
+            format!("verdict (±{} %)", sig(STEP_THRESHOLD * 100.0, 2)),
             "trials".into(),
             "vs baseline".into(),
         ],
@@ -316,6 +370,7 @@ pub fn table(s: &Staircase) -> Table {
                     gain_cell(b.vs_prev)
                 },
                 tested.map_or(Cell::new(""), |g| Cell::new(g.p_label())),
+                tested.map_or(Cell::new(""), |g| Cell::new(g.verdict_label())),
                 if b.mean.is_some() {
                     Cell::new(b.measured.word())
                 } else {
@@ -474,6 +529,7 @@ mod tests {
                 pct: p,
                 significant: p.abs() > 5.0,
                 test: None,
+                verdict: None,
             }),
             vs_base: None,
             error: mean.is_none().then(|| "no privilege".into()),
@@ -491,8 +547,15 @@ mod tests {
         // Lower is better: the same change is a loss.
         let down = Gain::of(&a, &b, false, Estimator::Mean).unwrap();
         assert!(down.pct < 0.0);
+        assert_eq!(up.verdict, Some(CompareWord::Faster));
+        assert_eq!(up.verdict_label(), "better");
+        assert_eq!(down.verdict_label(), "worse");
         let same = Gain::of(&a, &[100.5, 99.5, 100.0], true, Estimator::Mean).unwrap();
         assert!(!same.significant);
+        // Within 1 % a side, the whole interval inside ±5 %: the same.
+        assert_eq!(same.verdict_label(), "same");
+        let wide = Gain::of(&a, &[80.0, 120.0, 100.0], true, Estimator::Mean).unwrap();
+        assert_eq!(wide.verdict_label(), "cannot tell");
         assert!(same.label().starts_with('~'));
         assert!(Gain::of(&[], &a, true, Estimator::Mean).is_none());
     }
@@ -513,6 +576,7 @@ mod tests {
                         pct: 1.0,
                         significant: false,
                         test: None,
+                        verdict: None,
                     }),
                     ..bar("baseline-again", Some(101.0), Some(-22.0))
                 },
@@ -521,6 +585,7 @@ mod tests {
                 pct: 1.0,
                 significant: false,
                 test: None,
+                verdict: None,
             }),
         };
         let svg = chart(&s).to_svg();
