@@ -505,7 +505,7 @@ pub fn fit_plan(
     };
     let (cv, thread_cv) = planned_cvs(readings);
     let rule = opts.rule;
-    let costs = super::runner::guessed_costs(opts);
+    let costs = super::costs::guessed_costs(opts);
     let searched = opts.capacity && opts.plan.iter().any(super::plan::searched);
     let mut fixed_s = 0.0;
     // Converging cases, in plan order, with their groups and ranks.
@@ -520,7 +520,7 @@ pub fn fit_plan(
         if searched && super::plan::param_of(w).is_some() {
             continue;
         }
-        if let Some(s) = super::runner::guessed_median_cost(w, opts) {
+        if let Some(s) = super::costs::guessed_median_cost(w, opts) {
             fixed_s += s;
             continue;
         }

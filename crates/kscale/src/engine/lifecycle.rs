@@ -237,7 +237,7 @@ impl Active<'_> {
         // What the cases cost in earlier runs here: the outlook's and the
         // searches' bound's best guess of what they cost again.
         let earlier = if self.opts.budget_s.is_none() {
-            runner::earlier_costs(store, id)
+            super::costs::earlier_costs(store, id)
         } else {
             Default::default()
         };
@@ -328,7 +328,7 @@ fn say_noise(
             rule.width_pct / 100.0,
             rule.confidence_pct / 100.0,
             rule.max_trials,
-            &runner::guessed_costs(opts),
+            &super::costs::guessed_costs(opts),
             None,
         )),
     }) else {
@@ -518,7 +518,7 @@ fn guessed_s(opts: &RunOptions, readings: Option<&[kscale_core::noise::Reading]>
         )
     });
     let n = trials.clamp(rule.min_trials, rule.max_trials) as f64;
-    let conv: f64 = runner::guessed_costs(opts)
+    let conv: f64 = super::costs::guessed_costs(opts)
         .iter()
         .map(|(per, once)| once + per * n)
         .sum();
@@ -526,7 +526,7 @@ fn guessed_s(opts: &RunOptions, readings: Option<&[kscale_core::noise::Reading]>
         .plan
         .iter()
         .filter_map(|e| kscale_workloads::find(&e.workload))
-        .filter_map(|w| runner::guessed_median_cost(w, opts))
+        .filter_map(|w| super::costs::guessed_median_cost(w, opts))
         .sum();
     conv + median
 }

@@ -19,6 +19,7 @@
 
 pub mod args;
 pub mod capacity;
+pub mod costs;
 pub mod gate;
 pub mod gauge;
 pub mod guard;

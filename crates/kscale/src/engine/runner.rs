@@ -4,6 +4,7 @@
 //! as it ends. The parent never runs measured code.
 
 use super::args::{RunOptions, Step};
+use super::costs::{earlier_costs, guess_secs, timed_params};
 use super::hotplug::{CpuMode, Hotplug};
 use super::peers::PeerSet;
 use super::plan::PlanEntry;
@@ -286,62 +287,6 @@ fn unmeasurable(cases: &[Standing<'_>], i: usize) -> Option<Vec<usize>> {
         })
     });
     keeps.then_some(out)
-}
-
-/// A trial's wall seconds guessed from its workload's seconds params (a
-/// window, a timed loop) and the run's trial time.
-/// What the cases of the earlier runs on this machine cost; nothing where
-/// the host has no name or the store cannot say (a guess is then all
-/// there is, as on a machine's first run).
-pub fn earlier_costs(store: &Store, run_id: i64) -> kscale_store::costs::EarlierCosts {
-    kscale_store::owner::Here::current()
-        .and_then(|here| store.earlier_costs(&here.host, run_id).ok())
-        .unwrap_or_default()
-}
-
-fn guess_secs(timed: &[f64], opts: &RunOptions) -> f64 {
-    let timed: f64 = timed.iter().sum();
-    if timed > 0.0 {
-        timed * 1.3 + 0.2
-    } else {
-        opts.trial_time_s + 0.05
-    }
-}
-
-/// A case's seconds params (a window, a timed loop) as its entry sets them.
-fn timed_params(w: &WorkloadDef, e: &PlanEntry) -> Vec<f64> {
-    let params = kscale_core::Params(e.params.clone());
-    w.params
-        .iter()
-        .filter(|p| matches!(p.kind, kscale_core::ParamKind::Seconds { .. }))
-        .filter_map(|p| params.seconds(p.name).ok())
-        .collect()
-}
-
-/// A median-of-N case's guessed cost before anything has run: its N
-/// windows and a warm-up, each a trial time and a second of setup.
-pub fn guessed_median_cost(w: &WorkloadDef, opts: &RunOptions) -> Option<f64> {
-    match w.rule {
-        RunRule::MedianOf(n) => Some((n as f64 + 1.0) * (opts.trial_time_s + 1.0)),
-        RunRule::Converge => None,
-    }
-}
-
-/// Each converging case of the plan's guessed cost, (seconds a counted
-/// trial, seconds once for its warm-up), before anything has run: what
-/// the gauge's outlook plans with.
-pub fn guessed_costs(opts: &RunOptions) -> Vec<(f64, f64)> {
-    opts.plan
-        .iter()
-        .filter_map(|e| {
-            let w = kscale_workloads::find(&e.workload)?;
-            if w.rule != RunRule::Converge {
-                return None;
-            }
-            let s = guess_secs(&timed_params(w, e), opts);
-            Some((s, s))
-        })
-        .collect()
 }
 
 /// How long the plan's unfinished cases take as a resumed run's first
