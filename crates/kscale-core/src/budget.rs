@@ -1,5 +1,5 @@
 //! A run's wall-clock budget, spent where intervals narrow most
-//! (docs/method.md, "The run's budget").
+//! (docs/budget.md, "The run's budget").
 //!
 //! On a shared virtual machine the noise a case meets changes by the hour,
 //! so no fixed per-case budget suits every hour: what one quiet case gets
@@ -116,7 +116,7 @@ pub enum Plan {
     Stop { need: Need, reason: StopReason },
     /// Its first trials show a spread the budget cannot fund after the
     /// cases ranked before it: the run leaves it out rather than spend
-    /// trials on an interval that will not close (docs/method.md,
+    /// trials on an interval that will not close (docs/planning.md,
     /// "Planning to the noise").
     Leave { need: Need },
 }
@@ -219,7 +219,7 @@ enum Reading {
     /// when even this needs more than is left.
     Lucky,
     /// The variance's upper bound at [`PRUDENCE`]: what a study that may
-    /// leave cases out funds (docs/method.md, "Planning to the noise").
+    /// leave cases out funds (docs/planning.md, "Planning to the noise").
     Prudent,
 }
 
@@ -459,7 +459,7 @@ pub fn prudent_need(rule: &StopRule, c: &CaseState<'_>) -> Need {
 }
 
 /// A case a study's plan left out before its first trial, priced after
-/// the pilot by the cases it kept (docs/method.md, "Taking cases back").
+/// the pilot by the cases it kept (docs/planning.md, "Taking cases back").
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Held {
     /// Cases of one group (one param combination on every CPU
@@ -523,7 +523,7 @@ pub fn take_back(held: &[Held], spare_s: f64) -> Vec<bool> {
 
 /// How many of `plans` the budget decides: the cases converged and those
 /// funded in full at their spread's point estimate. After the pilot this
-/// is the run's revised outlook (docs/method.md, "Planning to the noise"):
+/// is the run's revised outlook (docs/planning.md, "Planning to the noise"):
 /// the gauge's second of readings cannot see the host's minute drift, the
 /// cases' first trials can.
 pub fn decidable(plans: &[Plan]) -> usize {
@@ -648,6 +648,7 @@ mod tests {
         max_trials: 1000,
         case_budget_s: None,
         estimator: crate::stats::Estimator::Mean,
+        min_span_s: None,
     };
 
     fn case(values: &[f64], spt: f64) -> CaseState<'_> {

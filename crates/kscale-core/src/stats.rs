@@ -27,6 +27,15 @@ pub struct StopRule {
     /// [`Estimator::Mean`], the rule they were measured under.
     #[serde(default)]
     pub estimator: Estimator,
+    /// Seconds a case's counted trials must span, first start to last
+    /// trial's end, before it may stop converged (fewer trials than the
+    /// maximum). A host that moves its guest between speeds in phases of
+    /// seconds lets a few back-to-back trials agree inside one phase: their
+    /// interval is narrow and their run's figure off by the phases' gap, and
+    /// one such run is all a gate's baseline may be (docs/verdicts.md, "One
+    /// run's spread"). Runs stored before the floor read as none.
+    #[serde(default)]
+    pub min_span_s: Option<f64>,
 }
 
 impl StopRule {
@@ -37,6 +46,7 @@ impl StopRule {
         max_trials: 30,
         case_budget_s: None,
         estimator: Estimator::Trimmed,
+        min_span_s: Some(10.0),
     };
     /// `--quick`: used with 0.05 s trials, so a case that is still noisy at
     /// 5 s has had 30–100 trials (docs/method.md, "trials and budgets").
@@ -47,6 +57,7 @@ impl StopRule {
         max_trials: 100,
         case_budget_s: Some(5.0),
         estimator: Estimator::Trimmed,
+        min_span_s: None,
     };
 
     /// Counted trials a case has before the budget planner may judge, from
@@ -533,7 +544,7 @@ pub fn geomean(values: &[f64]) -> Option<f64> {
 /// measured round trip of a cache line between two of them);
 /// a trial slowed by either is slower for reasons outside the kernel under
 /// test. Tables name such cases, so a NOT CONVERGED mark can be read as the
-/// host's and not the workload's (docs/method.md, "Steal time" and "vCPU
+/// host's and not the workload's (docs/host.md, "Steal time" and "vCPU
 /// placement").
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Follows {
@@ -790,6 +801,7 @@ mod tests {
             max_trials: 30,
             case_budget_s: None,
             estimator: Estimator::Mean,
+            min_span_s: None,
         };
         let mk = |half_pct: f64| {
             // three values m-d, m, m+d: half = 4.303*d/sqrt(3)

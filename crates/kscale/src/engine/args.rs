@@ -381,6 +381,8 @@ pub fn options(sel: &Targets, args: &RunArgs) -> Result<RunOptions> {
         // better than a trial count: a case may take as many trials as its
         // spread needs and the budget buys.
         rule.case_budget_s = args.case_budget;
+        // The budget spreads every case's trials over the whole run itself.
+        rule.min_span_s = None;
         if args.max_trials.is_none() {
             rule.max_trials = MAX_TRIALS;
         }

@@ -61,8 +61,11 @@ struct Unit {
     cost_n: usize,
     /// Under `--span`: when its next counted trial may start.
     due: Option<Instant>,
+    /// When its first counted trial started: what the rule's
+    /// `min_span_s` counts from.
+    first_counted: Option<Instant>,
     /// What the same case cost in an earlier run here: what the time left
-    /// expects of it before its own trials say (docs/method.md, "How
+    /// expects of it before its own trials say (docs/budget.md, "How
     /// long").
     before: Option<kscale_store::costs::CaseCost>,
 }
@@ -100,6 +103,7 @@ impl Unit {
             cost_s: 0.0,
             cost_n: 0,
             due: None,
+            first_counted: None,
             before,
         };
         if let Some(old) = old {
@@ -720,7 +724,17 @@ fn line_probe(
 fn decide(w: &WorkloadDef, opts: &RunOptions, u: &Unit) -> Decision {
     let counted = &u.counted;
     match w.rule {
-        RunRule::Converge => opts.rule.decide(&u.judged, u.spent_s),
+        RunRule::Converge => match opts.rule.decide(&u.judged, u.spent_s) {
+            Decision::Converged
+                if counted.len() < opts.rule.max_trials
+                    && u.first_counted.is_some_and(|t| {
+                        t.elapsed().as_secs_f64() < opts.rule.min_span_s.unwrap_or(0.0)
+                    }) =>
+            {
+                Decision::Continue
+            }
+            d => d,
+        },
         RunRule::MedianOf(n) if counted.len() >= n || opts.step != Step::Whole => {
             Decision::NotConverged
         }
@@ -1616,6 +1630,7 @@ impl<'a, 'p> Runner<'a, 'p> {
             bar.inc(1);
             return Ok(());
         }
+        u.first_counted.get_or_insert(started);
         u.counted.push(out.values[u.workload.primary().name]);
         u.host
             .push(kscale_core::hostfit::measures(out.accounting.as_ref()));
