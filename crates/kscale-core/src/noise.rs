@@ -1,6 +1,6 @@
 //! The machine's own noise, from the gauge: a short fixed-work probe per
 //! CPU taken before a run and again through it as a control
-//! (docs/method.md, "The gauge and the control"). The figures a run states
+//! (docs/noise.md, "The gauge and the control"). The figures a run states
 //! at its start (the CPU loop's spread, its drift, the trials a case will
 //! need) and the machine's move between two runs that `check` and
 //! `compare` show beside their verdicts are computed here, from stored
@@ -33,14 +33,14 @@ pub struct Reading {
     pub sys_ns: Option<f64>,
     /// Nanoseconds of the CPU loop as the mean of the reading's
     /// repetitions: a preemption burst that lands in one repetition counts
-    /// in it, where the median steps past it (docs/method.md, "Where the
-    /// line does not apply"); `None` in readings taken before it existed.
+    /// in it, where the median steps past it (docs/noise.md, "The gauge and
+    /// the control"); `None` in readings taken before it existed.
     #[serde(default)]
     pub cpu_mean_ns: Option<f64>,
     /// The CPU loop and the kernel crossing on the calling thread's CPU
     /// clock (the medians of the same repetitions): the machine as a case
     /// timed on that clock meets it, with the time another task held the
-    /// CPU left out (docs/method.md, "The thread's own clock"); `None` in
+    /// CPU left out (docs/host.md, "The thread's own clock"); `None` in
     /// readings taken before it existed.
     #[serde(default)]
     pub cpu_thread_ns: Option<f64>,
@@ -93,7 +93,7 @@ impl CpuNoise {
     }
 
     /// The spread a case timed on its thread's CPU clock is planned at
-    /// (docs/method.md, "The thread's own clock"): the thread-clock
+    /// (docs/host.md, "The thread's own clock"): the thread-clock
     /// probes', or [`CpuNoise::plan_cv`] where the readings have none.
     pub fn plan_thread_cv(&self) -> f64 {
         self.thread_cv.unwrap_or_else(|| self.plan_cv())
@@ -160,6 +160,26 @@ pub fn winsorized_cv(values: &[f64]) -> f64 {
     }
 }
 
+/// The level of the gauge's user-space CPU loop over one run's `readings`:
+/// the 20 % trimmed mean of its time on the thread's CPU clock (the wall
+/// clock's in readings taken before that existed), which a neighbour's
+/// preemption leaves out as it does for a case timed on that clock. It
+/// runs no kernel code, so a slower kernel path cannot move it: the
+/// machine's own move beside a gate's verdicts (`verdict::beside_machine`).
+/// `None` without a reading.
+pub fn loop_level(readings: &[Reading]) -> Option<f64> {
+    let v: Vec<f64> = readings
+        .iter()
+        .map(|r| {
+            r.cpu_thread_ns
+                .filter(|t| t.is_finite() && *t > 0.0)
+                .unwrap_or(r.cpu_ns)
+        })
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .collect();
+    (!v.is_empty()).then(|| trimmed_mean(&v))
+}
+
 /// The 20 % trimmed mean (the mean below five values).
 fn trimmed_mean(values: &[f64]) -> f64 {
     let n = values.len();
@@ -212,7 +232,7 @@ pub fn per_cpu(readings: &[Reading]) -> Vec<CpuNoise> {
 }
 
 /// `readings` as a case timed on its thread's CPU clock meets the machine
-/// (docs/method.md, "The thread's own clock"): each reading's CPU loop
+/// (docs/host.md, "The thread's own clock"): each reading's CPU loop
 /// and kernel crossing on that clock, which counts the host's spells and
 /// steal as the wall does but not the time other tasks in the guest held
 /// the CPU, as the case's own trials do not. The loop's mean over its
@@ -415,7 +435,7 @@ pub fn outlook(
 
 /// [`outlook`] where each case is planned at its own spread: `cases[i]` is
 /// (seconds a trial, seconds once, CV) — a case timed on its thread's
-/// clock meets the machine's noise on that clock (docs/method.md, "The
+/// clock meets the machine's noise on that clock (docs/host.md, "The
 /// thread's own clock"). `cv` is the figure the outlook states.
 pub fn outlook_each(
     cv: f64,

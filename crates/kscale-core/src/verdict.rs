@@ -14,7 +14,27 @@
 //! (slower, or less throughput): a threshold of 10 % is ln 1.1 either way,
 //! and a 10 % faster and a 10 % slower case weigh alike.
 
+use crate::model::Direction;
 use crate::stats::t_quantile;
+
+/// ln of `v`, turned so that a larger figure is worse: every change a
+/// verdict reads is a difference of these (worse above 0), for a latency
+/// and a throughput alike.
+pub fn worse_ln(v: f64, d: Direction) -> f64 {
+    match d {
+        Direction::Lower => v.ln(),
+        Direction::Higher => -v.ln(),
+    }
+}
+
+/// An interval of ln(after ÷ before), `(est, lo, hi)`, turned worse above
+/// 0: a throughput's bounds swap ends.
+pub fn worse_interval(est: f64, lo: f64, hi: f64, d: Direction) -> (f64, f64, f64) {
+    match d {
+        Direction::Lower => (est, lo, hi),
+        Direction::Higher => (-est, -hi, -lo),
+    }
+}
 
 /// The chance, over the cases one gate or comparison reads, that a case
 /// that did not move beyond the threshold is called worse, or that one that
@@ -154,6 +174,10 @@ pub struct GateVerdict {
     /// `None` where no number of runs would (the estimate itself is beyond
     /// the threshold) or the spread is not a run's.
     pub runs_needed: Option<u32>,
+    /// Where [`beside_machine`] withheld the verdict: how much slower
+    /// (above 0) or faster the machine itself ran now, in %.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine_pct: Option<f64>,
 }
 
 /// A comparison's answer.
@@ -198,7 +222,8 @@ fn bounds(c: Change, alpha: f64) -> (f64, f64, f64) {
     (c.est - half, c.est + half, conf)
 }
 
-fn interval(c: Change, alpha: f64) -> Interval {
+/// The change's (1 − 2α) interval, in % of the baseline.
+pub fn interval(c: Change, alpha: f64) -> Interval {
     let (lo, hi, conf) = bounds(c, alpha);
     Interval {
         est_pct: pct(c.est),
@@ -250,6 +275,35 @@ pub fn gate(c: Change, threshold: f64, alpha: f64) -> GateVerdict {
             GateWord::CannotTell => runs_needed(c, alpha, limit),
             _ => None,
         },
+        machine_pct: None,
+    }
+}
+
+/// A gate's verdict `v` beside the machine's own move between the sides,
+/// `machine`: the change of a probe that runs none of the code a case
+/// measures (the gauge's user-space CPU loop), worse (slower) above 0.
+/// Where the machine itself ran slower now, beyond its spread at `alpha`,
+/// a "worse" is withheld; where it ran faster, a "not worse": either could
+/// be the machine's, and the verdict becomes "cannot tell", with the move
+/// said. The machine's move never makes a verdict, and never turns one
+/// into its opposite: on a VM whose host moved the guest into a slower
+/// phase for a minute, three runs of an unchanged binary read 13 % worse
+/// (docs/verdicts.md, "The machine beside the verdicts").
+pub fn beside_machine(v: GateVerdict, machine: Option<Change>, alpha: f64) -> GateVerdict {
+    let Some(m) = machine else { return v };
+    let (lo, hi, _) = bounds(m, alpha);
+    let withheld = match v.verdict {
+        GateWord::Worse => lo > 0.0,
+        GateWord::NotWorse => hi < 0.0,
+        GateWord::CannotTell => false,
+    };
+    if !withheld {
+        return v;
+    }
+    GateVerdict {
+        verdict: GateWord::CannotTell,
+        machine_pct: Some(pct(m.est)),
+        ..v
     }
 }
 
@@ -307,6 +361,35 @@ mod tests {
         assert_eq!(v.verdict, GateWord::Worse);
         assert!(v.interval.lo_pct > 0.0 && v.interval.hi_pct > 30.0);
         assert_eq!(v.runs_needed, None);
+    }
+
+    #[test]
+    fn the_machines_own_move_withholds_the_verdict_it_could_have_made() {
+        let worse = gate(ch(13.0, 0.04, 30.0), 0.10, 0.05);
+        assert_eq!(worse.verdict, GateWord::Worse);
+        // The user-space loop ran 5 % slower, well beyond its 1 % spread:
+        // the "worse" could be the machine's.
+        let slow = ch(5.0, 0.01, 30.0);
+        let v = beside_machine(worse, Some(slow), 0.05);
+        assert_eq!(v.verdict, GateWord::CannotTell);
+        assert!((v.machine_pct.unwrap() - 5.0).abs() < 1e-9);
+        assert_eq!(v.interval, worse.interval);
+        // A loop that did not move, or ran faster, leaves it.
+        assert_eq!(
+            beside_machine(worse, Some(ch(0.5, 0.01, 30.0)), 0.05),
+            worse
+        );
+        assert_eq!(
+            beside_machine(worse, Some(ch(-5.0, 0.01, 30.0)), 0.05),
+            worse
+        );
+        assert_eq!(beside_machine(worse, None, 0.05), worse);
+        // A faster machine withholds "not worse", never "worse".
+        let fine = gate(ch(1.0, 0.02, 20.0), 0.10, 0.05);
+        assert_eq!(fine.verdict, GateWord::NotWorse);
+        let v = beside_machine(fine, Some(ch(-5.0, 0.01, 30.0)), 0.05);
+        assert_eq!(v.verdict, GateWord::CannotTell);
+        assert_eq!(beside_machine(fine, Some(slow), 0.05), fine);
     }
 
     #[test]

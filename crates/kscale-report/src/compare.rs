@@ -38,7 +38,7 @@ pub struct System {
     pub run_id: i64,
     pub label: String,
     /// `poll` where kscale kept the run's idle CPUs polling; absent where
-    /// they were left as they are (docs/method.md, "Idle CPUs").
+    /// they were left as they are (docs/host.md, "Idle CPUs").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_idle: Option<String>,
 }
@@ -395,10 +395,7 @@ fn row_change(
     if !(x > 0.0 && y > 0.0) {
         return None;
     }
-    let est = match r.direction {
-        Direction::Lower => (x / y).ln(),
-        Direction::Higher => (y / x).ln(),
-    };
+    let est = verdict::worse_ln(x, r.direction) - verdict::worse_ln(y, r.direction);
     let (va, vb) = (a.spread.sd.powi(2), b.spread.sd.powi(2));
     // One machine: one estimate of one spread, counted for both runs.
     let df = if a.machine == b.machine {

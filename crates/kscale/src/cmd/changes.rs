@@ -11,7 +11,6 @@ use crate::output::{outln, Format};
 use anyhow::Result;
 use kscale_core::changes::{detect, Change, Point, Settings};
 use kscale_core::verdict::CompareWord;
-use kscale_core::Direction;
 use kscale_report::format::{csv_field, p_value as p_text, sig, signed_pct as pct};
 use serde::Serialize;
 use serde_json::json;
@@ -104,10 +103,8 @@ fn found(s: &Series, c: &Change, threshold: f64) -> Found {
     // The change's interval, worse above 0, read by the comparisons' rule
     // (docs/verdicts.md).
     let ln = |r: f64| (1.0 + r).ln();
-    let (est, lo, hi) = match s.direction {
-        Direction::Lower => (ln(c.rel), ln(c.rel_low), ln(c.rel_high)),
-        Direction::Higher => (-ln(c.rel), -ln(c.rel_high), -ln(c.rel_low)),
-    };
+    let (est, lo, hi) =
+        kscale_core::verdict::worse_interval(ln(c.rel), ln(c.rel_low), ln(c.rel_high), s.direction);
     let verdict = kscale_core::verdict::classify(est, lo, hi, threshold);
     Found {
         case: s.title(),

@@ -122,7 +122,7 @@ pub fn run(mut args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     };
     // A baseline whose trials were paced is checked paced the same way,
     // unless told otherwise: both sides then sample the machine's moments
-    // alike (docs/method.md, "Paced trials").
+    // alike (docs/noise.md, "Paced trials").
     if args.run.run.span.is_none() && args.run.run.budget.is_none() {
         if let Some(s) = base.run.options["span_s"].as_f64() {
             args.run.run.span = Some(format!("{s}s"));
@@ -302,6 +302,15 @@ fn case_line(j: &Judged, threshold: f64) -> String {
             "not worse {head}: {interval}, below the {:.0}% threshold; {runs}",
             threshold * 100.0
         ),
+        GateWord::CannotTell if v.machine_pct.is_some() => {
+            let m = v.machine_pct.unwrap_or_default();
+            format!(
+                "CANNOT TELL {head}: {interval}, but the machine itself ran {:.1}% {} than at the baseline (the gauge's user-space CPU loop, beyond its spread between runs), so a \"{}\" could be the machine's: check again later; {runs}",
+                m.abs(),
+                if m > 0.0 { "slower" } else { "faster" },
+                if m > 0.0 { "worse" } else { "not worse" },
+            )
+        }
         GateWord::CannotTell => format!(
             "CANNOT TELL {head}: {interval}: this comparison could decide a threshold of {:.1}%, not {:.0}%; {}; {runs}",
             v.smallest_threshold_pct,

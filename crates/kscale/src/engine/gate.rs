@@ -106,6 +106,10 @@ pub struct Footing {
     pub spread_pct: Option<f64>,
     pub spread_df: Option<f64>,
     pub spread_runs: usize,
+    /// The machine's own move between the sides: the gauge's user-space
+    /// CPU loop now against the baseline's side, its interval from the
+    /// loop's spread between the same runs (slower above 0).
+    pub machine: Option<verdict::Interval>,
 }
 
 /// A case's verdict and its footing; `verdict` is `None` where a side has
@@ -143,7 +147,7 @@ pub fn spread_here(
             };
             (m == here).then_some(())?;
             Some((
-                worse_ln(value(&s.case, &t.metric)?, t.direction),
+                kscale_core::verdict::worse_ln(value(&s.case, &t.metric)?, t.direction),
                 r.git_rev.clone(),
             ))
         })
@@ -154,14 +158,6 @@ pub fn spread_here(
 /// The same host and kernel, by two runs' snapshots.
 pub fn same_machine(a: &serde_json::Value, b: &serde_json::Value) -> bool {
     machine_of(a) == machine_of(b)
-}
-
-/// ln of `v`, turned so that a larger figure is worse.
-fn worse_ln(v: f64, d: Direction) -> f64 {
-    match d {
-        Direction::Lower => v.ln(),
-        Direction::Higher => -v.ln(),
-    }
 }
 
 /// Judges every target: the baseline run `base` against the runs `now`,
@@ -190,6 +186,13 @@ pub fn judge(
     };
     let base_rev = base.run.git_rev.clone();
     let alpha = verdict::per_case(verdict::ALPHA, targets.len());
+    // Each run's user-space loop level (ln), read once for every case.
+    let mut loops: std::collections::BTreeMap<i64, f64> = Default::default();
+    for id in stored.runs.keys().filter(|id| on_here(id)) {
+        if let Some(l) = kscale_core::noise::loop_level(&store.gauge(*id)?) {
+            loops.insert(*id, l.ln());
+        }
+    }
     let mut out = Vec::new();
     for t in targets {
         // Every stored run of the case here, oldest first (run ids grow
@@ -223,23 +226,39 @@ pub fn judge(
         // it is not counted as spread.
         let series: Vec<(f64, (Option<String>, bool))> = runs
             .iter()
-            .map(|&(id, v)| (worse_ln(v, t.direction), (rev(id), now.contains(&id))))
+            .map(|&(id, v)| {
+                (
+                    kscale_core::verdict::worse_ln(v, t.direction),
+                    (rev(id), now.contains(&id)),
+                )
+            })
             .filter(|(_, (_, is_now))| !is_now)
-            .chain(
-                now_side
-                    .iter()
-                    .map(|&(id, v)| (worse_ln(v, t.direction), (rev(id), true))),
-            )
+            .chain(now_side.iter().map(|&(id, v)| {
+                (
+                    kscale_core::verdict::worse_ln(v, t.direction),
+                    (rev(id), true),
+                )
+            }))
             .collect();
         let spread = Spread::successive(&series);
         let ln = |side: &[(i64, f64)]| -> Vec<f64> {
             side.iter()
-                .map(|&(_, v)| worse_ln(v, t.direction))
+                .map(|&(_, v)| kscale_core::verdict::worse_ln(v, t.direction))
                 .collect()
         };
+        let machine = machine_move(
+            &loops,
+            &series_ids(&runs, now),
+            &base_side,
+            &now_side,
+            &rev,
+            now,
+        );
         let verdict = spread
             .and_then(|s| Change::between_runs(&ln(&base_side), &ln(&now_side), s))
-            .map(|c: Change| verdict::gate(c, threshold, alpha));
+            .map(|c: Change| {
+                verdict::beside_machine(verdict::gate(c, threshold, alpha), machine, alpha)
+            });
         out.push(Judged {
             target: t.clone(),
             cases: targets.len(),
@@ -252,10 +271,46 @@ pub fn judge(
                 spread_pct: spread.map(|s| s.sd * 100.0),
                 spread_df: spread.map(|s| s.df),
                 spread_runs: spread.map_or(0, |s| s.runs),
+                machine: machine.map(|m| verdict::interval(m, alpha)),
             },
         });
     }
     Ok(out)
+}
+
+/// The case's runs in the order the spread reads them: the stored runs
+/// before now, then the runs now.
+fn series_ids(runs: &[(i64, f64)], now: &[i64]) -> Vec<i64> {
+    runs.iter()
+        .map(|r| r.0)
+        .filter(|id| !now.contains(id))
+        .chain(runs.iter().map(|r| r.0).filter(|id| now.contains(id)))
+        .collect()
+}
+
+/// The machine's own move between the sides, read by the gauge's
+/// user-space CPU loop as the case is read: each side's mean level
+/// against the loop's spread between the same runs, in the same order,
+/// pairs of one build, the step into the runs now left out
+/// ([`verdict::beside_machine`]). `None` where a run has no readings or
+/// the loop gives no spread.
+fn machine_move(
+    loops: &std::collections::BTreeMap<i64, f64>,
+    order: &[i64],
+    base_side: &[(i64, f64)],
+    now_side: &[(i64, f64)],
+    rev: &dyn Fn(i64) -> Option<String>,
+    now: &[i64],
+) -> Option<Change> {
+    let level = |side: &[(i64, f64)]| -> Option<Vec<f64>> {
+        side.iter().map(|(id, _)| loops.get(id).copied()).collect()
+    };
+    let series: Vec<(f64, (Option<String>, bool))> = order
+        .iter()
+        .filter_map(|&id| Some((*loops.get(&id)?, (rev(id), now.contains(&id)))))
+        .collect();
+    let spread = Spread::successive(&series)?;
+    Change::between_runs(&level(base_side)?, &level(now_side)?, spread)
 }
 
 /// Whether measuring this case in `more` more runs could still decide it:
@@ -267,7 +322,9 @@ pub fn more_runs_could_decide(j: &Judged, more: usize, threshold: f64) -> bool {
         // No spread yet: another run gives one.
         return more > 0;
     };
-    if v.verdict != GateWord::CannotTell {
+    // A verdict the machine's own move withheld: more runs in the same
+    // minute of the machine would read the same move.
+    if v.verdict != GateWord::CannotTell || v.machine_pct.is_some() {
         return false;
     }
     let (Some(sd), Some(df)) = (j.footing.spread_pct, j.footing.spread_df) else {
@@ -317,6 +374,7 @@ mod tests {
                 spread_pct: Some(sd_pct),
                 spread_df: Some(df),
                 spread_runs: base + now,
+                machine: None,
             },
         }
     }
