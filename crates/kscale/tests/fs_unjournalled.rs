@@ -96,3 +96,49 @@ fn a_budgeted_study_leaves_out_what_cannot_settle_in_its_directory() {
     assert!(text.contains("File removals"), "{text}");
     common::assert_loop_detached(&img);
 }
+
+/// A study started from a directory on ext4 without a journal, where
+/// nobody named another, measures fs.create where it settles instead of
+/// leaving it out: it says where and why in one line, the run records the
+/// line, and the scratch directory it made there is gone afterwards.
+#[test]
+fn a_study_started_on_unjournalled_ext4_measures_file_cases_where_they_settle() {
+    let env = Env::new();
+    let body = r#"cd "$mnt" || exit 1
+"$kscale" --db "$db" study --suite micro --quick --budget 20s --no-profile \
+    --no-progress >/dev/null || exit 1
+"$kscale" --db "$db" show latest || exit 1"#;
+    let Some((out, img)) = env.on_fresh_ext4("fsmoved", 256 << 20, "-O ^has_journal", "", body)
+    else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}\n{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("cannot settle in") && l.contains("the study measures in"))
+        .unwrap_or_else(|| panic!("no line saying where the study measures:\n{err}"));
+    assert!(line.contains("fs.create"), "{line}");
+    assert!(line.contains("ext4 without a journal"), "{line}");
+    assert!(
+        !err.contains("leaves out the cases that cannot settle"),
+        "{err}"
+    );
+    let place = line
+        .split("the study measures in ")
+        .nth(1)
+        .and_then(|r| r.split(", where").next())
+        .expect("a place");
+    // Recorded with the run, and fs.create measured there.
+    assert!(text.contains("the study measures in"), "{text}");
+    assert!(text.contains("File creations"), "{text}");
+    let left: Vec<String> = std::fs::read_dir(place)
+        .expect("the place is readable")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".kscale-tmp-") || n.starts_with(".kscale-probe-"))
+        .collect();
+    assert!(left.is_empty(), "left in {place}: {left:?}");
+    common::assert_loop_detached(&img);
+}

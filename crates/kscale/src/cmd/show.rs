@@ -63,7 +63,15 @@ pub fn header(data: &RunData) -> String {
             ""
         },
     ) + &concurrent(data)
+        + &dir_moved(data)
         + &left_out(data)
+}
+
+/// Where a study measured instead of its working directory, and why.
+fn dir_moved(data: &RunData) -> String {
+    data.run.options["dir_moved"]
+        .as_str()
+        .map_or_else(String::new, |l| format!("{l}\n"))
 }
 
 /// A line naming the cases a noise-planned study left out (empty when it

@@ -231,12 +231,16 @@ pub struct RunOptions {
     /// as planned.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub capacity: bool,
+    /// Where a study measured instead of its working directory, and why
+    /// (engine::plan::settling_dir): the line it printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir_moved: Option<String>,
     /// Cases a noise-planned study left out, one line per workload
     /// (engine::gauge::fit_plan); empty when it measured its whole plan.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<String>,
     /// The cases behind the gauge's lines in `left_out`, which the run may
-    /// take back after its pilot (runner, docs/method.md, "Taking cases
+    /// take back after its pilot (runner, docs/planning.md, "Taking cases
     /// back"); those it takes back move to `plan`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub held: Vec<plan::HeldCase>,
@@ -504,6 +508,7 @@ pub fn options(sel: &Targets, args: &RunArgs) -> Result<RunOptions> {
         cpu_order: args.cpu_order,
         load_cpus,
         capacity: sel.capacity,
+        dir_moved: None,
         left_out: Vec::new(),
         held: Vec::new(),
         kept_back_s: 0.0,

@@ -27,7 +27,7 @@ pub struct PlanEntry {
 /// A case a noise-planned study left out before its first trial
 /// (engine::gauge::fit_plan), with its rank there: after the pilot, the
 /// run takes back the cases the budget has room for at the spread the
-/// kept ones showed, lowest rank first (docs/method.md, "Taking cases
+/// kept ones showed, lowest rank first (docs/planning.md, "Taking cases
 /// back").
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HeldCase {
@@ -74,7 +74,7 @@ impl PlanEntry {
 }
 
 /// How late each entry is kept when a study cannot measure all of them
-/// (docs/method.md, "Planning to the noise"), in plan order. The entries
+/// (docs/planning.md, "Planning to the noise"), in plan order. The entries
 /// of one workload with the same params share a rank; along a workload's
 /// sweep the middle is 0, then its ends, then midpoints
 /// ([`kscale_core::noise::sweep_ranks`]), times 1000; a family's n-th
@@ -356,6 +356,69 @@ pub fn same_search(a: &kscale_core::CaseKey, b: &kscale_core::CaseKey, param: &s
         k.params.iter().filter(move |(n, _)| n.as_str() != param)
     }
     a.workload == b.workload && a.cpus == b.cpus && others(a, param).eq(others(b, param))
+}
+
+/// The reasons the plan's cases give that their figures cannot settle in
+/// `dir` (each workload's `caveat`), one line per workload.
+fn unsettled(plan: &[PlanEntry], dir: &std::path::Path) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for e in plan {
+        let Some(w) = kscale_workloads::find(&e.workload) else {
+            continue;
+        };
+        if let Some(why) = (w.caveat)(&kscale_core::Params(e.params.clone()), dir) {
+            let line = format!("{}: {why}", e.workload);
+            if !lines
+                .iter()
+                .any(|l| l.starts_with(&format!("{}: ", e.workload)))
+            {
+                lines.push(line);
+            }
+        }
+    }
+    lines
+}
+
+/// Where a study whose directory nobody named measures the cases that
+/// cannot settle in `dir` (fs.create and fileserver on ext4 without a
+/// journal): the first of the machine's usual scratch places (`/dev/shm`,
+/// the temporary directory, `/var/tmp`) that none of the plan's cases
+/// objects to, that kscale can write, and that has room for a file set.
+/// `None` when every case settles in `dir`, or when no such place exists
+/// (the study then leaves them out, as before). The run's scratch
+/// directory is made inside the place chosen and removed with the run, so
+/// nothing is mounted and nothing outlives it.
+pub fn settling_dir(
+    plan: &[PlanEntry],
+    dir: &std::path::Path,
+) -> Option<(std::path::PathBuf, Vec<String>)> {
+    /// What a file set and `fs.create`'s kept files may take.
+    const ROOM_BYTES: u64 = 1 << 30;
+    const ROOM_INODES: u64 = 200_000;
+    let why = unsettled(plan, dir);
+    if why.is_empty() {
+        return None;
+    }
+    let places = [
+        std::path::PathBuf::from("/dev/shm"),
+        std::env::temp_dir(),
+        std::path::PathBuf::from("/var/tmp"),
+    ];
+    places
+        .into_iter()
+        .filter(|d| d.is_dir() && d.as_path() != dir)
+        .find(|d| {
+            unsettled(plan, d).is_empty()
+                && nix::sys::statvfs::statvfs(d.as_path()).is_ok_and(|st| {
+                    st.blocks_available().saturating_mul(st.fragment_size()) >= ROOM_BYTES
+                        && st.files_available() >= ROOM_INODES
+                })
+                && tempfile::Builder::new()
+                    .prefix(".kscale-probe-")
+                    .tempdir_in(d)
+                    .is_ok()
+        })
+        .map(|d| (d, why))
 }
 
 /// Takes out of `plan` the cases whose workload says their figures cannot
