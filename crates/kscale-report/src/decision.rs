@@ -33,7 +33,7 @@ type Fitted<'a> = Vec<(&'a CaseData, HostFit)>;
 /// its table's "Geometric mean" row): the point is the table's (each
 /// case's printed value), the interval from each case's estimate — of its
 /// trials with what followed the host taken out where they followed it
-/// ([`kscale_core::hostfit::HostFit`], docs/method.md, "Others on the
+/// ([`kscale_core::hostfit::HostFit`], docs/host.md, "Others on the
 /// trial's CPUs"), those cases returned with their fit. `Err` with the
 /// point alone when a case has fewer than two counted trials.
 fn family_geomean<'a>(
@@ -272,8 +272,53 @@ fn bracketed_scalability(
     }
 }
 
+/// One cell of the decisions table as data (`export --format json`'s
+/// `"decisions"`): a family's level on one configuration (`cell` is the
+/// configuration's name) or its scalability (`"scalability"`, all ÷ the
+/// fewest CPUs), with its verdict and interval. A level is `decided` or
+/// `cannot tell`; a scalability `faster`, `slower`, `same` or `cannot
+/// tell` (docs/verdicts.md). `why` says what an undecided cell lacks.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Decision {
+    pub family: String,
+    pub cell: String,
+    pub verdict: String,
+    pub decided: bool,
+    pub value: Option<f64>,
+    pub low: Option<f64>,
+    pub high: Option<f64>,
+    pub unit: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+impl Decision {
+    fn level(family: &str, cell: &str, unit: &str) -> Decision {
+        Decision {
+            family: family.to_string(),
+            cell: cell.to_string(),
+            verdict: "cannot tell".into(),
+            decided: false,
+            value: None,
+            low: None,
+            high: None,
+            unit: unit.to_string(),
+            why: None,
+        }
+    }
+}
+
 /// The run's decisions table; `None` for a run with no family to decide.
 pub fn decision_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
+    decide(run, cat).map(|(t, _)| t)
+}
+
+/// The run's decisions, one per family and cell, as the table shows them.
+pub fn decisions(run: &RunData, cat: &dyn Catalog) -> Vec<Decision> {
+    decide(run, cat).map(|(_, d)| d).unwrap_or_default()
+}
+
+fn decide(run: &RunData, cat: &dyn Catalog) -> Option<(Table, Vec<Decision>)> {
     let rule = RuleInfo::of(run);
     // A family whose cases measure unlike things (fs: creations and
     // removals) is decided per metric, as its table keeps them apart.
@@ -340,6 +385,7 @@ pub fn decision_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
     );
     let mut one_trial = false;
     let mut fitted: Vec<String> = Vec::new();
+    let mut out: Vec<Decision> = Vec::new();
     for ((family, _), (_, g)) in families.iter().zip(&grouped) {
         let Some((first, _)) = g.rows.first() else {
             continue;
@@ -353,7 +399,9 @@ pub fn decision_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
                 Tone::Dim,
             ),
         ];
+        let unit = gm.as_ref().map(|gm| gm.unit.clone()).unwrap_or_default();
         for (name, _) in &configs {
+            let mut d = Decision::level(family, name, &unit);
             let cases = g
                 .configs
                 .iter()
@@ -384,10 +432,42 @@ pub fn decision_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
                                 Some(_) => Cell::tone("✓", Tone::Good),
                                 None => decided(&i, rule.width_pct),
                             });
+                            d.value = Some(i.value);
+                            match bracket {
+                                Some(b) => {
+                                    d.low = Some(i.value);
+                                    d.high = b.is_finite().then(|| i.value * (1.0 + b / 100.0));
+                                    d.decided = b <= rule.width_pct;
+                                    if !d.decided {
+                                        d.why = Some(if b.is_finite() {
+                                            format!(
+                                                "a capacity bracket {} % wide, not {} %",
+                                                sig(b, 2),
+                                                rule.width_pct
+                                            )
+                                        } else {
+                                            "an open capacity bracket".into()
+                                        });
+                                    }
+                                }
+                                None => {
+                                    (d.low, d.high) = (Some(i.low), Some(i.high));
+                                    d.decided = i.decided(rule.width_pct);
+                                    if !d.decided {
+                                        d.why = Some(format!(
+                                            "an interval {} % wide, not {} %",
+                                            sig(i.width_pct(), 2),
+                                            rule.width_pct
+                                        ));
+                                    }
+                                }
+                            }
                             fitted.extend(fits.iter().map(|(c, f)| fitted_note(c, f, cat)));
                         }
                         Err(point) => {
                             one_trial = true;
+                            d.value = point;
+                            d.why = Some("a case has a single counted trial".into());
                             cells.push(Cell::new(
                                 point.map(|v| sig(v, 4)).unwrap_or_else(|| "–".into()),
                             ));
@@ -396,10 +476,27 @@ pub fn decision_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
                         }
                     }
                 }
-                _ => cells.extend([Cell::new("–"), Cell::new(""), Cell::new("")]),
+                _ => {
+                    d.why = Some("no figure: a case failed or was not measured here".into());
+                    cells.extend([Cell::new("–"), Cell::new(""), Cell::new("")]);
+                }
             }
+            if d.decided {
+                d.verdict = "decided".into();
+            }
+            out.push(d);
         }
         for (name, _) in &others {
+            let mut d = Decision::level(
+                family,
+                if others.len() == 1 {
+                    "scalability".to_string()
+                } else {
+                    format!("scalability {}", short(name))
+                }
+                .as_str(),
+                "×",
+            );
             match family_scalability(g, &base.0, name, rule.confidence_pct) {
                 Some(i) => {
                     let i = bracketed_scalability(run, g, &base.0, name, i, rule.confidence_pct);
@@ -415,9 +512,29 @@ pub fn decision_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
                         Tone::Dim,
                     ));
                     cells.push(verdict_cell(v));
+                    (d.value, d.low, d.high) = (Some(i.value), Some(i.low), Some(i.high));
+                    d.decided = v.verdict != CompareWord::CannotTell;
+                    d.verdict = match v.verdict {
+                        CompareWord::Faster => "faster",
+                        CompareWord::Slower => "slower",
+                        CompareWord::Same => "same",
+                        CompareWord::CannotTell => "cannot tell",
+                    }
+                    .into();
+                    if !d.decided {
+                        d.why = Some(format!(
+                            "decidable at ±{:.0} %, not ±{} %",
+                            v.smallest_threshold_pct.ceil(),
+                            sig(rule.width_pct / 2.0, 2)
+                        ));
+                    }
                 }
-                None => cells.extend([Cell::new("–"), Cell::new(""), Cell::new("")]),
+                None => {
+                    d.why = Some("no figure: a case failed or was not measured on both".into());
+                    cells.extend([Cell::new("–"), Cell::new(""), Cell::new("")]);
+                }
             }
+            out.push(d);
         }
         t.push(RowKind::Summary, cells);
     }
@@ -469,5 +586,5 @@ pub fn decision_table(run: &RunData, cat: &dyn Catalog) -> Option<Table> {
         );
         t.notes.extend(fitted);
     }
-    Some(t)
+    Some((t, out))
 }

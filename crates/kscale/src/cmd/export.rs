@@ -93,6 +93,8 @@ pub fn to_json(data: &RunData, uuid: &str) -> Result<Value> {
             "options": r.options,
         },
         "results": results(data),
+        // The decisions table as data: one object per family and cell.
+        "decisions": kscale_report::decision::decisions(data, &super::Registry),
         "cases": kscale_store::import::raw_cases(data)?,
     }))
 }
