@@ -24,17 +24,31 @@ pub const CONTROL_ENV: &str = "KSCALE_PROFILE_CONTROL";
 pub struct Profiler {
     wanted: bool,
     ksyms: Option<Kallsyms>,
-    /// Events already reported as unavailable: said once per run, since the
-    /// machine will not change its mind between cases.
-    said: Vec<String>,
+}
+
+/// What the process has already said about perf: the events reported as
+/// unavailable, and whether sampling was refused. Said once per process,
+/// not per profiler, since the machine will not change its mind between
+/// cases, and a run's capacity steps each get a profiler of their own (a
+/// quick study printed the same PMU line three times).
+static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+static REFUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether `line` is new to this process; it is remembered.
+fn first_time(line: &str) -> bool {
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    if said.iter().any(|s| s == line) {
+        return false;
+    }
+    said.push(line.to_string());
+    true
 }
 
 impl Profiler {
     pub fn new(wanted: bool) -> Profiler {
         Profiler {
-            wanted,
+            wanted: wanted && !REFUSED.load(std::sync::atomic::Ordering::Relaxed),
             ksyms: None,
-            said: Vec::new(),
         }
     }
 
@@ -57,7 +71,10 @@ impl Profiler {
     ) -> Result<()> {
         if self.ksyms.is_none() {
             self.ksyms = Some(Kallsyms::load().unwrap_or_else(|e| {
-                say(bar, format!("kscale: {e:#}"));
+                let line = format!("kscale: {e:#}");
+                if first_time(&line) {
+                    say(bar, line);
+                }
                 Kallsyms::default()
             }));
         }
@@ -83,6 +100,7 @@ impl Profiler {
                     bar,
                     format!("kscale: profiling off, continuing without profiles: {r}"),
                 );
+                REFUSED.store(true, std::sync::atomic::Ordering::Relaxed);
                 self.wanted = false;
                 return Ok(());
             }
@@ -104,7 +122,7 @@ impl Profiler {
         let new: Vec<&(perf::SampleEvent, String)> = sampled
             .skipped
             .iter()
-            .filter(|(e, _)| !self.said.contains(&e.name().to_string()))
+            .filter(|(e, _)| first_time(e.name()))
             .collect();
         if let Some((_, why)) = new.first() {
             let names: Vec<&str> = new.iter().map(|(e, _)| e.name()).collect();
@@ -115,7 +133,6 @@ impl Profiler {
                     names.join(" and ")
                 ),
             );
-            self.said.extend(names.iter().map(|n| n.to_string()));
         }
         let empty = Kallsyms::default();
         for mut p in sampled.profiles(self.ksyms.as_ref().unwrap_or(&empty)) {
