@@ -80,3 +80,87 @@ fn the_check_sees_what_it_looks_for() {
     assert!(naming("// capacity::run", "capacity").is_empty());
     assert!(naming("let capacity = 3;", "capacity").is_empty());
 }
+
+/// The engine's modules (a file under engine/, or a folder with its
+/// submodules) and the others each names.
+fn engine_imports() -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let root = engine();
+    let mut files: std::collections::BTreeMap<String, Vec<PathBuf>> = Default::default();
+    for f in sources(&root) {
+        let rel = f.strip_prefix(&root).expect("under engine/");
+        let top = rel
+            .components()
+            .next()
+            .and_then(|c| c.as_os_str().to_str())
+            .unwrap_or("")
+            .trim_end_matches(".rs")
+            .to_string();
+        if top != "mod" {
+            files.entry(top).or_default().push(f);
+        }
+    }
+    let names: Vec<String> = files.keys().cloned().collect();
+    let mut edges = std::collections::BTreeMap::new();
+    for (m, fs) in &files {
+        let mut out = std::collections::BTreeSet::new();
+        for f in fs {
+            let text = std::fs::read_to_string(f).expect("read");
+            for o in names.iter().filter(|o| *o != m) {
+                let by_path = text
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.starts_with("//"))
+                    .any(|l| {
+                        l.contains(&format!("super::{o}::"))
+                            || l.contains(&format!("engine::{o}::"))
+                            || l.contains(&format!("super::{o};"))
+                            || l.contains(&format!("engine::{o};"))
+                            || ((l.starts_with("use super::{")
+                                || l.starts_with("use crate::engine::{"))
+                                && l.split(|c: char| !c.is_alphanumeric() && c != '_')
+                                    .any(|w| w == o))
+                    });
+                if by_path {
+                    out.insert(o.clone());
+                }
+            }
+        }
+        edges.insert(m.clone(), out);
+    }
+    edges
+}
+
+/// The engine's modules depend on each other one way: no module reaches,
+/// through others, back to itself (the gauge once read the runner's
+/// profile share while the runner read the gauge's pacing).
+#[test]
+fn the_engine_modules_form_no_circle() {
+    let edges = engine_imports();
+    assert!(
+        edges.contains_key("runner") && edges.contains_key("gauge"),
+        "{edges:?}"
+    );
+    assert!(
+        edges["runner"].contains("gauge"),
+        "the check misses an import: {edges:?}"
+    );
+    // Depth-first search for a path back to the start.
+    for start in edges.keys() {
+        let mut stack: Vec<Vec<&String>> = vec![vec![start]];
+        let mut seen = std::collections::BTreeSet::new();
+        while let Some(path) = stack.pop() {
+            let last = *path.last().expect("a path");
+            for next in &edges[last] {
+                if next == start {
+                    let names: Vec<&str> = path.iter().map(|s| s.as_str()).collect();
+                    panic!("a circle: {} -> {start}", names.join(" -> "));
+                }
+                if seen.insert(next) {
+                    let mut p = path.clone();
+                    p.push(next);
+                    stack.push(p);
+                }
+            }
+        }
+    }
+}

@@ -1,4 +1,4 @@
-//! The gauge before a run and the control through it (docs/method.md,
+//! The gauge before a run and the control through it (docs/noise.md,
 //! "The gauge and the control"). Before the first trial the gauge reads
 //! each CPU the run uses several times over a second, and the run says
 //! what that noise means for it; then, between trials, a reading every
@@ -26,7 +26,7 @@ pub const EVERY: Duration = Duration::from_secs(10);
 /// Wall time between two control readings while a paced run waits for its
 /// next trial (`--span`): such a run sleeps most of its time, so a
 /// reading a second costs it nothing, and the run's machine table has the
-/// machine's state next to every trial (docs/method.md, "The gauge and
+/// machine's state next to every trial (docs/noise.md, "The gauge and
 /// the control").
 pub const PACED_EVERY: Duration = Duration::from_secs(1);
 /// The gauge before a run: readings of every CPU, this far apart.
@@ -116,7 +116,7 @@ pub fn take(req: &GaugeRequest) -> Result<Vec<Reading>> {
 
 /// The readings a run plans with: [`BEFORE_READINGS`] of each CPU, and
 /// where those read the machine noisier than [`LOOK_AGAIN_CV`], as many again,
-/// all of them kept (docs/method.md, "The gauge's second look"). Eight
+/// all of them kept (docs/noise.md, "The gauge and the control"). Eight
 /// readings span under a second: one spell of the host or a neighbour
 /// that covers two of them reads as a CV of 30–50 % through the 20 %
 /// winsorizing, while the cases, whose trials span minutes and whose
@@ -287,7 +287,7 @@ fn sample(store: &Store, every: Option<Duration>, readings: usize) {
 /// quick run of a second or two: the gauge's eight and this one) ends
 /// with as many as bring each CPU to [`noise::MIN_LEVEL_READINGS`], so
 /// that the machine's level through the run is known on a one-CPU case's
-/// CPU as well as on every CPU (docs/method.md, "The gauge and the
+/// CPU as well as on every CPU (docs/noise.md, "The gauge and the
 /// control"). About 0.1 s a reading.
 pub fn end(store: &Store) -> Option<Vec<Reading>> {
     let short = CONTROL.with(|c| {
@@ -413,7 +413,7 @@ pub fn planned_cvs(readings: &[Reading]) -> (f64, f64) {
 /// steal and the host's spells as the wall does, so what the wall reads
 /// beyond it is time other tasks in the guest took from the probe — which
 /// every trial records (others' share of its CPUs) and the runner fits out
-/// of a case's interval (docs/method.md, "Others on the trial's CPUs").
+/// of a case's interval (docs/host.md, "Others on the trial's CPUs").
 /// Under `noisy-neighbour --duty 25` a gauge read 57 % on the wall and
 /// 1 % on the CPU clock; planned at 57 % the study kept 20 of its 130
 /// cases and predicted half of them converged, and all did.
@@ -422,7 +422,7 @@ pub fn plan_wall_cv(readings: &[Reading]) -> f64 {
 }
 
 /// [`worst_cv`] on the thread's CPU clock: the spread cases timed on it
-/// are planned at (docs/method.md, "The thread's own clock").
+/// are planned at (docs/host.md, "The thread's own clock").
 pub fn worst_thread_cv(readings: &[Reading]) -> f64 {
     worst(readings, noise::CpuNoise::plan_thread_cv)
 }
@@ -482,7 +482,7 @@ pub fn used_cpus(opts: &super::args::RunOptions) -> Vec<usize> {
     cpus
 }
 
-/// The plan fitted to the noise `readings` show (docs/method.md, "Planning
+/// The plan fitted to the noise `readings` show (docs/planning.md, "Planning
 /// to the noise"): when the budget cannot decide every converging case at
 /// the noisiest CPU's spread, each workload keeps its representative
 /// sizes (the middle of its sweep, then its ends, then midpoints) and the
@@ -494,7 +494,7 @@ pub fn used_cpus(opts: &super::args::RunOptions) -> Vec<usize> {
 /// left-out cases, one line per workload, and the outlook of the plan;
 /// the cases themselves go to `opts.held`, which the run takes back from
 /// after its pilot where the kept cases' spread leaves room
-/// (docs/method.md, "Taking cases back"). With `fit` false the plan is left whole and only its outlook returned.
+/// (docs/planning.md, "Taking cases back"). With `fit` false the plan is left whole and only its outlook returned.
 pub fn fit_plan(
     opts: &mut super::args::RunOptions,
     readings: &[Reading],
@@ -635,12 +635,12 @@ pub const QUIET_CV: f64 = 0.10;
 /// their pilots read those cases at 1–5 %: the crossing's readings, a
 /// second of the machine, spoke for a spread the cases' longer trials
 /// did not meet. Where a kernel path does spread its case, the pilot
-/// leaves that case out (docs/method.md, "Planning to the noise").
+/// leaves that case out (docs/planning.md, "Planning to the noise").
 pub const QUIET_LOOP_CV: f64 = 0.05;
 
 fn runner_profile_share(opts: &super::args::RunOptions) -> f64 {
     if opts.profile {
-        super::runner::PROFILE_SHARE
+        super::costs::PROFILE_SHARE
     } else {
         0.0
     }
