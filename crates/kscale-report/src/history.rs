@@ -13,8 +13,9 @@ use kscale_core::changes::{Change, Settings};
 use kscale_core::Direction;
 use kscale_store::series::SeriesRun;
 
-/// One run of a series, its result as `kscale history` shows it.
-#[derive(Clone, Debug, PartialEq)]
+/// One run of a series, its result as `kscale history` shows it (and,
+/// flattened, as its JSON prints it).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct HistoryPoint {
     pub run: SeriesRun,
     pub value: f64,

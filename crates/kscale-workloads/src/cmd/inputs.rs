@@ -16,17 +16,14 @@ pub const MAILRC: &str = "mailrc";
 /// The seed of every generated file.
 const SEED: u64 = 0x6b73_6361_6c65_0003;
 
-/// splitmix64: small, fast and the same everywhere, which is all the inputs
-/// need from a generator.
-struct Rng(u64);
+/// The workspace's SplitMix64 (`kscale_core::order`): small, fast and the
+/// same everywhere, which is all the inputs need from a generator. `below`
+/// keeps its modulo, so the generated files stay the ones measured.
+struct Rng(kscale_core::order::SplitMix64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
     fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
@@ -156,7 +153,7 @@ fn c_function(rng: &mut Rng, name: &str, s: &mut String) {
 
 /// Every file the command lines read, as (path, bytes), in a fixed order.
 pub fn text_files() -> Vec<(String, Vec<u8>)> {
-    let mut rng = Rng(SEED);
+    let mut rng = Rng(kscale_core::order::SplitMix64::new(SEED));
     let mut f: Vec<(String, Vec<u8>)> = Vec::new();
     let mut add = |name: &str, body: String| f.push((name.to_string(), body.into_bytes()));
 

@@ -120,6 +120,32 @@ fn check_echo(reply: &[u8], xid: u32, sent: u32) -> Result<()> {
     Ok(())
 }
 
+/// What both transports' clients do: a call, and lat_rpc's echo on it.
+trait RpcClient {
+    /// Sends call `proc_` and returns the xid and the reply message.
+    fn call(&mut self, proc_: u32, args: &[u8]) -> Result<(u32, &[u8])>;
+
+    fn echo(&mut self, v: u32) -> Result<()> {
+        let (xid, reply) = self.call(PROC_ECHO, &v.to_be_bytes())?;
+        check_echo(reply, xid, v)
+    }
+}
+
+/// lat_rpc's timed loop, one echo call after another with the value
+/// counting up: the time per call and the calls a repetition made.
+fn timed_echoes(ctx: &TrialCtx, client: &mut impl RpcClient) -> Result<(f64, u64)> {
+    let mut v: u32 = 0;
+    median_time_per_op(ctx, |n| {
+        timed(|| {
+            for _ in 0..n {
+                v = v.wrapping_add(1);
+                client.echo(v)?;
+            }
+            Ok(())
+        })
+    })
+}
+
 /// The client side of RPC over TCP, shaped like libtirpc's clnt_vc: each call
 /// is one record-marked write, then a poll bounded by the call timeout, then
 /// buffered reads until the reply record is complete.
@@ -143,8 +169,9 @@ impl TcpRpcClient {
             rr: rpc::RecordReader::new(MAX_RECORD),
         })
     }
+}
 
-    /// Sends call `proc_` and returns the xid and the reply message.
+impl RpcClient for TcpRpcClient {
     fn call(&mut self, proc_: u32, args: &[u8]) -> Result<(u32, &[u8])> {
         let _blocked = SignalsBlocked::new()?;
         self.xid = self.xid.wrapping_add(1);
@@ -166,11 +193,6 @@ impl TcpRpcClient {
         ensure!(more, "RPC/tcp server closed the connection");
         Ok((self.xid, &self.reply))
     }
-
-    fn echo(&mut self, v: u32) -> Result<()> {
-        let (xid, reply) = self.call(PROC_ECHO, &v.to_be_bytes())?;
-        check_echo(reply, xid, v)
-    }
 }
 
 pub(super) fn rpc_tcp(ctx: &TrialCtx) -> Result<TrialOutput> {
@@ -180,16 +202,7 @@ pub(super) fn rpc_tcp(ctx: &TrialCtx) -> Result<TrialOutput> {
     let guard = spawn_server(&place, move || rpc_tcp_server(listener))?;
 
     let mut client = TcpRpcClient::connect(addr)?;
-    let mut v: u32 = 0;
-    let (per_op, n) = median_time_per_op(ctx, |n| {
-        timed(|| {
-            for _ in 0..n {
-                v = v.wrapping_add(1);
-                client.echo(v)?;
-            }
-            Ok(())
-        })
-    })?;
+    let (per_op, n) = timed_echoes(ctx, &mut client)?;
     // End of stream tells the server to exit.
     drop(client);
     finish_server(guard)?;
@@ -283,7 +296,9 @@ impl UdpRpcClient {
             retransmitted: false,
         })
     }
+}
 
+impl RpcClient for UdpRpcClient {
     fn call(&mut self, proc_: u32, args: &[u8]) -> Result<(u32, &[u8])> {
         let _blocked = SignalsBlocked::new()?;
         self.xid = self.xid.wrapping_add(1);
@@ -324,11 +339,6 @@ impl UdpRpcClient {
             }
         }
     }
-
-    fn echo(&mut self, v: u32) -> Result<()> {
-        let (xid, reply) = self.call(PROC_ECHO, &v.to_be_bytes())?;
-        check_echo(reply, xid, v)
-    }
 }
 
 pub(super) fn rpc_udp(ctx: &TrialCtx) -> Result<TrialOutput> {
@@ -338,16 +348,7 @@ pub(super) fn rpc_udp(ctx: &TrialCtx) -> Result<TrialOutput> {
     let guard = spawn_server(&place, move || rpc_udp_server(server))?;
 
     let mut client = UdpRpcClient::connect(addr)?;
-    let mut v: u32 = 0;
-    let (per_op, n) = median_time_per_op(ctx, |n| {
-        timed(|| {
-            for _ in 0..n {
-                v = v.wrapping_add(1);
-                client.echo(v)?;
-            }
-            Ok(())
-        })
-    })?;
+    let (per_op, n) = timed_echoes(ctx, &mut client)?;
     let (xid, reply) = client.call(PROC_EXIT, &[])?;
     rpc::expect_success(reply, xid).context("RPC/udp exit call")?;
     finish_server(guard)?;

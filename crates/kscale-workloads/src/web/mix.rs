@@ -17,21 +17,20 @@ impl std::fmt::Display for FilePath<'_> {
     }
 }
 
-/// SplitMix64: small, fast, and the same everywhere, so a seed names one
-/// file set and one request sequence.
+/// The workspace's SplitMix64 (`kscale_core::order`): small, fast, and the
+/// same everywhere, so a seed names one file set and one request sequence.
+/// The seed is offset as it always was, so seeds name the sets they named.
 #[derive(Clone, Debug)]
-pub struct Rng(u64);
+pub struct Rng(kscale_core::order::SplitMix64);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        Rng(seed ^ 0x9e37_79b9_7f4a_7c15)
+        Rng(kscale_core::order::SplitMix64::new(
+            seed ^ 0x9e37_79b9_7f4a_7c15,
+        ))
     }
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
     /// Uniform in [0, 1).
     pub fn unit(&mut self) -> f64 {

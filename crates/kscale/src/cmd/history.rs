@@ -9,7 +9,7 @@ use anyhow::Result;
 use kscale_core::cpus::base_name;
 use kscale_core::Direction;
 use kscale_report::format::{csv_field, sig};
-use kscale_report::history::{run_cells, run_headings};
+use kscale_report::history::{run_cells, run_headings, HistoryPoint};
 use kscale_report::{Cell, RowKind, Table, Tone};
 use kscale_store::series::{SeriesRun, Stored};
 use kscale_store::{CaseData, Store};
@@ -102,22 +102,24 @@ impl Order {
     }
 }
 
-/// One run of a series.
+/// One run of a series: what the history report draws (the case's result
+/// and its interval, by its run rule and estimator; converged: ended by its
+/// run rule), and the case it came from.
 #[derive(Clone, Debug, Serialize)]
 pub struct Point {
-    pub run: SeriesRun,
-    /// The case's result and its interval, by its run rule and estimator.
-    pub value: f64,
-    pub ci_low: f64,
-    pub ci_high: f64,
-    /// Counted trials.
-    pub n: usize,
-    /// Whether the case ended by its run rule (converged, or measured its N).
-    pub converged: bool,
+    #[serde(flatten)]
+    pub at: HistoryPoint,
     #[serde(skip)]
     pub case: CaseData,
     #[serde(skip)]
     pub profiled: Vec<String>,
+}
+
+impl std::ops::Deref for Point {
+    type Target = HistoryPoint;
+    fn deref(&self) -> &HistoryPoint {
+        &self.at
+    }
 }
 
 impl Point {
@@ -426,12 +428,14 @@ impl RunFilter {
                 points: Vec::new(),
             });
             series.points.push(Point {
-                run: run.clone(),
-                value: s.mean,
-                ci_low: s.ci_low,
-                ci_high: s.ci_high,
-                n: s.n,
-                converged: c.settled(),
+                at: HistoryPoint {
+                    run: run.clone(),
+                    value: s.mean,
+                    ci_low: s.ci_low,
+                    ci_high: s.ci_high,
+                    n: s.n,
+                    converged: c.settled(),
+                },
                 profiled: sc.profiled,
                 case: c,
             });

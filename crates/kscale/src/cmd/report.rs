@@ -8,7 +8,7 @@ use super::history::{RunFilter, CONFIDENCE_PCT};
 use crate::error::user;
 use crate::output::outln;
 use anyhow::Result;
-use kscale_report::history::{HistoryHeading, HistoryPoint, HistorySeries};
+use kscale_report::history::{HistoryHeading, HistorySeries};
 use kscale_report::html;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -70,18 +70,7 @@ fn write_history(
             unit: s.unit.clone(),
             direction: s.direction,
             confidence_pct: CONFIDENCE_PCT,
-            points: s
-                .points
-                .iter()
-                .map(|p| HistoryPoint {
-                    run: p.run.clone(),
-                    value: p.value,
-                    ci_low: p.ci_low,
-                    ci_high: p.ci_high,
-                    n: p.n,
-                    converged: p.converged,
-                })
-                .collect(),
+            points: s.points.iter().map(|p| p.at.clone()).collect(),
             changes: super::changes::detect_series(s),
         })
         .collect();
