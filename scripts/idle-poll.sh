@@ -2,7 +2,7 @@
 # CPUs polling for as long as the sourcing script runs, so the reference
 # runs under the idle condition kscale's default (`--cpu-idle auto`) gives
 # its own runs. In a virtual machine that is polling, because waking a
-# halted vCPU is the host's decision (docs/method.md, "Idle CPUs"); on bare
+# halted vCPU is the host's decision (docs/host.md, "Idle CPUs"); on bare
 # metal, or where the request cannot be held (not root), both run with idle
 # CPUs as they are. The request is held by a small background shell, not by
 # the script, so no server the script starts inherits it; that shell exits

@@ -47,10 +47,10 @@ HEADLINE = {
     "validate-fileserver": ("`fileserver.mix`", "dbench (the trace's proportions, not its calls: same order of magnitude)",
                             "fileserver-against-dbench"),
     "validate-fileserver-trace-tmpfs": ("`fileserver.trace` on tmpfs", "dbench (the same loadfile and calls, `calls=dbench`)",
-                                        "fileserver-trace-against-dbench"),
+                                        "fileservertrace-against-dbench"),
     "validate-fileserver-trace-ext4": ("`fileserver.trace` on journalled ext4",
                                        "dbench (the same loadfile and calls, `calls=dbench`)",
-                                       "fileserver-trace-against-dbench"),
+                                       "fileservertrace-against-dbench"),
     "validate-cmd": ("`cmd`", "hyperfine", "cmd-against-hyperfine"),
 }
 

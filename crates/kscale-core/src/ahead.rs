@@ -1,7 +1,7 @@
 //! How long a run without a budget still has to go, revised as it goes.
 //!
 //! Before its first trial a study can only guess from the gauge's noise
-//! and each case's trial length (docs/method.md, "Planning to the noise").
+//! and each case's trial length (docs/planning.md, "Planning to the noise").
 //! That guess misses what the cases themselves show: the trials a family
 //! really needs (a `net` sweep on this VM took eight a case where the gauge
 //! said four), the wall time a trial costs beyond its window (a `fs`

@@ -1,4 +1,4 @@
-//! Taking the host's part out of a case's spread (docs/method.md, "Others
+//! Taking the host's part out of a case's spread (docs/host.md, "Others
 //! on the trial's CPUs"). Under a noisy neighbour a workload that waits on
 //! other threads and sockets measures the neighbour too: `net.tcp_rr` on
 //! two CPUs of the 2-vCPU VM spread by 4.8 % over 40 trials while others

@@ -260,13 +260,13 @@ pub struct CpuAccounting {
     /// Round trip in ns of a cache line between two of the trial's CPUs,
     /// the mean of a probe just before and one just after it; `None` for a
     /// trial on one CPU, a failed probe, or a run from before kscale
-    /// measured it (docs/method.md, "vCPU placement").
+    /// measured it (docs/host.md, "vCPU placement").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line_ns: Option<f64>,
     /// Share (%) of the trial's CPUs' time — its own and its load's — that
     /// tasks other than the trial's ran: a noisy neighbour, another
     /// program. `None` for a trial with peers, or from before kscale
-    /// measured it (docs/method.md, "Others on the trial's CPUs").
+    /// measured it (docs/host.md, "Others on the trial's CPUs").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub others_pct: Option<f64>,
 }

@@ -1,4 +1,4 @@
-//! Where CPUs are (docs/method.md, "CPU placement"): the machine's cores, SMT
+//! Where CPUs are (docs/placement.md, "CPU placement"): the machine's cores, SMT
 //! siblings, last-level caches (LLCs) and NUMA nodes, the placement policies
 //! that turn "N CPUs" into a set that means the same on every machine, and
 //! where a macro workload's load goes so that it does not share a core with
@@ -303,7 +303,7 @@ impl Topology {
         v.into_iter().filter(|&n| n >= 1 && n <= total).collect()
     }
 
-    /// CPUs for a macro workload's local load (docs/method.md, "Where the
+    /// CPUs for a macro workload's local load (docs/placement.md, "Where the
     /// load runs"): `available` minus the server's `config`, without any
     /// CPU whose core the server uses, on the server's nodes when they have
     /// as many such CPUs as the server has. Only when no such CPU is left

@@ -1,5 +1,5 @@
 //! The machine's own speed over a run, from the gauge before it and the
-//! control through it (docs/method.md, "The gauge and the control"): the
+//! control through it (docs/noise.md, "The gauge and the control"): the
 //! table `show` and the report print beside the cases measured in the same
 //! minutes, so that a case's spread can be read against the machine's.
 

@@ -1,7 +1,7 @@
 //! What the cases of earlier runs on this machine cost: the trials they
 //! took and the wall time those trials ran. A run without a budget says how
 //! long it will take before its first trial and revises that as it goes
-//! (docs/method.md, "How long"); a case measured here before is the best
+//! (docs/budget.md, "How long"); a case measured here before is the best
 //! guess of what it costs again, far better than its trial length and the
 //! gauge's noise (a nightly lab's `fs` cases take five times the trials the
 //! gauge asks for).

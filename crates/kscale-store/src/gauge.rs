@@ -1,5 +1,5 @@
 //! The gauge's readings of a run: the machine's own speed on each CPU at
-//! moments before and through it (docs/method.md, "The gauge and the
+//! moments before and through it (docs/noise.md, "The gauge and the
 //! control"), kept so that `check`, `compare` and `show` can say how much
 //! the machine moved, and recompute it.
 

@@ -199,7 +199,7 @@ impl RunRow {
         RunStatus::parse(&self.status)
     }
 
-    /// Whether kscale kept the run's idle CPUs polling (docs/method.md,
+    /// Whether kscale kept the run's idle CPUs polling (docs/host.md,
     /// "Idle CPUs"): the snapshot's `cpu_idle.kscale`, written by the run.
     pub fn idle_cpus_polled(&self) -> bool {
         self.snapshot["cpu_idle"]["kscale"] == "poll"
@@ -466,7 +466,7 @@ impl CaseData {
             RunRule::MedianOf(_) => Summary::median_of(&values),
         };
         // Where the host's part was fitted out, the interval is the fit's
-        // about the trials' own figure (docs/method.md, "Others on the
+        // about the trials' own figure (docs/host.md, "Others on the
         // trial's CPUs").
         let fit = self.host_fit(metric, confidence_pct);
         if let Some(f) = &fit {

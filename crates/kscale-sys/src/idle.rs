@@ -1,4 +1,4 @@
-//! Idle CPUs and how they wake (docs/method.md, "Idle CPUs").
+//! Idle CPUs and how they wake (docs/host.md, "Idle CPUs").
 //!
 //! A case that passes work between CPUs (a pipe round trip, a token ring)
 //! wakes a CPU that went idle in between. In a virtual machine an idle vCPU

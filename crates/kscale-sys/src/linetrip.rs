@@ -5,7 +5,7 @@
 //! host moves them: on the 2-vCPU AMD EPYC VM kscale is developed on it
 //! reads about 30–65, 90–110 or 400–600 ns and switches every few seconds, and
 //! a TCP ping-pong between the two vCPUs runs a third slower while it reads
-//! 400 ns (docs/method.md, "vCPU placement"). kscale measures it around
+//! 400 ns (docs/host.md, "vCPU placement"). kscale measures it around
 //! every trial that spans two CPUs, so a table can say when a spread
 //! followed it.
 

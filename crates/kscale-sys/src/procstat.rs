@@ -69,7 +69,7 @@ fn parse_percpu(text: &str) -> Vec<(usize, u64)> {
 /// both snapshots have them, else from /proc/stat's ticks (user, nice,
 /// system, irq, softirq). This is what a noisy neighbour or another
 /// program takes from the trial, where steal time is what the hypervisor
-/// takes (docs/method.md, "Others on the trial's CPUs"). `None` without a
+/// takes (docs/host.md, "Others on the trial's CPUs"). `None` without a
 /// window or with a CPU missing from either snapshot.
 pub fn others_pct(before: &Snapshot, after: &Snapshot, cpus: &[usize], ours_s: f64) -> Option<f64> {
     let window = after.at?.checked_duration_since(before.at?)?.as_secs_f64();

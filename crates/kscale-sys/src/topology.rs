@@ -1,4 +1,4 @@
-//! The machine's topology from sysfs (docs/method.md, "CPU placement"):
+//! The machine's topology from sysfs (docs/placement.md, "CPU placement"):
 //! packages, dies, cores and their SMT siblings, last-level cache domains
 //! (the highest `cache/index*` level's `shared_cpu_list`), NUMA nodes and
 //! online CPUs.

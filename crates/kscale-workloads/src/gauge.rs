@@ -1,5 +1,5 @@
 //! The gauge: a short fixed-work probe of each CPU a run uses, taken
-//! before the run and again through it as a control (docs/method.md, "The
+//! before the run and again through it as a control (docs/noise.md, "The
 //! gauge and the control"). It measures the machine: a CPU-bound loop (no
 //! system call, no memory traffic beyond L1), one pass over a buffer
 //! larger than the caches, a cross-CPU wake-up round trip, and a kernel
@@ -154,7 +154,7 @@ fn wake_round_trip(a: usize, b: usize) -> Result<f64> {
 /// `KSCALE_TEST_GAUGE_JUMP=crossing:F` makes every other reading's kernel
 /// crossings F times as many instead (F ≥ 1, fractional), the CPU loop
 /// left alone: the hour when the host spread the gauge's crossing 14–17 %
-/// while the loop and the cases read 1–5 % (docs/method.md, "Planning to
+/// while the loop and the cases read 1–5 % (docs/planning.md, "Planning to
 /// the noise"). Read once.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Jump {
@@ -207,7 +207,7 @@ pub fn take(req: &GaugeRequest) -> Result<Vec<Reading>> {
             };
             // Each repetition on both clocks: the wall's for cases timed
             // on it, the thread's for cases timed on their thread's CPU
-            // clock (docs/method.md, "The thread's own clock").
+            // clock (docs/host.md, "The thread's own clock").
             let (mut reps, on_thread) = repeated(|| {
                 for _ in 0..times {
                     cpu_loop();

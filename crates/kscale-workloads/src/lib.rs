@@ -102,7 +102,7 @@ pub struct WorkloadDef {
     pub clock: Clock,
 }
 
-/// The clock a micro workload's timed loops read (docs/method.md, "The
+/// The clock a micro workload's timed loops read (docs/host.md, "The
 /// thread's own clock").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

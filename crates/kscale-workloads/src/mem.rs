@@ -62,7 +62,7 @@ const MEM: WorkloadDef = WorkloadDef {
     geomean_over: Some("size"),
     charts: CHARTS,
     // A pass over memory never leaves the thread that times it
-    // (docs/method.md, "The thread's own clock").
+    // (docs/host.md, "The thread's own clock").
     clock: Clock::Thread,
     ..WorkloadDef::family("mem")
 };

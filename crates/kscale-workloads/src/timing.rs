@@ -1,5 +1,5 @@
 //! Timing helpers shared by the micro families: lmbench's median of short
-//! repetitions inside a trial (docs/method.md, "per-trial estimator") and the
+//! repetitions inside a trial (docs/host.md, "Per-trial estimators") and the
 //! CPU clocks. The measured loops themselves stay in their family files.
 
 use crate::TrialCtx;

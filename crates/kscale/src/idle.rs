@@ -1,4 +1,4 @@
-//! `--cpu-idle`: whether idle CPUs poll while a run lasts (docs/method.md,
+//! `--cpu-idle`: whether idle CPUs poll while a run lasts (docs/host.md,
 //! "Idle CPUs"). The parent holds the request; workers never see it.
 
 use crate::error::user;

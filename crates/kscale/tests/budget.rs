@@ -1,4 +1,4 @@
-//! `--budget` (docs/method.md, "The run's budget"): one wall-clock budget
+//! `--budget` (docs/budget.md, "The run's budget"): one wall-clock budget
 //! for the whole run, and every NOT CONVERGED case says what it needed.
 
 mod common;

@@ -357,7 +357,7 @@ fn paced_trials_span_the_span_and_the_check_follows_its_baseline() {
     let out = tiny_check(&env, "paced", "8").output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     // While it waits for its trials, a paced run reads the control about
-    // once a second (docs/method.md, "The gauge and the control"): the
+    // once a second (docs/noise.md, "The gauge and the control"): the
     // gauge's eight readings before it, then more through its 6 s.
     let readings: i64 = rusqlite::Connection::open(env.db())
         .unwrap()

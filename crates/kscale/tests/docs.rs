@@ -185,3 +185,123 @@ fn man_pages_exist_for_every_sub_command() {
         .code(2)
         .stderr(predicates::str::contains("accepted: study"));
 }
+
+/// Every file of the repository the references below may sit in: the
+/// crates' sources, the docs, the scripts and the README.
+fn sources() -> Vec<PathBuf> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut out = vec![root.join("README.md")];
+    let mut dirs = vec![root.join("crates"), root.join("docs"), root.join("scripts")];
+    while let Some(d) = dirs.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p
+                .extension()
+                .is_none_or(|x| x == "rs" || x == "md" || x == "py")
+            {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// Whether `doc` has `name` as a heading, or as a bold term that opens a
+/// paragraph or an item (`**Who stops.**`), case aside.
+fn names(doc: &str, name: &str) -> bool {
+    let want = name.to_lowercase();
+    doc.lines().any(|l| {
+        let l = l.trim_start_matches(['-', ' ']).to_lowercase();
+        let heading = l.trim_start_matches('#').trim();
+        heading == want
+            || (l.starts_with('#') && heading.starts_with(&format!("{want}:")))
+            || l.starts_with(&format!("**{want}.**"))
+            || l.starts_with(&format!("**{want}**"))
+    })
+}
+
+/// GitHub's anchor for a heading.
+fn anchor(heading: &str) -> String {
+    heading
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == '-' || *c == ' ' || *c == '_')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// A reference to a section of the docs — `docs/host.md, "Idle CPUs"` in
+/// a comment, or `host.md#idle-cpus` in a link — names one that exists:
+/// the method was split into pages, and a reference that outlives its
+/// section sends a reader nowhere.
+#[test]
+fn references_to_doc_sections_name_sections_that_exist() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut broken = Vec::new();
+    for path in sources() {
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find("docs/") {
+            rest = &rest[i + 5..];
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || "/_-.".contains(c)))
+                .unwrap_or(rest.len());
+            let file = rest[..end].trim_end_matches('.');
+            if !file.ends_with(".md") {
+                continue;
+            }
+            let Ok(doc) = std::fs::read_to_string(root.join("docs").join(file)) else {
+                broken.push(format!("{}: docs/{file} does not exist", path.display()));
+                continue;
+            };
+            let after = &rest[end..];
+            if let Some(a) = after.strip_prefix('#') {
+                let a: String = a
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+                    .collect();
+                // An anchor a script fills in (`#{anchor}`) is not one.
+                let ok = a.is_empty()
+                    || doc
+                        .lines()
+                        .filter(|l| l.starts_with('#'))
+                        .any(|l| anchor(l.trim_start_matches('#').trim()) == a);
+                if !ok {
+                    broken.push(format!("{}: docs/{file}#{a}", path.display()));
+                }
+                continue;
+            }
+            // `, "Name"`, possibly across a comment's line break.
+            let Some(after) = after.strip_prefix(',') else {
+                continue;
+            };
+            let after =
+                after.trim_start_matches(|c: char| c.is_whitespace() || c == '/' || c == '!');
+            let Some(q) = after.strip_prefix('"') else {
+                continue;
+            };
+            let Some(close) = q.find('"') else { continue };
+            // A name may run onto a comment's next line.
+            let name = q[..close]
+                .split('\n')
+                .map(|l| l.trim().trim_start_matches(['/', '!', '#']).trim())
+                .collect::<Vec<_>>()
+                .join(" ");
+            if name.len() < 80 && !names(&doc, &name) {
+                broken.push(format!("{}: docs/{file}, \"{name}\"", path.display()));
+            }
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "references to sections that do not exist:\n{}",
+        broken.join("\n")
+    );
+}

@@ -81,7 +81,7 @@ fn a_run_reads_and_shows_the_machine() {
 
 /// A gauge whose first eight readings read the machine noisy reads eight
 /// more before the run plans, and the run keeps all sixteen
-/// (docs/method.md, "The gauge's second look"). `KSCALE_TEST_GAUGE_JUMP`
+/// (docs/noise.md, "The gauge and the control"). `KSCALE_TEST_GAUGE_JUMP`
 /// (a test-only knob: every other reading's CPU loop runs three times
 /// over) makes both looks noisy, so the second is always taken.
 #[test]
@@ -142,7 +142,7 @@ fn misread_study(env: &Env) -> assert_cmd::Command {
 }
 
 /// A gauge whose kernel crossing reads noisy while its CPU loop reads
-/// quiet leaves the plan whole (docs/method.md, "Planning to the noise"):
+/// quiet leaves the plan whole (docs/planning.md, "Planning to the noise"):
 /// at such an hour the cases' own trials spread 1–5 %, and the pilot
 /// leaves out any whose trials spread too far. `KSCALE_TEST_GAUGE_JUMP=
 /// crossing:2` makes every other reading's crossings twice as many, a CV
@@ -190,7 +190,7 @@ fn a_noisy_crossing_under_a_quiet_loop_keeps_the_whole_plan() {
 /// A study the gauge reads noisy leaves cases out before its first trial;
 /// once its kept cases' pilot shows the budget has room at their spread,
 /// it takes cases back, measures them, and its stored `left_out` no longer
-/// names them (docs/method.md, "Taking cases back").
+/// names them (docs/planning.md, "Taking cases back").
 /// `KSCALE_TEST_GAUGE_JUMP` makes the gauge read a CV of ~60 % while the
 /// cases themselves stay quiet: the hour at which the gauge's kernel
 /// crossing spread 14–17 % and the cases 1–5 %.
@@ -244,7 +244,7 @@ fn a_study_takes_back_what_its_pilot_has_room_for() {
 /// A study planned to a noisy gauge keeps one case of a family on each
 /// configuration; when that case cannot converge, a case of its family the
 /// gauge left out stands in for it, and the family is still decided
-/// (docs/method.md, "Taking cases back"). `KSCALE_TEST_TRIAL_JUMP` makes
+/// (docs/planning.md, "Taking cases back"). `KSCALE_TEST_TRIAL_JUMP` makes
 /// every other `syscall.null` trial ten times as long: the family's kept
 /// case cannot converge.
 #[test]

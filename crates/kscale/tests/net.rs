@@ -79,7 +79,7 @@ fn net_quick_gives_every_workload_its_metrics_in_under_five_minutes() {
     values(&j, "net.tcp_stream", "sd_send", false);
 
     // Server and load on different CPUs: every trial had the distance
-    // between them probed (docs/method.md, "vCPU placement").
+    // between them probed (docs/host.md, "vCPU placement").
     if kscale_sys::affinity::available_cpus().is_ok_and(|c| c.len() >= 2) {
         for r in metric(&j, "net.tcp_rr", "tps") {
             let ns = r["accounting"]["line_ns"].as_f64();

@@ -41,7 +41,7 @@ const SYSCALL: WorkloadDef = WorkloadDef {
 };
 
 /// The calls answered on the calling thread, timed by its CPU clock
-/// (docs/method.md, "The thread's own clock"); pipes, sockets, processes
+/// (docs/host.md, "The thread's own clock"); pipes, sockets, processes
 /// and the signal pairs whose two loops are subtracted stay on the wall.
 const ON_CPU: WorkloadDef = WorkloadDef {
     clock: Clock::Thread,

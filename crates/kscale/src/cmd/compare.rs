@@ -44,7 +44,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     verdicts(&store, &data, &mut cmp, threshold)?;
     let mut tables = tables(&cmp);
     // How the machine itself moved between the runs, from their gauge
-    // readings (docs/method.md, "The gauge and the control"): a ratio
+    // readings (docs/noise.md, "The gauge and the control"): a ratio
     // within that is not the system's.
     let gauges = data
         .iter()
@@ -53,7 +53,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let any = gauges.iter().any(|g| !g.is_empty());
     // Cases timed on their thread's CPU clock meet the machine on that
     // clock, which leaves out the time other tasks took from their CPUs
-    // (docs/method.md, "The thread's own clock").
+    // (docs/host.md, "The thread's own clock").
     let on_thread_clock = data.iter().flat_map(|d| &d.cases).any(|c| {
         kscale_workloads::find(&c.key.workload)
             .is_some_and(|w| w.clock == kscale_workloads::Clock::Thread)

@@ -115,7 +115,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
 
 /// How a workload runs when that is not one worker converging a mean on
 /// the wall clock: its roles (docs/macro.md), its run rule and its clock
-/// (docs/method.md, "The thread's own clock").
+/// (docs/host.md, "The thread's own clock").
 fn runs_as(w: &kscale_workloads::WorkloadDef) -> Option<String> {
     use kscale_workloads::roles::Timing;
     let mut parts = Vec::new();

@@ -158,7 +158,7 @@ fn serve(
         let _ = reply(&mut out, &FromPeer::Refused(why.clone()));
         return Err(why);
     }
-    // Held for this connection (docs/method.md, "Idle CPUs"); the kernel
+    // Held for this connection (docs/host.md, "Idle CPUs"); the kernel
     // drops it when the connection's thread lets go or the peer dies.
     let _idle = match crate::idle::hold_for_run(cpu_idle, &mut snapshot) {
         Ok(h) => h,

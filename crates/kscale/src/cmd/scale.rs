@@ -38,7 +38,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let mut tables = tables(&report);
     // The CPUs a scalability compares are not equally fast on a virtual
     // machine: the gauge's CPU loop per CPU over the run says by how much
-    // (docs/method.md, "The gauge and the control").
+    // (docs/noise.md, "The gauge and the control").
     let mut gauges = vec![(data.run.id, store.gauge(data.run.id)?)];
     if let Some(u) = &up {
         gauges.push((u.run.id, store.gauge(u.run.id)?));

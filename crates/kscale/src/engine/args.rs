@@ -52,7 +52,7 @@ pub struct RunArgs {
     pub budget: Option<String>,
     /// Spread each case's counted trials over at least this wall time
     /// (`20s`, `1m`): they start at least 1 s apart, so its mean samples
-    /// the machine's moments instead of one host spell (docs/method.md,
+    /// the machine's moments instead of one host spell (docs/noise.md,
     /// "Paced trials"); --min-trials rises to fill it. Not with --budget.
     #[arg(long, value_name = "DURATION", conflicts_with = "budget")]
     pub span: Option<String>,
@@ -100,7 +100,7 @@ impl RunArgs {
 /// [`Targets`] is refused until it is named here.
 /// The shortest gap between a paced case's trials: on the 2-vCPU VM two
 /// trials of `syscall.null` 0.1 s apart correlate at 0.78, 0.5 s apart at
-/// 0.38, and 1 to 3 s apart at about 0.1 (docs/method.md, "Paced trials").
+/// 0.38, and 1 to 3 s apart at about 0.1 (docs/noise.md, "Paced trials").
 pub const PACE_S: f64 = 1.0;
 
 /// The longest `--span`.
@@ -216,7 +216,7 @@ pub struct RunOptions {
     /// `--cpu-mode`: CPU configurations by affinity or by CPU hotplug.
     #[serde(default)]
     pub cpu_mode: CpuMode,
-    /// `--cpu-idle`: whether idle CPUs polled (docs/method.md, "Idle CPUs").
+    /// `--cpu-idle`: whether idle CPUs polled (docs/host.md, "Idle CPUs").
     #[serde(default)]
     pub cpu_idle: CpuIdle,
     /// `--cpu-order`: which CPUs the plan's counts took (docs/method.md).

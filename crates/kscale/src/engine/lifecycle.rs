@@ -304,7 +304,7 @@ impl Active<'_> {
 /// What the gauge's noise means for this run, said before its first
 /// trial: each CPU's speed and spread, the trials a case needs for the
 /// run's interval at the noisiest CPU's spread, and, under a budget, how
-/// many of its converging cases that buys (docs/method.md, "The gauge and
+/// many of its converging cases that buys (docs/noise.md, "The gauge and
 /// the control").
 /// `resumed`: how long a resumed run's cases left take at what its
 /// finished ones took ([`runner::resumed_left_s`]); `searches`: the
@@ -343,7 +343,7 @@ fn say_noise(
         format!("~{} trials", o.trials)
     };
     // Cases timed on their thread's CPU clock meet the machine on that
-    // clock (docs/method.md, "The thread's own clock").
+    // clock (docs/host.md, "The thread's own clock").
     let on_thread = opts
         .plan
         .iter()
@@ -415,7 +415,7 @@ fn say_noise(
                     ),
                     // Nothing here says what the cases' own spread asks:
                     // `ctx.lat`'s processes waiting on each other took 5.2
-                    // trials a case where the gauge asked 3 (docs/method.md,
+                    // trials a case where the gauge asked 3 (docs/budget.md,
                     // "How long").
                     None => (
                         rest_s,

@@ -198,7 +198,7 @@ pub enum LoadPlace<'a> {
     Peers(&'a mut PeerSet),
 }
 
-/// CPUs for a local load (docs/method.md, "Where the load runs"): `fixed`
+/// CPUs for a local load (docs/placement.md, "Where the load runs"): `fixed`
 /// as given, else free CPUs sharing no core with the configuration, on its
 /// node when it has enough; what is shared when that is impossible.
 pub fn load_cpus(
