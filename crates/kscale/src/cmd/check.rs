@@ -360,6 +360,8 @@ fn report(
                         "interval": j.verdict.map(|v| v.interval),
                         "smallest_threshold_pct": j.verdict.map(|v| v.smallest_threshold_pct),
                         "runs_needed": j.verdict.and_then(|v| v.runs_needed),
+                        // Where the machine's own move withheld the verdict.
+                        "machine_pct": j.verdict.and_then(|v| v.machine_pct),
                         "footing": j.footing,
                     })
                 })

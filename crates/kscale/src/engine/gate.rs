@@ -257,7 +257,13 @@ pub fn judge(
         let verdict = spread
             .and_then(|s| Change::between_runs(&ln(&base_side), &ln(&now_side), s))
             .map(|c: Change| {
-                verdict::beside_machine(verdict::gate(c, threshold, alpha), machine, alpha)
+                verdict::beside_machine(
+                    verdict::gate(c, threshold, alpha),
+                    c,
+                    machine,
+                    threshold,
+                    alpha,
+                )
             });
         out.push(Judged {
             target: t.clone(),
