@@ -81,7 +81,7 @@ fn moved_line(dir: &std::path::Path, place: &std::path::Path, why: &[String]) ->
         })
         .unwrap_or("");
     format!(
-        "{} cannot settle in {} ({reason}): the study measures in {}, where they can (--dir names another place)",
+        "{} cannot settle in {} ({reason}): the study works in {}, where they settle (--dir names another place)",
         names.join(", "),
         dir.display(),
         place.display()

@@ -726,8 +726,10 @@ fn decide(w: &WorkloadDef, opts: &RunOptions, u: &Unit) -> Decision {
     let counted = &u.counted;
     match w.rule {
         RunRule::Converge => match opts.rule.decide(&u.judged, u.spent_s) {
+            // A capacity step's windows are the search's, not a run's.
             Decision::Converged
                 if counted.len() < opts.rule.max_trials
+                    && opts.step == Step::Whole
                     && u.first_counted.is_some_and(|t| {
                         t.elapsed().as_secs_f64() < opts.rule.min_span_s.unwrap_or(0.0)
                     }) =>
