@@ -293,6 +293,56 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// A level at interval `i`, or at the capacity answer's `bracket`
+    /// (its full width in %; infinite where open) where that is wider:
+    /// decided where it is within `width_pct`.
+    fn level_of(&mut self, i: &Interval, bracket: Option<f64>, width_pct: f64) {
+        self.value = Some(i.value);
+        let (decided, why) = match bracket {
+            Some(b) => {
+                self.low = Some(i.value);
+                self.high = b.is_finite().then(|| i.value * (1.0 + b / 100.0));
+                let why = if b.is_finite() {
+                    format!("a capacity bracket {} % wide, not {width_pct} %", sig(b, 2))
+                } else {
+                    "an open capacity bracket".into()
+                };
+                (b <= width_pct, why)
+            }
+            None => {
+                (self.low, self.high) = (Some(i.low), Some(i.high));
+                let why = format!(
+                    "an interval {} % wide, not {width_pct} %",
+                    sig(i.width_pct(), 2)
+                );
+                (i.decided(width_pct), why)
+            }
+        };
+        self.decided = decided;
+        self.why = (!decided).then_some(why);
+    }
+
+    /// A scalability at interval `i` with its verdict `v`, read at ± half
+    /// the run's `width_pct`.
+    fn scalability_of(&mut self, i: &Interval, v: CompareVerdict, width_pct: f64) {
+        (self.value, self.low, self.high) = (Some(i.value), Some(i.low), Some(i.high));
+        self.decided = v.verdict != CompareWord::CannotTell;
+        self.verdict = match v.verdict {
+            CompareWord::Faster => "faster",
+            CompareWord::Slower => "slower",
+            CompareWord::Same => "same",
+            CompareWord::CannotTell => "cannot tell",
+        }
+        .into();
+        if !self.decided {
+            self.why = Some(format!(
+                "decidable at ±{:.0} %, not ±{} %",
+                v.smallest_threshold_pct.ceil(),
+                sig(width_pct / 2.0, 2)
+            ));
+        }
+    }
+
     fn level(family: &str, cell: &str, unit: &str) -> Decision {
         Decision {
             family: family.to_string(),
@@ -432,36 +482,7 @@ fn decide(run: &RunData, cat: &dyn Catalog) -> Option<(Table, Vec<Decision>)> {
                                 Some(_) => Cell::tone("✓", Tone::Good),
                                 None => decided(&i, rule.width_pct),
                             });
-                            d.value = Some(i.value);
-                            match bracket {
-                                Some(b) => {
-                                    d.low = Some(i.value);
-                                    d.high = b.is_finite().then(|| i.value * (1.0 + b / 100.0));
-                                    d.decided = b <= rule.width_pct;
-                                    if !d.decided {
-                                        d.why = Some(if b.is_finite() {
-                                            format!(
-                                                "a capacity bracket {} % wide, not {} %",
-                                                sig(b, 2),
-                                                rule.width_pct
-                                            )
-                                        } else {
-                                            "an open capacity bracket".into()
-                                        });
-                                    }
-                                }
-                                None => {
-                                    (d.low, d.high) = (Some(i.low), Some(i.high));
-                                    d.decided = i.decided(rule.width_pct);
-                                    if !d.decided {
-                                        d.why = Some(format!(
-                                            "an interval {} % wide, not {} %",
-                                            sig(i.width_pct(), 2),
-                                            rule.width_pct
-                                        ));
-                                    }
-                                }
-                            }
+                            d.level_of(&i, bracket, rule.width_pct);
                             fitted.extend(fits.iter().map(|(c, f)| fitted_note(c, f, cat)));
                         }
                         Err(point) => {
@@ -512,22 +533,7 @@ fn decide(run: &RunData, cat: &dyn Catalog) -> Option<(Table, Vec<Decision>)> {
                         Tone::Dim,
                     ));
                     cells.push(verdict_cell(v));
-                    (d.value, d.low, d.high) = (Some(i.value), Some(i.low), Some(i.high));
-                    d.decided = v.verdict != CompareWord::CannotTell;
-                    d.verdict = match v.verdict {
-                        CompareWord::Faster => "faster",
-                        CompareWord::Slower => "slower",
-                        CompareWord::Same => "same",
-                        CompareWord::CannotTell => "cannot tell",
-                    }
-                    .into();
-                    if !d.decided {
-                        d.why = Some(format!(
-                            "decidable at ±{:.0} %, not ±{} %",
-                            v.smallest_threshold_pct.ceil(),
-                            sig(rule.width_pct / 2.0, 2)
-                        ));
-                    }
+                    d.scalability_of(&i, v, rule.width_pct);
                 }
                 None => {
                     d.why = Some("no figure: a case failed or was not measured on both".into());
@@ -541,6 +547,13 @@ fn decide(run: &RunData, cat: &dyn Catalog) -> Option<(Table, Vec<Decision>)> {
     if t.rows.is_empty() {
         return None;
     }
+    notes(&mut t, rule, !others.is_empty(), one_trial, fitted);
+    Some((t, out))
+}
+
+/// The decisions table's notes: what its columns mean, and the cases whose
+/// interval a host fit narrowed (`fitted`, one line each).
+fn notes(t: &mut Table, rule: RuleInfo, scalability: bool, one_trial: bool, fitted: Vec<String>) {
     t.notes.push(format!(
         "GM: the family's geometric mean, as its table's \"Geometric mean\" row; its interval \
          combines each case's estimate ({}; the mean's for a median of N) by the delta method \
@@ -549,7 +562,7 @@ fn decide(run: &RunData, cat: &dyn Catalog) -> Option<(Table, Vec<Decision>)> {
         rule.estimator.describe(),
         rule.width_pct
     ));
-    if !others.is_empty() {
+    if scalability {
         t.notes.push(format!(
             "scal.: the geometric mean over the family's cases of each case's ratio of trials \
              paired within a round (counted trial k on one configuration with trial k on the \
@@ -586,5 +599,4 @@ fn decide(run: &RunData, cat: &dyn Catalog) -> Option<(Table, Vec<Decision>)> {
         );
         t.notes.extend(fitted);
     }
-    Some((t, out))
 }

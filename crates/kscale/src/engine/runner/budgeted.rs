@@ -346,6 +346,25 @@ impl Budgeted {
     }
 }
 
+/// Each case's part of the run's answer, numbered: its family on its CPU
+/// configuration (`syscall` on `1`, `chat` on `all`). The budget funds a
+/// case of every part before more of any (kscale_core::budget::allocate).
+fn parts(units: &[Unit]) -> Vec<u32> {
+    let mut names: Vec<(&str, &str)> = Vec::new();
+    units
+        .iter()
+        .map(|u| {
+            let family = family(&u.entry.workload);
+            let key = (family, kscale_core::cpus::base_name(&u.entry.cpus_name));
+            let i = names.iter().position(|n| *n == key).unwrap_or_else(|| {
+                names.push(key);
+                names.len() - 1
+            });
+            i as u32
+        })
+        .collect()
+}
+
 /// The share of what the open cases' needs leave of the budget that
 /// taking cases back may spend: a held case is priced by the trials of
 /// the cases like it, not by its own, and the kept cases' needs are
