@@ -361,22 +361,8 @@ pub fn same_search(a: &kscale_core::CaseKey, b: &kscale_core::CaseKey, param: &s
 /// The reasons the plan's cases give that their figures cannot settle in
 /// `dir` (each workload's `caveat`), one line per workload.
 fn unsettled(plan: &[PlanEntry], dir: &std::path::Path) -> Vec<String> {
-    let mut lines: Vec<String> = Vec::new();
-    for e in plan {
-        let Some(w) = kscale_workloads::find(&e.workload) else {
-            continue;
-        };
-        if let Some(why) = (w.caveat)(&kscale_core::Params(e.params.clone()), dir) {
-            let line = format!("{}: {why}", e.workload);
-            if !lines
-                .iter()
-                .any(|l| l.starts_with(&format!("{}: ", e.workload)))
-            {
-                lines.push(line);
-            }
-        }
-    }
-    lines
+    let mut plan = plan.to_vec();
+    leave_unsettled(&mut plan, dir)
 }
 
 /// Where a study whose directory nobody named measures the cases that
