@@ -100,9 +100,12 @@ pub(super) fn run_budgeted(
                     rank: st.ranks[i],
                     // A case is left out on every configuration or on
                     // none: a family's scalability pairs them.
+                    // Nor is the last case that can still decide its
+                    // part: a stand-in, or the one a family kept there.
                     may_leave: r.opts.leave_out
                         && st.ranks[i] > 0
-                        && !units.iter().any(|o| o.finished && o.twin_of(&units[i])),
+                        && !units.iter().any(|o| o.finished && o.twin_of(&units[i]))
+                        && !st.alone(units, i),
                     share_trials,
                     ..units[i].case_state(r.opts)
                 })
@@ -226,6 +229,20 @@ impl Budgeted {
             left_out: vec![false; units.len()],
             piloted: false,
         }
+    }
+
+    /// True when case `i` is the only case of its part (family on its
+    /// configuration) that is measured and may still decide it: leaving it
+    /// out for needing more than an even share would leave the part with
+    /// no figure, which costs the answer more than the cases its time buys.
+    fn alone(&self, units: &[Unit], i: usize) -> bool {
+        !(0..units.len()).any(|k| {
+            k != i
+                && self.parts[k] == self.parts[i]
+                && !self.left_out[k]
+                && units[k].workload.rule == RunRule::Converge
+                && (!units[k].finished || units[k].converged)
+        })
     }
 
     /// Cases the run took on from `from` on, with their ranks.
