@@ -2,7 +2,7 @@
 //! for the whole run, and every NOT CONVERGED case says what it needed.
 
 mod common;
-use common::{refused, Env};
+use common::{nginx, refused, Env};
 use std::time::{Duration, Instant};
 
 #[test]
@@ -60,6 +60,66 @@ fn a_budgeted_run_ends_in_its_budget_and_says_what_each_case_needed() {
         let base = cpus.split_once(" (").map_or(cpus, |(b, _)| b);
         assert!(need.contains(&format!("[cpus {base}]")), "{need}");
     }
+}
+
+/// The seconds a spender drew, from the ledger line a budgeted run ends
+/// with ("the 20 s budget went to: cases 8.1 s, …"), `None` where it drew
+/// nothing.
+fn drawn(err: &str, spender: &str) -> Option<f64> {
+    let line = err
+        .lines()
+        .find(|l| l.contains(" budget went to: "))
+        .unwrap_or_else(|| panic!("no ledger line in:\n{err}"));
+    let list = line.split(" budget went to: ").nth(1)?.split("; ").next()?;
+    list.split(", ")
+        .find_map(|p| {
+            p.strip_prefix(spender)?
+                .strip_prefix(' ')?
+                .strip_suffix(" s")
+        })
+        .and_then(|v| v.parse().ok())
+}
+
+/// Every spender draws on the one budget (docs/budget.md, "One spender"):
+/// a budgeted run of a case, a capacity search and their profiles ends
+/// saying where its seconds went — cases, capacity steps, control readings
+/// and profiles each with their own — and what the spenders drew does not
+/// exceed what the run took. Tune's arms: tests/tune.rs.
+#[test]
+fn every_spender_draws_on_the_one_budget() {
+    if nginx().is_none() {
+        return;
+    }
+    let env = Env::new();
+    let started = Instant::now();
+    let out = env.run_ok(&[
+        "run",
+        "syscall.null",
+        "web.nginx",
+        "--capacity",
+        "--profile",
+        "--quick",
+        "--cpus",
+        "1",
+        "--budget",
+        "20s",
+        "--no-progress",
+    ]);
+    let took = started.elapsed().as_secs_f64();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let mut spenders = vec!["cases", "capacity steps", "control readings"];
+    // A machine that refuses perf says so once and takes no profiles.
+    if !err.contains("profiling off") {
+        spenders.push("profiles");
+    }
+    let mut sum = 0.0;
+    for s in spenders {
+        let secs = drawn(&err, s).unwrap_or_else(|| panic!("{s} drew nothing:\n{err}"));
+        assert!(secs > 0.0, "{s}: {secs}\n{err}");
+        sum += secs;
+    }
+    assert_eq!(drawn(&err, "tune's arms"), None, "{err}");
+    assert!(sum <= took, "{sum} s drawn in {took} s:\n{err}");
 }
 
 #[test]

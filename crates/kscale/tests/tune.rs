@@ -593,6 +593,33 @@ fn sysctl_steps_interleave_their_trials_in_the_seeds_random_order() {
     }
 }
 
+/// Tune's arms draw on the one budget (docs/budget.md, "One spender"): a
+/// budgeted tune ends saying what its interleaved arms took.
+#[test]
+fn a_budgeted_tune_says_what_its_arms_drew() {
+    let Some((env, ns)) = setup("tb") else { return };
+    let p = plan(env.path(), 26, 3666, false);
+    let out = ns
+        .kscale(&env, None)
+        .args(["tune", "--quick", "--trial-time", "0.02", "--budget", "5s"])
+        .arg("--no-progress")
+        .arg(&p)
+        .output()
+        .expect("tune");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains(" budget went to: "))
+        .unwrap_or_else(|| panic!("no ledger line:\n{err}"));
+    let arms = line
+        .split("tune's arms ")
+        .nth(1)
+        .and_then(|t| t.split(" s").next())
+        .and_then(|v| v.parse::<f64>().ok());
+    assert!(arms.is_some_and(|s| s > 0.0), "{line}");
+}
+
 #[test]
 fn a_setting_that_cannot_be_changed_fails_its_step_in_one_line() {
     let Some((env, ns)) = setup("tf") else { return };

@@ -5,7 +5,7 @@
 //! (web's `conns`) is measured by its capacity, searched within a share of
 //! the budget, rather than by a sweep that every offered load passes.
 
-use crate::engine::args::{options, BudgetClock, RunArgs, Targets};
+use crate::engine::args::{options, RunArgs, Targets};
 use crate::engine::lifecycle::{self, Start};
 use crate::engine::{gauge, plan};
 use crate::output::{out, outln};
@@ -136,10 +136,9 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
             opts.dir = place;
         }
     }
-    opts.budget_clock = Some(BudgetClock {
-        started,
-        tail_s: REPORT_S,
-    });
+    opts.budget = opts
+        .budget_s
+        .map(|t| crate::engine::budget::Budget::since(started, t, REPORT_S));
     // Under a budget the study plans to the machine's noise: on a noisy
     // machine it measures each workload's representative sizes, with the
     // trials they need, and names what it left out (docs/planning.md,

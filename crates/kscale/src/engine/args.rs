@@ -199,12 +199,12 @@ pub struct RunOptions {
     /// included, planned over all its cases (docs/method.md).
     #[serde(default)]
     pub budget_s: Option<f64>,
-    /// Where the budget's clock started and what it keeps for the command's
-    /// work after the run, when the command's own setup and output count
-    /// against it (`study`: its report); else the runner's start, nothing
-    /// kept. Not stored: a resumed run starts a new clock.
+    /// The budget as the command started it, when the command's own setup
+    /// and output count against it (`study`: its report); else the run
+    /// starts it ([`RunOptions::budget_from`]). Not stored: a resumed run
+    /// starts a new clock.
     #[serde(skip)]
-    pub budget_clock: Option<BudgetClock>,
+    pub budget: Option<super::budget::Budget>,
     /// `--span`: seconds over which each case's `rule.min_trials` counted
     /// trials are paced ([`pace_s`](RunOptions::pace_s)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -284,6 +284,16 @@ pub struct RunOptions {
 }
 
 impl RunOptions {
+    /// The run's budget: the command's where it started one, else one of
+    /// `budget_s` started at `started` (the runner's or the searches'
+    /// start), nothing kept; `None` without `--budget`.
+    pub fn budget_from(&self, started: std::time::Instant) -> Option<super::budget::Budget> {
+        self.budget.or_else(|| {
+            self.budget_s
+                .map(|t| super::budget::Budget::since(started, t, 0.0))
+        })
+    }
+
     /// Under `--span`, the least time from one counted trial's start to
     /// the next one's: a case's `rule.min_trials` then span the span, and
     /// one that needs more takes them at the same pace.
@@ -302,22 +312,6 @@ pub enum Step {
     Whole,
     Window,
     WarmWindow,
-}
-
-/// The budget's clock as a command started it (see
-/// [`RunOptions::budget_clock`]).
-#[derive(Clone, Copy, Debug)]
-pub struct BudgetClock {
-    pub started: std::time::Instant,
-    /// Seconds kept for what the command does after the run.
-    pub tail_s: f64,
-}
-
-impl BudgetClock {
-    /// Seconds of `budget_s` left now, less what is kept for after the run.
-    pub fn left_s(&self, budget_s: f64) -> f64 {
-        budget_s - self.started.elapsed().as_secs_f64() - self.tail_s
-    }
 }
 
 /// Builds validated options from the command line.
@@ -500,7 +494,7 @@ pub fn options(sel: &Targets, args: &RunArgs) -> Result<RunOptions> {
         plan,
         profile: sel.profile,
         budget_s,
-        budget_clock: None,
+        budget: None,
         span_s,
         peers: sel.peers.clone(),
         cpu_mode: args.cpu_mode,

@@ -9,7 +9,7 @@
 //! have a capacity param and sweeps the rest. Without a budget each step is
 //! a whole case under the workload's run rule (three windows, their
 //! median). Under a budget the searches come first, within a bounded share
-//! of it ([`SHARE`]), and the rest of the run is planned with what they
+//! of it ([`CAPACITY_SHARE`]), and the rest of the run is planned with what they
 //! left; a search that share cut short then goes on with whatever the rest
 //! did not spend. Each step is one window, and the largest conforming value
 //! gets the run rule's remaining windows, so the figure is still the median
@@ -18,9 +18,10 @@
 //! case of its own (`conns=capacity`, [`kscale_core::CAPACITY`]) holding the
 //! trials measured at the capacity, with the search in its note.
 
-use super::args::{BudgetClock, RunOptions, Step};
+use super::args::{RunOptions, Step};
+use super::budget::CAPACITY_SHARE;
 use super::peers::PeerSet;
-use super::plan::{param_of, same_search, seeds, PlanEntry, SHARE};
+use super::plan::{param_of, same_search, seeds, PlanEntry};
 use super::runner;
 use anyhow::{Context, Result};
 use kscale_core::{ParamKind, RunRule, StopRule, CAPACITY};
@@ -423,9 +424,9 @@ fn near_miss(w: &WorkloadDef, c: &CaseData, v: u64) -> bool {
         && last_window(w, c).is_some_and(|x| x < v as f64 && x >= v as f64 - slack)
 }
 
-/// Each search's seconds: under a budget, [`SHARE`] of it (all of it when
+/// Each search's seconds: under a budget, [`CAPACITY_SHARE`] of it (all of it when
 /// the plan is only searches), split evenly over the searches. Without a
-/// budget, the part of the whole that SHARE would be beside what the
+/// budget, the part of the whole that CAPACITY_SHARE would be beside what the
 /// other cases are expected to take (`rest_s`, at the gauge's noise), so
 /// that a study without a budget bounds its searches as `--quick` does —
 /// one window a step, not the rule's three, and no more steps than fit —
@@ -439,8 +440,8 @@ pub fn search_share(
 ) -> Option<f64> {
     let all = match (budget_s, rest) {
         (Some(b), false) => b,
-        (Some(b), true) => b * SHARE,
-        (None, true) => rest_s? * SHARE / (1.0 - SHARE),
+        (Some(b), true) => b * CAPACITY_SHARE,
+        (None, true) => rest_s? * CAPACITY_SHARE / (1.0 - CAPACITY_SHARE),
         (None, false) => return None,
     };
     Some(all / searches.max(1) as f64)
@@ -516,14 +517,10 @@ pub fn run(
         }
     }
     if !rest.is_empty() {
-        if let Some(budget_s) = opts.budget_s {
-            let clock = opts.budget_clock.unwrap_or(BudgetClock {
-                started,
-                tail_s: 0.0,
-            });
+        if let Some(clock) = opts.budget_from(started) {
             for s in open.iter_mut() {
-                s.confirm_first(&mut ctx, clock.left_s(budget_s))?;
-                s.settle_first(&mut ctx, clock.left_s(budget_s), share.unwrap_or(0.0))?;
+                s.confirm_first(&mut ctx, clock.left_s())?;
+                s.settle_first(&mut ctx, clock.left_s(), share.unwrap_or(0.0))?;
             }
         }
         let mut o = opts.clone();
@@ -538,21 +535,18 @@ pub fn run(
         // The rest is planned with what the searches left: on the command's
         // clock when it keeps one (study), else on one started with the
         // searches.
-        let clock = *o.budget_clock.get_or_insert(BudgetClock {
-            started,
-            tail_s: 0.0,
-        });
+        o.budget = opts.budget_from(started);
         runner::execute(store, run_id, &o, progress, ctx.peers.as_deref_mut())?;
         // What the others did not spend: in turn, each search still short
         // of its answer gets an even part of what is left at its turn.
-        if let Some(budget_s) = opts.budget_s {
+        if let Some(clock) = o.budget {
             let mut short: Vec<&mut Open> = open
                 .iter_mut()
                 .filter(|o| o.wants_more(&opts.rule))
                 .collect();
             let n = short.len();
             for (k, o) in short.iter_mut().enumerate() {
-                let left = clock.left_s(budget_s);
+                let left = clock.left_s();
                 if left <= 0.0 {
                     break;
                 }

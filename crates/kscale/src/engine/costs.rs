@@ -9,10 +9,6 @@ use kscale_core::RunRule;
 use kscale_store::Store;
 use kscale_workloads::WorkloadDef;
 
-/// The most of a run's budget its profiled trials may take: the runner
-/// shortens them to fit, and the gauge's plan keeps it aside.
-pub const PROFILE_SHARE: f64 = 0.20;
-
 /// What the cases of the earlier runs on this machine cost; nothing where
 /// the host has no name or the store cannot say (a guess is then all
 /// there is, as on a machine's first run).

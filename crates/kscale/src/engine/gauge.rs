@@ -73,8 +73,19 @@ fn look_for_others() {
     });
 }
 
-/// Runs `kscale __gauge` for `req` and returns its readings.
+/// Runs `kscale __gauge` for `req` and returns its readings, its time
+/// drawn on the budget's ledger as the control's.
 pub fn take(req: &GaugeRequest) -> Result<Vec<Reading>> {
+    let started = Instant::now();
+    let got = take_now(req);
+    super::budget::draw(
+        super::budget::Spender::ControlReadings,
+        started.elapsed().as_secs_f64(),
+    );
+    got
+}
+
+fn take_now(req: &GaugeRequest) -> Result<Vec<Reading>> {
     use std::os::unix::process::CommandExt;
     let exe = self_exe().map_err(anyhow::Error::msg)?;
     let mut child = Command::new(exe)
@@ -548,7 +559,7 @@ pub fn fit_plan(
     for (c, r) in cands.iter_mut().zip(ranks) {
         c.rank = r;
     }
-    let share = 1.0 - runner_profile_share(opts) - if searched { super::plan::SHARE } else { 0.0 };
+    let share = super::budget::cases_share(opts.profile, searched);
     let left = (budget_s * share - fixed_s).max(0.0);
     // A quiet machine measures the whole plan.
     if whole_plan(readings) || !fit {
@@ -637,11 +648,3 @@ pub const QUIET_CV: f64 = 0.10;
 /// did not meet. Where a kernel path does spread its case, the pilot
 /// leaves that case out (docs/planning.md, "Planning to the noise").
 pub const QUIET_LOOP_CV: f64 = 0.05;
-
-fn runner_profile_share(opts: &super::args::RunOptions) -> f64 {
-    if opts.profile {
-        super::costs::PROFILE_SHARE
-    } else {
-        0.0
-    }
-}

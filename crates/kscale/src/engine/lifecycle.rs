@@ -231,6 +231,8 @@ impl Active<'_> {
     /// Measures every unfinished case and stores how the run ended; returns
     /// the run's id.
     pub fn execute(mut self, progress: bool) -> Result<i64> {
+        // Started here unless the command started it (study).
+        let budget = self.opts.budget_from(std::time::Instant::now());
         let (store, id) = (self.store, self.id);
         let cpus = gauge::used_cpus(&self.opts);
         let before = gauge::begin(store, id, &cpus);
@@ -274,6 +276,9 @@ impl Active<'_> {
                 for line in gauge::describe(&all) {
                     eprintln!("kscale: the machine over the run: {line}");
                 }
+            }
+            if let Some(b) = budget {
+                eprintln!("kscale: {}", super::budget::ledger_line(&b, &b.drawn()));
             }
         } else {
             gauge::abandon();

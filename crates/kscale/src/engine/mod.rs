@@ -18,6 +18,7 @@
 //!   control), stored with the run.
 
 pub mod args;
+pub mod budget;
 pub mod capacity;
 pub mod costs;
 pub mod gate;

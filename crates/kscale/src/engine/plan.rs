@@ -299,14 +299,6 @@ pub fn expand(
 // What a capacity search plans from: the searches are a client of the
 // planner (engine::capacity runs them), so their shape lives here.
 
-/// The most of a run's budget its capacity searches take when the run
-/// measures other cases too, split evenly over the searches: 60 s of
-/// `study --quick`'s five minutes, 30 s per CPU configuration — what the
-/// six swept web cases cost before (three offered loads × warm-up and
-/// three 2 s windows on each configuration). A run of searches alone
-/// (`run --capacity --budget`) gives them all of it.
-pub const SHARE: f64 = 0.2;
-
 /// The searched param of a workload, or why it has none.
 pub fn param_of(w: &WorkloadDef) -> Option<&'static str> {
     w.capacity.filter(|p| {

@@ -553,6 +553,9 @@ struct Runner<'a, 'p> {
     /// Without a budget: how long the run still has to go, as the progress
     /// says it ([`kscale_core::ahead`]).
     left_s: Option<f64>,
+    /// Whose time its trials are on the budget's ledger: a capacity
+    /// search's windows, tune's arms, or the cases'.
+    spender: super::budget::Spender,
 }
 
 /// Seconds something has cost in this run, summed, and how many times.
@@ -660,6 +663,11 @@ impl<'a, 'p> Runner<'a, 'p> {
             finish_cost: Tally::default(),
             started: Instant::now(),
             left_s: None,
+            spender: if opts.step == Step::Whole {
+                super::budget::Spender::Cases
+            } else {
+                super::budget::Spender::CapacitySteps
+            },
         }
     }
 
@@ -762,6 +770,7 @@ impl<'a, 'p> Runner<'a, 'p> {
             self.peers.as_deref_mut(),
         );
         let wall = started.elapsed().as_secs_f64();
+        super::budget::draw(self.spender, wall);
         if let (Ok(out), Some(before)) = (outcome.as_mut(), line_before) {
             if let (Some(acc), Some(after)) = (out.accounting.as_mut(), probe()) {
                 acc.line_ns = Some((before + after) / 2.0);
@@ -964,8 +973,9 @@ impl<'a, 'p> Runner<'a, 'p> {
             bar,
             |r| run_trial(w, r, timeout, available, load, peers),
         )?;
-        self.profile_extra
-            .add((started.elapsed().as_secs_f64() - length).max(0.0));
+        let took = started.elapsed().as_secs_f64();
+        super::budget::draw(super::budget::Spender::Profiles, took);
+        self.profile_extra.add((took - length).max(0.0));
         if let Some(sig) = signals::interrupted() {
             return Err(Interrupted(sig, self.run_id).into());
         }

@@ -40,12 +40,12 @@ pub(super) fn run_budgeted(
     budget_s: f64,
 ) -> Result<()> {
     use kscale_core::budget::{self, CaseState, Plan};
-    // The command's clock when it counts its own setup and output (study),
-    // else the runner's.
-    let (started, tail_s) = r
+    // The command's budget when it counts its own setup and output (study),
+    // else one started now.
+    let clock = r
         .opts
-        .budget_clock
-        .map_or((Instant::now(), 0.0), |c| (c.started, c.tail_s));
+        .budget_from(Instant::now())
+        .unwrap_or_else(|| crate::engine::budget::Budget::start(budget_s, 0.0));
     let rule = r.opts.rule;
     let mut st = Budgeted::new(r, units);
     let mut step = 0u64;
@@ -61,8 +61,8 @@ pub(super) fn run_budgeted(
         };
         let open = units.iter().filter(|u| !u.finished).count();
         let cleanup: f64 = units.iter().map(|u| u.cleanup_s).sum();
-        let ending = r.finish_mean() * open as f64 + cleanup + tail_s;
-        let left = budget_s - started.elapsed().as_secs_f64() - reserve - ending - r.opts.confirm_s;
+        let ending = r.finish_mean() * open as f64 + cleanup;
+        let left = clock.left_s() - reserve - ending - r.opts.confirm_s;
         let median = units
             .iter()
             .enumerate()
@@ -162,7 +162,7 @@ pub(super) fn run_budgeted(
                     .all(|&i| units[i].counted.len() >= rule.judged_after());
             if pilot_done && !st.piloted {
                 st.piloted = true;
-                st.say_pilot(r, units, started, budget::decidable(&plans));
+                st.say_pilot(r, units, clock.started(), budget::decidable(&plans));
             }
             // With every open case past its pilot, what their spread leaves
             // of the budget takes back cases the gauge left out.
@@ -338,7 +338,7 @@ impl Budgeted {
         say_pilot(r, started.elapsed().as_secs_f64(), done + decidable, kept);
     }
 
-    /// Takes back held cases, out of [`TAKE_BACK_SHARE`] of what the open
+    /// Takes back held cases, out of [`TAKE_BACK_SHARE`](crate::engine::budget::TAKE_BACK_SHARE) of what the open
     /// cases' needs leave (`left`). True when it took any.
     fn take_back(
         &mut self,
@@ -349,7 +349,7 @@ impl Budgeted {
         if self.held.is_empty() {
             return Ok(false);
         }
-        let spare = TAKE_BACK_SHARE * left;
+        let spare = crate::engine::budget::TAKE_BACK_SHARE * left;
         if spare <= 0.0 {
             return Ok(false);
         }
@@ -381,12 +381,6 @@ fn parts(units: &[Unit]) -> Vec<u32> {
         })
         .collect()
 }
-
-/// The share of what the open cases' needs leave of the budget that
-/// taking cases back may spend: a held case is priced by the trials of
-/// the cases like it, not by its own, and the kept cases' needs are
-/// themselves read from a few trials; the rest absorbs what that misses.
-const TAKE_BACK_SHARE: f64 = 0.75;
 
 /// Takes back the held cases that `spare_s` seconds fund at the spread
 /// the cases like them showed (docs/planning.md, "Taking cases back"),

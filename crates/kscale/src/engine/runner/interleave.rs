@@ -18,7 +18,6 @@ use anyhow::Result;
 use kscale_core::order::{self, SplitMix64};
 use kscale_core::Decision;
 use kscale_store::Store;
-use std::time::Instant;
 
 /// One run of an interleaved set.
 pub struct Arm<'a> {
@@ -69,8 +68,10 @@ fn execute_with(
     let bar = crate::engine::progress::bar(show_progress, len, true);
     let env = Env::new(scratch.path(), &bar, &available, opts, hotplug);
     let mut profilers: Vec<Profiler> = arms.iter().map(|a| Profiler::new(a.opts.profile)).collect();
-    let budget_s = opts.budget_s.map(|b| b * arms.len() as f64);
-    let started = Instant::now();
+    // Each arm its budget, interleaved: the arms' budgets together.
+    let budget = opts
+        .budget_s
+        .map(|b| crate::engine::budget::Budget::start(b * arms.len() as f64, 0.0));
     let mut rng = SplitMix64::new(seed);
     loop {
         let alive: Vec<usize> = (0..arms.len())
@@ -79,7 +80,7 @@ fn execute_with(
         if alive.is_empty() {
             break;
         }
-        let spent = budget_s.is_some_and(|b| started.elapsed().as_secs_f64() >= b);
+        let spent = budget.is_some_and(|b| b.spent());
         for a in order::round(&mut rng, &alive) {
             let arm = &mut arms[a];
             // A case's profiled trial is one of its turns: switched too.
@@ -93,6 +94,7 @@ fn execute_with(
                 arm.peers.as_deref_mut(),
                 1.0,
             );
+            r.spender = crate::engine::budget::Spender::TuneArms;
             for u in sets[a].iter_mut().filter(|u| !u.finished) {
                 if spent {
                     let why = "the run's budget was spent".to_string();
@@ -105,5 +107,11 @@ fn execute_with(
     }
     bar.finish_and_clear();
     close(scratch, &opts.dir, sets.iter().flatten());
+    if let Some(b) = budget {
+        eprintln!(
+            "kscale: {}",
+            crate::engine::budget::ledger_line(&b, &b.drawn())
+        );
+    }
     Ok(())
 }

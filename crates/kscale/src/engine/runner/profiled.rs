@@ -21,7 +21,7 @@ pub(super) fn profile_target_s(cpus: usize) -> f64 {
 }
 
 /// The factor by which every profiled trial that can be shortened is, so
-/// that all of them fit in [`PROFILE_SHARE`](crate::engine::costs::PROFILE_SHARE) of the budget (1 without a
+/// that all of them fit in [`PROFILE_SHARE`](crate::engine::budget::PROFILE_SHARE) of the budget (1 without a
 /// budget). A workload that ends after fixed work (chat) cannot be
 /// shortened: its trials' guessed cost is taken off the share first.
 pub(super) fn profile_scale(units: &[Unit], opts: &RunOptions, budget_s: f64) -> f64 {
@@ -38,7 +38,7 @@ pub(super) fn profile_scale(units: &[Unit], opts: &RunOptions, budget_s: f64) ->
         1.0
     } else {
         // Never below a tenth: a profile of a few samples answers nothing.
-        ((crate::engine::costs::PROFILE_SHARE * budget_s - fixed) / scalable).clamp(0.1, 1.0)
+        ((crate::engine::budget::PROFILE_SHARE * budget_s - fixed) / scalable).clamp(0.1, 1.0)
     }
 }
 
