@@ -105,19 +105,6 @@ impl CpuNoise {
     }
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n == 0 {
-        return f64::NAN;
-    }
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 fn mean_sd(v: &[f64]) -> (f64, f64) {
     let n = v.len() as f64;
     if v.is_empty() {
@@ -202,10 +189,10 @@ pub fn per_cpu(readings: &[Reading]) -> Vec<CpuNoise> {
     cpus.into_iter()
         .map(|cpu| {
             let mine: Vec<&Reading> = readings.iter().filter(|r| r.cpu == cpu).collect();
-            let mut ns: Vec<f64> = mine.iter().map(|r| r.cpu_ns).collect();
+            let ns: Vec<f64> = mine.iter().map(|r| r.cpu_ns).collect();
             let mem: Vec<f64> = mine.iter().filter_map(|r| r.mem_mbs).collect();
             let wake: Vec<f64> = mine.iter().filter_map(|r| r.wake_us).collect();
-            let mut sys: Vec<f64> = mine.iter().filter_map(|r| r.sys_ns).collect();
+            let sys: Vec<f64> = mine.iter().filter_map(|r| r.sys_ns).collect();
             let on_thread = |v: Vec<f64>| (v.len() >= 2).then(|| winsorized_cv(&v));
             let thread_cv = match (
                 on_thread(mine.iter().filter_map(|r| r.cpu_thread_ns).collect()),
@@ -218,14 +205,14 @@ pub fn per_cpu(readings: &[Reading]) -> Vec<CpuNoise> {
                 thread_cv,
                 sys_cv: winsorized_cv(&sys),
                 sys_drift: drift(&mine, Probe::Syscall),
-                sys_median_ns: median(&mut sys),
+                sys_median_ns: crate::stats::median(&sys),
                 cpu,
                 readings: mine.len(),
                 mem_cv: winsorized_cv(&mem),
                 wake_cv: winsorized_cv(&wake),
                 cv: winsorized_cv(&ns),
                 drift: drift(&mine, Probe::Loop),
-                median_ns: median(&mut ns),
+                median_ns: crate::stats::median(&ns),
             }
         })
         .collect()
@@ -292,7 +279,7 @@ fn drift(readings: &[&Reading], probe: Probe) -> f64 {
                 .push(v);
         }
     }
-    let meds: Vec<f64> = windows.into_values().map(|mut v| median(&mut v)).collect();
+    let meds: Vec<f64> = windows.into_values().map(|v| crate::stats::median(&v)).collect();
     if meds.len() < 2 {
         return 0.0;
     }
