@@ -279,7 +279,10 @@ fn drift(readings: &[&Reading], probe: Probe) -> f64 {
                 .push(v);
         }
     }
-    let meds: Vec<f64> = windows.into_values().map(|v| crate::stats::median(&v)).collect();
+    let meds: Vec<f64> = windows
+        .into_values()
+        .map(|v| crate::stats::median(&v))
+        .collect();
     if meds.len() < 2 {
         return 0.0;
     }

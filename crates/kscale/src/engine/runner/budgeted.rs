@@ -39,30 +39,16 @@ pub(super) fn run_budgeted(
     units: &mut Vec<Unit>,
     budget_s: f64,
 ) -> Result<()> {
-    use kscale_core::budget::{self, CaseState, Plan};
     // The command's budget when it counts its own setup and output (study),
     // else one started now.
     let clock = r
         .opts
         .budget_from(Instant::now())
         .unwrap_or_else(|| crate::engine::budget::Budget::start(budget_s, 0.0));
-    let rule = r.opts.rule;
     let mut st = Budgeted::new(r, units);
     let mut step = 0u64;
     loop {
-        let reserve = if r.profiler.wanted() {
-            units
-                .iter()
-                .filter(|u| !u.finished && !u.profiled)
-                .map(|u| r.profile_cost(u))
-                .sum()
-        } else {
-            0.0
-        };
-        let open = units.iter().filter(|u| !u.finished).count();
-        let cleanup: f64 = units.iter().map(|u| u.cleanup_s).sum();
-        let ending = r.finish_mean() * open as f64 + cleanup;
-        let left = clock.left_s() - reserve - ending - r.opts.confirm_s;
+        let left = clock.left_s() - kept_s(r, units);
         let median = units
             .iter()
             .enumerate()
@@ -73,106 +59,10 @@ pub(super) fn run_budgeted(
         let pick = if let Some(i) = median.filter(|&i| left >= units[i].secs_per_trial(r.opts)) {
             Some(i)
         } else {
-            let conv: Vec<usize> = (0..units.len())
-                .filter(|&i| !units[i].finished && units[i].workload.rule == RunRule::Converge)
-                .collect();
-            let covered: Vec<u32> = (0..units.len())
-                .filter(|&i| units[i].converged)
-                .map(|i| st.parts[i])
-                .collect();
-            // An even share of the run's rounds: the whole budget over what
-            // one trial of every converging case costs (generous: the
-            // profiles and capacity searches take their part of it too).
-            let round_s: f64 = st
-                .converging
-                .iter()
-                .map(|&i| units[i].secs_per_trial(r.opts))
-                .sum();
-            let share_trials = if round_s > 0.0 {
-                budget_s / round_s
-            } else {
-                0.0
-            };
-            let states: Vec<CaseState> = conv
-                .iter()
-                .map(|&i| CaseState {
-                    part: Some(st.parts[i]).filter(|p| !covered.contains(p)),
-                    rank: st.ranks[i],
-                    // A case is left out on every configuration or on
-                    // none: a family's scalability pairs them.
-                    // Nor is the last case that can still decide its
-                    // part: a stand-in, or the one a family kept there.
-                    may_leave: r.opts.leave_out
-                        && st.ranks[i] > 0
-                        && !units.iter().any(|o| o.finished && o.twin_of(&units[i]))
-                        && !st.alone(units, i),
-                    share_trials,
-                    ..units[i].case_state(r.opts)
-                })
-                .collect();
-            let plans = budget::allocate(&rule, &states, left);
-            // What the open cases' needs take, at their spread's prudent
-            // bound: what taking cases back must leave them.
-            let funded: f64 = states
-                .iter()
-                .zip(&plans)
-                .filter(|(_, p)| matches!(p, Plan::Run { .. }))
-                .map(|(c, _)| budget::prudent_need(&rule, c).more_s)
-                .sum();
-            let turns: Vec<u64> = conv.iter().map(|&i| units[i].turn).collect();
-            let next = budget::next(&rule, &states, &plans, &turns).map(|k| conv[k]);
-            let stops: Vec<(usize, budget::StopReason, budget::Need)> = conv
-                .iter()
-                .zip(&plans)
-                .filter_map(|(&i, p)| match p {
-                    Plan::Stop { reason, need } => Some((i, *reason, *need)),
-                    _ => None,
-                })
-                .collect();
-            let replan = st.stop(r, units, stops, share_trials, left - funded)?;
-            if replan {
-                // The plan without them: its next case may differ.
-                continue;
+            match st.converging_next(r, units, (budget_s, left), &clock, median.is_none())? {
+                Next::Replan => continue,
+                Next::Case(i) => i,
             }
-            let leaves: Vec<(usize, budget::Need)> = conv
-                .iter()
-                .zip(&plans)
-                .filter_map(|(&i, p)| match p {
-                    Plan::Leave { need } => Some((i, *need)),
-                    _ => None,
-                })
-                .collect();
-            if !leaves.is_empty() {
-                for (i, need) in leaves {
-                    if units[i].finished {
-                        continue;
-                    }
-                    let twins: Vec<usize> = (0..units.len())
-                        .filter(|&k| !units[k].finished && units[k].twin_of(&units[i]))
-                        .collect();
-                    let why = "it needs more than an even share of the run";
-                    leave_with_twins(r, units, &mut st.left_out, (i, need, why), &twins)?;
-                }
-                // The plan without them: its next case may differ.
-                continue;
-            }
-            let pilot_done = !conv.is_empty()
-                && conv
-                    .iter()
-                    .all(|&i| units[i].counted.len() >= rule.judged_after());
-            if pilot_done && !st.piloted {
-                st.piloted = true;
-                st.say_pilot(r, units, clock.started(), budget::decidable(&plans));
-            }
-            // With every open case past its pilot, what their spread leaves
-            // of the budget takes back cases the gauge left out.
-            if (pilot_done || conv.is_empty())
-                && median.is_none()
-                && st.take_back(r, units, left - funded - r.opts.kept_back_s)?
-            {
-                continue;
-            }
-            next
         };
         let Some(i) = pick else { break };
         step += 1;
@@ -194,6 +84,32 @@ pub(super) fn run_budgeted(
         )?;
     }
     Ok(())
+}
+
+/// What the runner keeps of the time left before planning trials: the
+/// profiles not yet taken, ending the open cases (storing each one's end,
+/// removing what their trials left) and an answer's confirming windows.
+fn kept_s(r: &Runner<'_, '_>, units: &[Unit]) -> f64 {
+    let reserve: f64 = if r.profiler.wanted() {
+        units
+            .iter()
+            .filter(|u| !u.finished && !u.profiled)
+            .map(|u| r.profile_cost(u))
+            .sum()
+    } else {
+        0.0
+    };
+    let open = units.iter().filter(|u| !u.finished).count();
+    let cleanup: f64 = units.iter().map(|u| u.cleanup_s).sum();
+    reserve + r.finish_mean() * open as f64 + cleanup + r.opts.confirm_s
+}
+
+/// What one planning of the converging cases decided: plan again (cases
+/// stopped, were left out or taken back), or the case whose trial is next
+/// (`None`: none is).
+enum Next {
+    Replan,
+    Case(Option<usize>),
 }
 
 /// What the budgeted loop keeps from one step to the next: each case's
@@ -229,6 +145,151 @@ impl Budgeted {
             left_out: vec![false; units.len()],
             piloted: false,
         }
+    }
+
+    /// Plans the open converging cases with `left` of the budget
+    /// (`budget_s` in all): stops those that cannot converge, leaves out
+    /// those that would cost an even share of the run, says the revised
+    /// outlook once every case had its pilot, and then (`may_take`: no
+    /// median-of-N case waits) takes back held cases with what their needs
+    /// leave.
+    fn converging_next(
+        &mut self,
+        r: &mut Runner<'_, '_>,
+        units: &mut Vec<Unit>,
+        (budget_s, left): (f64, f64),
+        clock: &crate::engine::budget::Budget,
+        may_take: bool,
+    ) -> Result<Next> {
+        use kscale_core::budget::{self, Plan};
+        let rule = r.opts.rule;
+        let conv: Vec<usize> = (0..units.len())
+            .filter(|&i| !units[i].finished && units[i].workload.rule == RunRule::Converge)
+            .collect();
+        let share_trials = self.share_trials(r, units, budget_s);
+        let states = self.states(r, units, &conv, share_trials);
+        let plans = budget::allocate(&rule, &states, left);
+        // What the open cases' needs take, at their spread's prudent
+        // bound: what taking cases back must leave them.
+        let funded: f64 = states
+            .iter()
+            .zip(&plans)
+            .filter(|(_, p)| matches!(p, Plan::Run { .. }))
+            .map(|(c, _)| budget::prudent_need(&rule, c).more_s)
+            .sum();
+        let turns: Vec<u64> = conv.iter().map(|&i| units[i].turn).collect();
+        let next = budget::next(&rule, &states, &plans, &turns).map(|k| conv[k]);
+        let stops: Vec<(usize, budget::StopReason, budget::Need)> = conv
+            .iter()
+            .zip(&plans)
+            .filter_map(|(&i, p)| match p {
+                Plan::Stop { reason, need } => Some((i, *reason, *need)),
+                _ => None,
+            })
+            .collect();
+        // The plan without those stopped or left out: its next case may
+        // differ.
+        if self.stop(r, units, stops, share_trials, left - funded)? {
+            return Ok(Next::Replan);
+        }
+        let leaves: Vec<(usize, budget::Need)> = conv
+            .iter()
+            .zip(&plans)
+            .filter_map(|(&i, p)| match p {
+                Plan::Leave { need } => Some((i, *need)),
+                _ => None,
+            })
+            .collect();
+        if !leaves.is_empty() {
+            self.leave(r, units, leaves)?;
+            return Ok(Next::Replan);
+        }
+        let pilot_done = !conv.is_empty()
+            && conv
+                .iter()
+                .all(|&i| units[i].counted.len() >= rule.judged_after());
+        if pilot_done && !self.piloted {
+            self.piloted = true;
+            self.say_pilot(r, units, clock.started(), budget::decidable(&plans));
+        }
+        // With every open case past its pilot, what their spread leaves
+        // of the budget takes back cases the gauge left out.
+        if (pilot_done || conv.is_empty())
+            && may_take
+            && self.take_back(r, units, left - funded - r.opts.kept_back_s)?
+        {
+            return Ok(Next::Replan);
+        }
+        Ok(Next::Case(next))
+    }
+
+    /// An even share of the run's rounds: the whole budget over what one
+    /// trial of every converging case costs (generous: the profiles and
+    /// capacity searches take their part of it too).
+    fn share_trials(&self, r: &Runner<'_, '_>, units: &[Unit], budget_s: f64) -> f64 {
+        let round_s: f64 = self
+            .converging
+            .iter()
+            .map(|&i| units[i].secs_per_trial(r.opts))
+            .sum();
+        if round_s > 0.0 {
+            budget_s / round_s
+        } else {
+            0.0
+        }
+    }
+
+    /// The open converging cases `conv` as the budget's planner reads
+    /// them: each one's part while no case of it has converged, its rank,
+    /// and whether it may be left out.
+    fn states<'u>(
+        &self,
+        r: &Runner<'_, '_>,
+        units: &'u [Unit],
+        conv: &[usize],
+        share_trials: f64,
+    ) -> Vec<kscale_core::budget::CaseState<'u>> {
+        let covered: Vec<u32> = (0..units.len())
+            .filter(|&i| units[i].converged)
+            .map(|i| self.parts[i])
+            .collect();
+        conv.iter()
+            .map(|&i| kscale_core::budget::CaseState {
+                part: Some(self.parts[i]).filter(|p| !covered.contains(p)),
+                rank: self.ranks[i],
+                // A case is left out on every configuration or on none: a
+                // family's scalability pairs them. Nor is the last case
+                // that can still decide its part: a stand-in, or the one
+                // a family kept there.
+                may_leave: r.opts.leave_out
+                    && self.ranks[i] > 0
+                    && !units.iter().any(|o| o.finished && o.twin_of(&units[i]))
+                    && !self.alone(units, i),
+                share_trials,
+                ..units[i].case_state(r.opts)
+            })
+            .collect()
+    }
+
+    /// Leaves out each of `leaves` with its twins: each needs more than an
+    /// even share of the run.
+    fn leave(
+        &mut self,
+        r: &mut Runner<'_, '_>,
+        units: &mut [Unit],
+        leaves: Vec<(usize, kscale_core::budget::Need)>,
+    ) -> Result<()> {
+        for (i, need) in leaves {
+            if units[i].finished {
+                continue;
+            }
+            let twins: Vec<usize> = (0..units.len())
+                .filter(|&k| !units[k].finished && units[k].twin_of(&units[i]))
+                .collect();
+            let why = "it needs more than an even share of the run";
+            leave_with_twins(r, units, &mut self.left_out, (i, need, why), &twins)?;
+        }
+        Ok(())
     }
 
     /// True when case `i` is the only case of its part (family on its
