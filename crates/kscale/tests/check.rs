@@ -38,22 +38,9 @@ fn check(env: &Env, extra: &[&str], var: Option<(&str, &str)>) -> std::process::
 /// `kscale check` of one short `syscall.null` case on one CPU against
 /// `baseline`, at most `max_trials` trials.
 fn tiny_check(env: &Env, baseline: &str, max_trials: &str) -> assert_cmd::Command {
-    env.cmd(&[
-        "check",
-        "--baseline",
-        baseline,
-        "--threshold",
-        "50%",
-        "syscall.null",
-        "--cpus",
-        "1",
-        "--quick",
-        "--trial-time",
-        "0.02",
-        "--max-trials",
-        max_trials,
-        "--no-progress",
-    ])
+    let mut c = env.cmd(&["check", "--baseline", baseline, "--threshold", "50%"]);
+    c.args(common::TINY_NULL).args(["--max-trials", max_trials]);
+    c
 }
 
 /// A fresh env holding one run of [`TARGET`] labelled `base`: the baseline

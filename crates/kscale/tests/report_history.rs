@@ -35,11 +35,7 @@ fn the_history_report_marks_the_step_at_its_run() {
         .arg(&html_path)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_exit(&out, 0);
     let html = std::fs::read_to_string(&html_path).unwrap();
 
     // What history prints, run by run, and the change changes finds.

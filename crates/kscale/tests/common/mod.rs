@@ -120,6 +120,28 @@ impl Env {
         ]);
         self.cmd(&args)
     }
+    /// `kscale run WHAT… --cpus 1 --quick EXTRA… --no-progress`: quick
+    /// cases on one CPU, for tests of what becomes of the runs.
+    pub fn quick_on_cpu1(&self, what: &[&str], extra: &[&str]) -> Command {
+        let mut args = vec!["run"];
+        args.extend(what);
+        args.extend(["--cpus", "1", "--quick"]);
+        args.extend(extra);
+        args.push("--no-progress");
+        self.cmd(&args)
+    }
+    /// `kscale run web.nginx --quick EXTRA… --no-progress` to the end with
+    /// `KSCALE_NGINX` naming `nginx`, where there is none: how a run meets
+    /// a machine without the server.
+    pub fn run_without_nginx(&self, nginx: &Path, extra: &[&str]) -> std::process::Output {
+        let mut args = vec!["run", "web.nginx", "--quick"];
+        args.extend(extra);
+        args.push("--no-progress");
+        self.cmd(&args)
+            .env("KSCALE_NGINX", nginx)
+            .output()
+            .expect("start kscale")
+    }
     /// Runs `kscale ARGS` to the end and fails the test, with its stderr,
     /// unless it succeeded.
     pub fn run_ok(&self, args: &[&str]) -> std::process::Output {
@@ -355,6 +377,14 @@ pub fn leftovers(
         }
     }
     out
+}
+
+/// The one line of `err` that speaks of nginx, after failing unless there
+/// is exactly one: a missing server is said once, not per case or step.
+pub fn one_line_about_nginx(err: &str) -> &str {
+    let about: Vec<&str> = err.lines().filter(|l| l.contains("nginx")).collect();
+    assert_eq!(about.len(), 1, "{err}");
+    about[0]
 }
 
 /// Fails unless `out` exited with `code` (0: success), showing its stderr.
