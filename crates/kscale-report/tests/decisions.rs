@@ -43,14 +43,13 @@ impl Catalog for Cat {
             "web.own" => ("web", "Web serving", "Own server", vec!["conns"]),
             _ => return None,
         };
-        Some(WorkloadInfo {
-            id: id.into(),
-            family: family.into(),
-            family_title: family_title.into(),
-            title: title.into(),
-            params: common::params(&params),
-            ..Default::default()
-        })
+        Some(common::workload_info(
+            id,
+            family,
+            family_title,
+            title,
+            &params,
+        ))
     }
     fn family_order(&self) -> Vec<String> {
         ["syscall", "ctx", "net", "mem", "web"]

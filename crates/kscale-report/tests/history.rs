@@ -223,18 +223,5 @@ fn the_history_report_renders_in_a_browser() {
     let Some(dom) = browser::dom(&html, "history") else {
         return;
     };
-    assert_eq!(browser::attr_num(&dom, "data-charts-rendered"), Some(2));
-    assert_eq!(browser::attr_num(&dom, "data-points"), Some(24));
-    assert_eq!(
-        browser::attr_num(&dom, "data-geometry-problems"),
-        Some(0),
-        "{:?}",
-        browser::attr(&dom, "data-geometry-report")
-    );
-    assert_eq!(
-        browser::attr_num(&dom, "data-interval-problems"),
-        Some(0),
-        "{:?}",
-        browser::attr(&dom, "data-interval-report")
-    );
+    browser::assert_laid_out_whole(&dom, 2, 24);
 }

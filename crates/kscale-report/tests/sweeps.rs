@@ -464,23 +464,7 @@ fn a_study_report_draws_every_interval_in_a_browser() {
     let Some(dom) = browser::dom(&html, "study") else {
         return;
     };
-    assert_eq!(
-        browser::attr_num(&dom, "data-charts-rendered"),
-        Some(report.chart_count())
-    );
-    assert_eq!(
-        browser::attr_num(&dom, "data-geometry-problems"),
-        Some(0),
-        "{:?}",
-        browser::attr(&dom, "data-geometry-report")
-    );
-    assert_eq!(browser::attr_num(&dom, "data-points"), Some(points));
-    assert_eq!(
-        browser::attr_num(&dom, "data-interval-problems"),
-        Some(0),
-        "{:?}",
-        browser::attr(&dom, "data-interval-report")
-    );
+    browser::assert_laid_out_whole(&dom, report.chart_count(), points);
 
     // The browser's check sees an interval drawn shorter than it is (the
     // first point's), and an error bar gone (the last point's).

@@ -37,13 +37,8 @@ impl Catalog for Cat {
             _ => return None,
         };
         Some(WorkloadInfo {
-            id: id.into(),
-            family: family.into(),
-            family_title: family_title.into(),
-            title: title.into(),
-            params: common::params(&params),
             geomean_over: over.map(String::from),
-            ..Default::default()
+            ..common::workload_info(id, family, family_title, title, &params)
         })
     }
     fn family_order(&self) -> Vec<String> {

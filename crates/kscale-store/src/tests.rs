@@ -136,16 +136,7 @@ fn earlier_costs_are_the_newest_runs_on_this_host(env: &Env) {
         s.finish_case(c, CaseStatus::Done, Some(true), None, None, &[])
             .unwrap();
         // A case that never finished says nothing of its cost.
-        let pending = s
-            .ensure_case(
-                run,
-                1,
-                &key("mem.wr", "4k"),
-                &[0],
-                &metric(),
-                RunRule::Converge,
-            )
-            .unwrap();
+        let pending = converging_case(&s, run, 1, "mem.wr", "4k");
         trial(&s, pending, 0, 1.0);
         s.set_run_status(run, RunStatus::Complete).unwrap();
         s.db.execute(
@@ -245,10 +236,16 @@ fn metric() -> Vec<MetricRow> {
 
 /// Case 0 of `run`, mem.rd at 4k on CPU 0, made or found.
 fn mem_rd_4k(s: &Store, run: i64) -> i64 {
+    converging_case(s, run, 0, "mem.rd", "4k")
+}
+
+/// Case `seq` of `run`, `workload` at `size` on CPU 0 under the converge
+/// rule, made or found: the plain case most of these tests need.
+fn converging_case(s: &Store, run: i64, seq: i64, workload: &str, size: &str) -> i64 {
     s.ensure_case(
         run,
-        0,
-        &key("mem.rd", "4k"),
+        seq,
+        &key(workload, size),
         &[0],
         &metric(),
         RunRule::Converge,
@@ -637,16 +634,7 @@ fn concurrent_writers_lose_nothing(env: &Env) {
                     let s = Store::open(Path::new(loc)).unwrap();
                     let run = s.create_run(&new_run(&format!("writer{w}"))).unwrap();
                     for c in 0..CASES {
-                        let case = s
-                            .ensure_case(
-                                run,
-                                c,
-                                &key("mem.rd", &format!("{c}k")),
-                                &[0],
-                                &metric(),
-                                RunRule::Converge,
-                            )
-                            .unwrap();
+                        let case = converging_case(&s, run, c, "mem.rd", &format!("{c}k"));
                         for t in 0..TRIALS {
                             trial(&s, case, t, (w * 1000) as f64 + t as f64);
                         }
@@ -852,28 +840,11 @@ fn series_reads_a_workload_across_runs(env: &Env) {
         s.finish_case(c, CaseStatus::Done, Some(true), None, None, &[])
             .unwrap();
         // Another workload, and an unfinished case of the asked one.
-        let other = s
-            .ensure_case(
-                run,
-                1,
-                &key("mem.wr", "4k"),
-                &[0],
-                &metric(),
-                RunRule::Converge,
-            )
-            .unwrap();
+        let other = converging_case(&s, run, 1, "mem.wr", "4k");
         trial(&s, other, 1, 9.0);
         s.finish_case(other, CaseStatus::Done, Some(true), None, None, &[])
             .unwrap();
-        s.ensure_case(
-            run,
-            2,
-            &key("mem.rd", "8k"),
-            &[0],
-            &metric(),
-            RunRule::Converge,
-        )
-        .unwrap();
+        converging_case(&s, run, 2, "mem.rd", "8k");
         runs.push((run, c));
     }
     s.add_profile(
@@ -943,16 +914,7 @@ fn a_case_left_out_is_gone_and_named(env: &Env) {
     let s = env.open();
     let run = s.create_run(&new_run("left")).unwrap();
     let kept = mem_rd_4k(&s, run);
-    let gone = s
-        .ensure_case(
-            run,
-            1,
-            &key("mem.rd", "8m"),
-            &[0],
-            &metric(),
-            RunRule::Converge,
-        )
-        .unwrap();
+    let gone = converging_case(&s, run, 1, "mem.rd", "8m");
     for t in 0..3 {
         trial(&s, kept, t, 1.0 + t as f64);
         trial(&s, gone, t, 1.0 + 10.0 * t as f64);

@@ -38,22 +38,20 @@ fn check(env: &Env, extra: &[&str], var: Option<(&str, &str)>) -> std::process::
 /// `kscale check` of one short `syscall.null` case on one CPU against
 /// `baseline`, at most `max_trials` trials.
 fn tiny_check(env: &Env, baseline: &str, max_trials: &str) -> assert_cmd::Command {
-    env.cmd(&[
-        "check",
-        "--baseline",
-        baseline,
-        "--threshold",
-        "50%",
-        "syscall.null",
-        "--cpus",
-        "1",
-        "--quick",
-        "--trial-time",
-        "0.02",
-        "--max-trials",
-        max_trials,
-        "--no-progress",
-    ])
+    let mut c = env.cmd(&["check", "--baseline", baseline, "--threshold", "50%"]);
+    c.args(common::TINY_NULL).args(["--max-trials", max_trials]);
+    c
+}
+
+/// A fresh env holding one run of [`TARGET`] labelled `base`: the baseline
+/// each check here is judged against.
+fn env_with_base() -> Env {
+    let env = Env::new();
+    env.cmd(&["run", "--label", "base"])
+        .args(TARGET)
+        .assert()
+        .success();
+    env
 }
 
 /// 20 µs more per operation: tens of times the null syscall's latency, so
@@ -63,11 +61,7 @@ const SLOW: Option<(&str, &str)> = Some(("KSCALE_TEST_DELAY_NS", "20000"));
 #[test]
 fn exit_status_tells_not_worse_worse_and_unmeasured() {
     let _alone = alone();
-    let env = Env::new();
-    env.cmd(&["run", "--label", "base"])
-        .args(TARGET)
-        .assert()
-        .success();
+    let env = env_with_base();
 
     // The same code again: no case is 50 % worse (a busy machine stays
     // well inside that). Whether the gate can say "not worse" depends on
@@ -127,11 +121,7 @@ fn exit_status_tells_not_worse_worse_and_unmeasured() {
 #[test]
 fn bad_input_is_one_line_and_status_2() {
     let _alone = alone();
-    let env = Env::new();
-    env.cmd(&["run", "--label", "base"])
-        .args(TARGET)
-        .assert()
-        .success();
+    let env = env_with_base();
     for (args, why) in [
         (
             vec!["syscall.read", "--cpus", "1", "--quick"],
@@ -216,6 +206,22 @@ fn spread_runs(env: &Env, levels: &[f64]) {
     }
 }
 
+/// `kscale check` of [`TARGET`] against `base` at a 5 % threshold and at
+/// most three runs: narrower than the spread [`spread_runs`] makes.
+fn check_at_5_pct(env: &Env) -> assert_cmd::Command {
+    let mut c = env.cmd(&[
+        "check",
+        "--baseline",
+        "base",
+        "--threshold",
+        "5%",
+        "--max-runs",
+        "3",
+    ]);
+    c.args(TARGET);
+    c
+}
+
 /// Runs of this case that spread by a third between them cannot decide a
 /// 5 % threshold: the case "cannot tell", names the threshold it could
 /// decide and how many runs a side 5 % would take, and the commit is
@@ -223,23 +229,9 @@ fn spread_runs(env: &Env, levels: &[f64]) {
 #[test]
 fn runs_that_spread_cannot_tell_and_say_what_would_decide() {
     let _alone = alone();
-    let env = Env::new();
-    env.cmd(&["run", "--label", "base"])
-        .args(TARGET)
-        .assert()
-        .success();
+    let env = env_with_base();
     spread_runs(&env, &[1.3, 0.8, 1.25, 0.75, 1.3]);
-    let out = env
-        .cmd(&[
-            "check",
-            "--baseline",
-            "base",
-            "--threshold",
-            "5%",
-            "--max-runs",
-            "3",
-        ])
-        .args(TARGET)
+    let out = check_at_5_pct(&env)
         .args(["--format", "json"])
         .output()
         .unwrap();
@@ -261,19 +253,7 @@ fn runs_that_spread_cannot_tell_and_say_what_would_decide() {
     assert_eq!(c["footing"]["now_runs"].as_array().unwrap().len(), 3, "{v}");
     assert_eq!(c["footing"]["spread_runs"], 9, "{v}");
 
-    let out = env
-        .cmd(&[
-            "check",
-            "--baseline",
-            "base",
-            "--threshold",
-            "5%",
-            "--max-runs",
-            "3",
-        ])
-        .args(TARGET)
-        .output()
-        .unwrap();
+    let out = check_at_5_pct(&env).output().unwrap();
     common::assert_exit(&out, 125);
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text

@@ -145,16 +145,9 @@ fn without_root_poll_is_refused_and_auto_says_why() {
             .arg(bin())
             .arg("--db")
             .arg(&db)
-            .args([
-                "run",
-                "syscall.null",
-                "--cpus",
-                "1",
-                "--quick",
-                "--trial-time",
-                "0.02",
-            ])
-            .args(["--no-progress", "--cpu-idle", mode, "--dir"])
+            .arg("run")
+            .args(common::TINY_NULL)
+            .args(["--cpu-idle", mode, "--dir"])
             .arg(dir.path())
             .env("NO_COLOR", "1")
             .output()

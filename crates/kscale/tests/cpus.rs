@@ -19,11 +19,7 @@ fn json(sysfs: &str, args: &[&str]) -> serde_json::Value {
         .args(["--format", "json"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_exit(&out, 0);
     serde_json::from_slice(&out.stdout).unwrap()
 }
 

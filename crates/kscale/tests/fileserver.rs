@@ -3,24 +3,19 @@
 //! its clients and their trees with it.
 
 mod common;
-use common::{assert_no_marked_processes, comm, marked_processes, wait_for, Env};
+use common::{
+    assert_no_marked_processes, assert_none_marked, comm, marked_processes, wait_for, Env,
+};
 use std::path::Path;
 
 /// Short windows: the quick sweep (clients 1 and 4), 1 s each (long enough
 /// for every kind, even the 0.6 % of locks, to complete on a slow disk), two
 /// counted trials.
-const QUICK: &[&str] = &[
-    "run",
-    "fileserver.mix",
-    "--quick",
-    "--param",
-    "duration=1",
-    "--min-trials",
-    "2",
-    "--max-trials",
-    "2",
-    "--no-progress",
-];
+fn quick() -> Vec<&'static str> {
+    let mut args = common::two_trials("fileserver.mix", &["duration=1"]);
+    args.push("--quick");
+    args
+}
 
 /// A 30 s run of `clients` clients: long enough to be stopped midway.
 fn long_run(clients: &str) -> [&str; 7] {
@@ -35,32 +30,13 @@ fn long_run(clients: &str) -> [&str; 7] {
     ]
 }
 
-/// Every file and directory under `dir`, except the database.
+/// Every file and directory under `dir`, except the database; a SIGKILLed
+/// run's scratch directory is the next run's to remove, so only what is in
+/// it counts.
 fn leftovers(dir: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            let name = e.file_name().to_string_lossy().into_owned();
-            if d == dir && name.starts_with("k.db") {
-                continue;
-            }
-            if p.is_dir() {
-                stack.push(p.clone());
-                // The scratch directory of a SIGKILLed run is the next run's
-                // to remove; what matters is that it is empty.
-                if name.starts_with(".kscale-tmp-") {
-                    continue;
-                }
-            }
-            out.push(p.display().to_string());
-        }
-    }
-    out
+    common::leftovers(dir, |e, _| {
+        e.path().is_dir() && e.file_name().to_string_lossy().starts_with(".kscale-tmp-")
+    })
 }
 
 #[test]
@@ -68,7 +44,7 @@ fn quick_run_measures_verifies_and_leaves_nothing() {
     let env = Env::new();
     let mark = format!("fsq-{}", std::process::id());
     let out = env
-        .cmd(QUICK)
+        .cmd(&quick())
         .env("KSCALE_TEST_MARK", &mark)
         .output()
         .unwrap();
@@ -90,18 +66,8 @@ fn quick_run_measures_verifies_and_leaves_nothing() {
     }
     assert!(text.contains("--dir is on "), "{text}");
     assert!(text.contains("every read verified"), "{text}");
-    let primary = env.primary("latest");
-    assert_eq!(primary.len(), 2, "{primary:?}");
-    for r in primary {
-        assert_eq!(r["status"], "done", "{r}");
-        assert_eq!(r["metric"], "mbps", "{r}");
-        assert!(r["mean"].as_f64().unwrap_or(0.0) > 0.0, "{r}");
-    }
-    assert!(
-        marked_processes(&mark).is_empty(),
-        "{:?}",
-        marked_processes(&mark)
-    );
+    env.assert_primary_done("mbps", 2);
+    assert_none_marked(&mark);
     assert_eq!(leftovers(env.path()), Vec::<String>::new());
     assert!(
         !env.path()
@@ -119,30 +85,10 @@ fn quick_run_measures_verifies_and_leaves_nothing() {
 #[test]
 fn a_corrupted_file_fails_the_case() {
     let env = Env::new();
-    let out = env
-        .cmd(&[
-            "run",
-            "fileserver.mix",
-            "--param",
-            "clients=1",
-            "--param",
-            "duration=2",
-            "--min-trials",
-            "2",
-            "--max-trials",
-            "2",
-            "--no-progress",
-        ])
-        .env("KSCALE_FAULT", "corrupt:fileserver.mix")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    env.run_corrupted("fileserver.mix", &[]);
     let j = env.export("latest");
     assert_eq!(j["run"]["status"], "failed");
-    let r = &j["results"][0];
-    assert_eq!(r["status"], "failed", "{r}");
-    let err = r["error"].as_str().unwrap_or("");
+    let err = common::failed_case_error(&j);
     assert!(
         err.contains("client 0") && err.contains("data mismatch"),
         "{err}"
@@ -228,11 +174,7 @@ fn ctrl_c_leaves_no_client_and_no_file() {
     common::signal(&child, nix::sys::signal::Signal::SIGINT);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "{status:?}");
-    assert!(
-        wait_for(|| marked_processes(&mark).is_empty(), 10),
-        "{:?}",
-        marked_processes(&mark)
-    );
+    assert_no_marked_processes(&mark);
     assert_eq!(leftovers(env.path()), Vec::<String>::new());
     assert_eq!(env.export("latest")["run"]["status"], "interrupted");
 }
@@ -257,17 +199,10 @@ fn a_killed_client_fails_the_case_and_leaves_nothing() {
     )
     .unwrap();
     let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    let r = &env.export("latest")["results"][0];
-    assert_eq!(r["status"], "failed", "{r}");
-    let err = r["error"].as_str().unwrap_or("");
+    common::assert_exit(&out, 1);
+    let err = common::failed_case_error(&env.export("latest"));
     assert!(err.contains("was killed by SIGKILL"), "{err}");
-    assert!(
-        wait_for(|| marked_processes(&mark).is_empty(), 10),
-        "{:?}",
-        marked_processes(&mark)
-    );
+    assert_no_marked_processes(&mark);
     assert_eq!(leftovers(env.path()), Vec::<String>::new());
 }
 

@@ -3,7 +3,7 @@
 //! leaves, a corrupted file failing its case, and a missing loadfile.
 
 mod common;
-use common::{marked_processes, Env};
+use common::{assert_none_marked, Env};
 use std::path::{Path, PathBuf};
 
 /// Every kind of call, four recorded failures and one call recorded as
@@ -24,24 +24,7 @@ fn trace_param(p: &Path) -> String {
 
 /// Every file and directory under `dir` but the database and the loadfile.
 fn leftovers(dir: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if d == dir && (name.starts_with("k.db") || name == "short.load") {
-                continue;
-            }
-            if e.path().is_dir() {
-                stack.push(e.path());
-            }
-            out.push(e.path().display().to_string());
-        }
-    }
-    out
+    common::leftovers(dir, |e, at_top| at_top && e.file_name() == "short.load")
 }
 
 #[test]
@@ -49,21 +32,10 @@ fn quick_run_replays_counts_mismatches_and_leaves_nothing() {
     let env = Env::new();
     let trace = trace_param(&short_trace(&env));
     let mark = format!("fstq-{}", std::process::id());
+    let mut args = common::two_trials("fileserver.trace", &[&trace, "duration=1"]);
+    args.push("--quick");
     let out = env
-        .cmd(&[
-            "run",
-            "fileserver.trace",
-            "--quick",
-            "--param",
-            &trace,
-            "--param",
-            "duration=1",
-            "--min-trials",
-            "2",
-            "--max-trials",
-            "2",
-            "--no-progress",
-        ])
+        .cmd(&args)
         .env("KSCALE_TEST_MARK", &mark)
         .output()
         .unwrap();
@@ -83,13 +55,7 @@ fn quick_run_replays_counts_mismatches_and_leaves_nothing() {
         text.contains("mismatch: line 28 (QUERY_PATH_INFORMATION) succeeded"),
         "{text}"
     );
-    let primary = env.primary("latest");
-    assert_eq!(primary.len(), 2, "{primary:?}");
-    for r in &primary {
-        assert_eq!(r["status"], "done", "{r}");
-        assert_eq!(r["metric"], "mbps", "{r}");
-        assert!(r["mean"].as_f64().unwrap_or(0.0) > 0.0, "{r}");
-    }
+    env.assert_primary_done("mbps", 2);
     let mismatches: Vec<f64> = env
         .results("latest")
         .iter()
@@ -98,11 +64,7 @@ fn quick_run_replays_counts_mismatches_and_leaves_nothing() {
         .collect();
     assert_eq!(mismatches.len(), 2, "{mismatches:?}");
     assert!(mismatches.iter().all(|&m| m >= 1.0), "{mismatches:?}");
-    assert!(
-        marked_processes(&mark).is_empty(),
-        "{:?}",
-        marked_processes(&mark)
-    );
+    assert_none_marked(&mark);
     assert_eq!(leftovers(env.path()), Vec::<String>::new());
 }
 
@@ -112,30 +74,8 @@ fn quick_run_replays_counts_mismatches_and_leaves_nothing() {
 fn a_corrupted_file_fails_the_case() {
     let env = Env::new();
     let trace = trace_param(&short_trace(&env));
-    let out = env
-        .cmd(&[
-            "run",
-            "fileserver.trace",
-            "--param",
-            "clients=1",
-            "--param",
-            &trace,
-            "--param",
-            "duration=2",
-            "--min-trials",
-            "2",
-            "--max-trials",
-            "2",
-            "--no-progress",
-        ])
-        .env("KSCALE_FAULT", "corrupt:fileserver.trace")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    let r = &env.export("latest")["results"][0];
-    assert_eq!(r["status"], "failed", "{r}");
-    let err = r["error"].as_str().unwrap_or("");
+    env.run_corrupted("fileserver.trace", &[&trace]);
+    let err = common::failed_case_error(&env.export("latest"));
     assert!(
         err.contains("client 0") && err.contains("data mismatch: clients/client0/sub/"),
         "{err}"
@@ -164,9 +104,7 @@ fn a_missing_trace_fails_its_case_with_one_line() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{out:?}");
-    let r = &env.export("latest")["results"][0];
-    assert_eq!(r["status"], "failed", "{r}");
-    let err = r["error"].as_str().unwrap_or("");
+    let err = common::failed_case_error(&env.export("latest"));
     assert!(
         err.starts_with(&format!("trace={}: cannot read it", missing.display()))
             && err.contains("accepted: the absolute path of a dbench loadfile")

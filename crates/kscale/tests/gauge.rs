@@ -18,21 +18,8 @@ fn measuring() -> std::sync::MutexGuard<'static, ()> {
 /// `check` of a short `syscall.null` on one CPU against the run labelled
 /// `base`, at a 50 % threshold, with `extra` arguments.
 fn check_base(env: &Env, extra: &[&str]) -> assert_cmd::Command {
-    let mut c = env.cmd(&[
-        "check",
-        "--baseline",
-        "base",
-        "--threshold",
-        "50%",
-        "syscall.null",
-        "--quick",
-        "--trial-time",
-        "0.02",
-        "--cpus",
-        "1",
-        "--no-progress",
-    ]);
-    c.args(extra);
+    let mut c = env.cmd(&["check", "--baseline", "base", "--threshold", "50%"]);
+    c.args(common::TINY_NULL).args(extra);
     c
 }
 
@@ -439,24 +426,14 @@ fn doctor_exit_status_follows_its_findings() {
 fn a_missing_server_is_one_line_not_a_zero_capacity() {
     let _serial = measuring();
     let env = Env::new();
-    let out = env
-        .cmd(&[
-            "run",
-            "web.nginx",
-            "--quick",
-            "--capacity",
-            "--cpus",
-            "1",
-            "--no-progress",
-        ])
-        .env("KSCALE_NGINX", env.path().join("no-nginx-here"))
-        .output()
-        .expect("kscale");
+    let out = env.run_without_nginx(
+        &env.path().join("no-nginx-here"),
+        &["--capacity", "--cpus", "1"],
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     let text = String::from_utf8_lossy(&out.stdout);
-    let about: Vec<&str> = err.lines().filter(|l| l.contains("nginx")).collect();
-    assert_eq!(about.len(), 1, "{err}");
-    assert!(about[0].contains("nginx-light"), "{err}");
+    let about = common::one_line_about_nginx(&err);
+    assert!(about.contains("nginx-light"), "{err}");
     assert!(!err.contains("failed"), "{err}");
     assert!(!text.contains("capacity: 0"), "{text}");
 }

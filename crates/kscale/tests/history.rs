@@ -81,11 +81,7 @@ fn scenario(step_db: &str, flat_db: &str, dir: &Path) {
             .args(extra)
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        common::assert_exit(&out, 0);
         String::from_utf8(out.stdout).unwrap()
     };
     let all = history(&[]);

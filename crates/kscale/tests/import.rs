@@ -7,21 +7,10 @@ use common::Env;
 use serde_json::Value;
 
 fn run(env: &Env, label: &str) {
-    env.cmd(&[
-        "run",
-        "syscall.null",
-        "syscall.read",
-        "--cpus",
-        "1",
-        "--quick",
-        "--max-trials",
-        "3",
-        "--no-progress",
-        "--label",
-        label,
-    ])
-    .assert()
-    .success();
+    env.quick_on_cpu1(&["syscall.null", "syscall.read"], &["--max-trials", "3"])
+        .args(["--label", label])
+        .assert()
+        .success();
 }
 
 fn write(env: &Env, name: &str, v: &Value) -> std::path::PathBuf {

@@ -4,7 +4,7 @@
 
 mod common;
 use common::{
-    assert_exit, assert_no_marked_processes, marked_processes, signal, wait_for, Env, SLOW_RUN,
+    assert_exit, assert_no_marked_processes, assert_none_marked, signal, wait_for, Env, SLOW_RUN,
 };
 
 fn trials(env: &Env) -> i64 {
@@ -29,19 +29,9 @@ fn result_of(j: &serde_json::Value, w: &str) -> serde_json::Value {
 #[test]
 fn a_resumed_run_says_how_long_its_unfinished_cases_take() {
     let env = Env::new();
-    env.cmd(&[
-        "run",
-        "syscall.null",
-        "syscall.read",
-        "--cpus",
-        "1",
-        "--quick",
-        "--trial-time",
-        "0.05",
-        "--no-progress",
-    ])
-    .assert()
-    .success();
+    env.quick_on_cpu1(&["syscall.null", "syscall.read"], &["--trial-time", "0.05"])
+        .assert()
+        .success();
     // As if it had stopped before syscall.read's first trial.
     let c = rusqlite::Connection::open(env.db()).unwrap();
     c.execute_batch(
@@ -122,11 +112,7 @@ fn interrupt_with(sig: nix::sys::signal::Signal, code: i32) {
     signal(&child, sig);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(code), "{status:?}");
-    assert!(
-        marked_processes(&mark).is_empty(),
-        "left behind: {:?}",
-        marked_processes(&mark)
-    );
+    assert_none_marked(&mark);
     assert!(
         env.scratch_dirs().is_empty(),
         "scratch dir left: {:?}",
@@ -186,9 +172,5 @@ fn hanging_worker_is_killed_with_its_group() {
         null["error"].as_str().unwrap().contains("timed out"),
         "{null}"
     );
-    assert!(
-        marked_processes(&mark).is_empty(),
-        "left behind: {:?}",
-        marked_processes(&mark)
-    );
+    assert_none_marked(&mark);
 }

@@ -52,14 +52,20 @@ fn labels_with_control_characters_are_refused_in_one_line_by_every_command() {
     assert!(!env.db().exists(), "a refused label stored nothing");
 }
 
-/// Exits of `kscale ARGS` that store runs; `ok` the statuses accepted.
-fn run_to_end(url: &str, env: &Env, args: &[&str], ok: &[i32]) {
-    let out = kscale()
+/// `kscale --db URL ARGS` run to the end in the env's directory: the
+/// store at `url` rather than the env's own database.
+fn kscale_on(url: &str, env: &Env, args: &[&str]) -> std::process::Output {
+    kscale()
         .current_dir(env.path())
         .args(["--db", url])
         .args(args)
         .output()
-        .expect("start kscale");
+        .expect("start kscale")
+}
+
+/// Exits of `kscale ARGS` that store runs; `ok` the statuses accepted.
+fn run_to_end(url: &str, env: &Env, args: &[&str], ok: &[i32]) {
+    let out = kscale_on(url, env, args);
     let code = out.status.code().unwrap_or(-1);
     assert!(
         ok.contains(&code),
@@ -70,12 +76,7 @@ fn run_to_end(url: &str, env: &Env, args: &[&str], ok: &[i32]) {
 
 /// `kscale ARGS` against `url`, its stdout (and nothing on failure).
 fn read(url: &str, env: &Env, args: &[&str]) -> String {
-    let out = kscale()
-        .current_dir(env.path())
-        .args(["--db", url])
-        .args(args)
-        .output()
-        .expect("start kscale");
+    let out = kscale_on(url, env, args);
     common::stdout_of_success(&out, &format!("{args:?}"))
 }
 

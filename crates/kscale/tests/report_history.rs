@@ -35,11 +35,7 @@ fn the_history_report_marks_the_step_at_its_run() {
         .arg(&html_path)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_exit(&out, 0);
     let html = std::fs::read_to_string(&html_path).unwrap();
 
     // What history prints, run by run, and the change changes finds.
@@ -108,20 +104,7 @@ fn the_history_report_marks_the_step_at_its_run() {
     let Some(dom) = browser::dom(&html, "report-history") else {
         return;
     };
-    assert_eq!(browser::attr_num(&dom, "data-charts-rendered"), Some(1));
-    assert_eq!(browser::attr_num(&dom, "data-points"), Some(RUNS));
-    assert_eq!(
-        browser::attr_num(&dom, "data-geometry-problems"),
-        Some(0),
-        "{:?}",
-        browser::attr(&dom, "data-geometry-report")
-    );
-    assert_eq!(
-        browser::attr_num(&dom, "data-interval-problems"),
-        Some(0),
-        "{:?}",
-        browser::attr(&dom, "data-interval-report")
-    );
+    browser::assert_laid_out_whole(&dom, 1, RUNS);
 }
 
 /// Bad input: one line naming the bad value and what is accepted, status 2.

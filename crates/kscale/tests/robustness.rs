@@ -53,16 +53,7 @@ fn printing_to_a_closed_pipe_exits_quietly() {
         &["export", "a", "--format", "json"],
         &["export", "a", "--format", "csv"],
         &["report", "a", "b", "-o", report],
-        &[
-            "run",
-            "syscall.null",
-            "--quick",
-            "--trial-time",
-            "0.02",
-            "--cpus",
-            "1",
-            "--no-progress",
-        ],
+        &[&["run"], common::TINY_NULL].concat(),
     ];
     for args in commands {
         let out = with_closed_stdout(&env, args);

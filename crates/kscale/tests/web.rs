@@ -99,28 +99,19 @@ fn unthrottled_single_class_runs_faster_than_the_throttle() {
 #[test]
 fn a_missing_nginx_is_one_clear_line() {
     let env = Env::new();
-    let out = env
-        .cmd(&[
-            "run",
-            "web.nginx",
-            "--quick",
-            "--param",
-            "conns=2",
-            "--no-progress",
-        ])
-        .env("KSCALE_NGINX", "/nonexistent/nginx")
-        .output()
-        .unwrap();
+    let out = env.run_without_nginx(
+        std::path::Path::new("/nonexistent/nginx"),
+        &["--param", "conns=2"],
+    );
     // A program the machine lacks is a fact about the machine, said once
     // before any trial: the case is skipped, not failed.
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
-    let about: Vec<&str> = err.lines().filter(|l| l.contains("nginx")).collect();
-    assert_eq!(about.len(), 1, "{err}");
+    let about = common::one_line_about_nginx(&err);
     assert!(
-        about[0].contains("nginx not found at KSCALE_NGINX=/nonexistent/nginx")
-            && about[0].contains("nginx-light")
-            && about[0].contains("skipped"),
+        about.contains("nginx not found at KSCALE_NGINX=/nonexistent/nginx")
+            && about.contains("nginx-light")
+            && about.contains("skipped"),
         "{err}"
     );
     assert!(!err.contains("panicked"), "{err}");

@@ -67,3 +67,24 @@ pub fn attr(html: &str, name: &str) -> Option<String> {
 pub fn attr_num(html: &str, name: &str) -> Option<usize> {
     attr(html, name)?.parse().ok()
 }
+
+/// Fails unless Chromium laid out `charts` charts and `points` measured
+/// points with no text or mark outside its place and no interval drawn
+/// wrong: what a report's page checks of itself.
+#[allow(dead_code)]
+pub fn assert_laid_out_whole(dom: &str, charts: usize, points: usize) {
+    assert_eq!(attr_num(dom, "data-charts-rendered"), Some(charts));
+    assert_eq!(attr_num(dom, "data-points"), Some(points));
+    assert_eq!(
+        attr_num(dom, "data-geometry-problems"),
+        Some(0),
+        "{:?}",
+        attr(dom, "data-geometry-report")
+    );
+    assert_eq!(
+        attr_num(dom, "data-interval-problems"),
+        Some(0),
+        "{:?}",
+        attr(dom, "data-interval-report")
+    );
+}

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use kscale_core::{CaseKey, Direction};
-use kscale_report::ParamInfo;
+use kscale_report::{ParamInfo, WorkloadInfo};
 use kscale_store::{CaseData, CaseStatus, MetricRow, RunData, RunRow, TrialRow};
 use std::collections::BTreeMap;
 
@@ -16,6 +16,25 @@ pub fn params(names: &[&str]) -> Vec<ParamInfo> {
             ..Default::default()
         })
         .collect()
+}
+
+/// A catalogue's entry for workload `id`: its family's id and title, its
+/// own title and its params by name, the rest as a catalogue leaves it.
+pub fn workload_info(
+    id: &str,
+    family: &str,
+    family_title: &str,
+    title: &str,
+    param_names: &[&str],
+) -> WorkloadInfo {
+    WorkloadInfo {
+        id: id.into(),
+        family: family.into(),
+        family_title: family_title.into(),
+        title: title.into(),
+        params: params(param_names),
+        ..Default::default()
+    }
 }
 
 pub fn metric(name: &str, unit: &str, direction: Direction, primary: bool) -> MetricRow {

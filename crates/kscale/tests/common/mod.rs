@@ -31,6 +31,30 @@ pub const SLOW_RUN: &[&str] = &[
     "--no-progress",
 ];
 
+/// `syscall.null` in quick, 20 ms trials on CPU 1, without the progress
+/// line: the cheapest case there is, for tests of what is done around a
+/// run rather than of its figures.
+pub const TINY_NULL: &[&str] = &[
+    "syscall.null",
+    "--quick",
+    "--trial-time",
+    "0.02",
+    "--cpus",
+    "1",
+    "--no-progress",
+];
+
+/// `run WORKLOAD --param P…` ended after exactly two counted trials and
+/// without the progress line: the fewest that still make a result.
+pub fn two_trials<'a>(workload: &'a str, params: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["run", workload];
+    for p in params {
+        args.extend(["--param", p]);
+    }
+    args.extend(["--min-trials", "2", "--max-trials", "2", "--no-progress"]);
+    args
+}
+
 /// A short `net.tcp_rr` run on CPU 1 (so the load runs on the other):
 /// `conns` and `duration` given as `NAME=VALUE` params, two counted
 /// trials.
@@ -95,6 +119,28 @@ impl Env {
             label,
         ]);
         self.cmd(&args)
+    }
+    /// `kscale run WHAT… --cpus 1 --quick EXTRA… --no-progress`: quick
+    /// cases on one CPU, for tests of what becomes of the runs.
+    pub fn quick_on_cpu1(&self, what: &[&str], extra: &[&str]) -> Command {
+        let mut args = vec!["run"];
+        args.extend(what);
+        args.extend(["--cpus", "1", "--quick"]);
+        args.extend(extra);
+        args.push("--no-progress");
+        self.cmd(&args)
+    }
+    /// `kscale run web.nginx --quick EXTRA… --no-progress` to the end with
+    /// `KSCALE_NGINX` naming `nginx`, where there is none: how a run meets
+    /// a machine without the server.
+    pub fn run_without_nginx(&self, nginx: &Path, extra: &[&str]) -> std::process::Output {
+        let mut args = vec!["run", "web.nginx", "--quick"];
+        args.extend(extra);
+        args.push("--no-progress");
+        self.cmd(&args)
+            .env("KSCALE_NGINX", nginx)
+            .output()
+            .expect("start kscale")
     }
     /// Runs `kscale ARGS` to the end and fails the test, with its stderr,
     /// unless it succeeded.
@@ -250,6 +296,32 @@ trap 'umount "$mnt"' EXIT
             .filter(|n| n.starts_with(".kscale-tmp-"))
             .collect()
     }
+    /// Fails unless the primary results of the latest run are `cases`
+    /// cases, each done with a positive mean of `metric`.
+    pub fn assert_primary_done(&self, metric: &str, cases: usize) {
+        let primary = self.primary("latest");
+        assert_eq!(primary.len(), cases, "{primary:?}");
+        for r in &primary {
+            assert_eq!(r["status"], "done", "{r}");
+            assert_eq!(r["metric"], metric, "{r}");
+            assert!(r["mean"].as_f64().unwrap_or(0.0) > 0.0, "{r}");
+        }
+    }
+    /// Runs two 2 s trials of `workload` with one client and `params`,
+    /// a byte flipped behind client 0's back (`KSCALE_FAULT=corrupt:…`),
+    /// and fails unless the run exits 1: a server that returns the wrong
+    /// data gets no throughput.
+    pub fn run_corrupted(&self, workload: &str, params: &[&str]) {
+        let mut all = vec!["clients=1"];
+        all.extend(params);
+        all.push("duration=2");
+        let out = self
+            .cmd(&two_trials(workload, &all))
+            .env("KSCALE_FAULT", format!("corrupt:{workload}"))
+            .output()
+            .expect("start kscale");
+        assert_exit(&out, 1);
+    }
     /// Runs a two-trial `syscall.null` to the end: a run's start removes
     /// the scratch left by runs that were SIGKILLed, and then none may be
     /// left.
@@ -268,6 +340,51 @@ trap 'umount "$mnt"' EXIT
         .success();
         assert!(self.scratch_dirs().is_empty(), "{:?}", self.scratch_dirs());
     }
+}
+
+/// The error of the first result in `export`, after failing unless that
+/// result failed.
+pub fn failed_case_error(export: &serde_json::Value) -> String {
+    let r = &export["results"][0];
+    assert_eq!(r["status"], "failed", "{r}");
+    r["error"].as_str().unwrap_or("").to_string()
+}
+
+/// Every file and directory under `dir` but the database (`k.db…` at its
+/// top) and those `passed_over` names, whose contents are still listed: what
+/// a run left behind.
+pub fn leftovers(
+    dir: &Path,
+    passed_over: impl Fn(&std::fs::DirEntry, bool) -> bool,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let at_top = d == dir;
+            if at_top && e.file_name().to_string_lossy().starts_with("k.db") {
+                continue;
+            }
+            if e.path().is_dir() {
+                stack.push(e.path());
+            }
+            if !passed_over(&e, at_top) {
+                out.push(e.path().display().to_string());
+            }
+        }
+    }
+    out
+}
+
+/// The one line of `err` that speaks of nginx, after failing unless there
+/// is exactly one: a missing server is said once, not per case or step.
+pub fn one_line_about_nginx(err: &str) -> &str {
+    let about: Vec<&str> = err.lines().filter(|l| l.contains("nginx")).collect();
+    assert_eq!(about.len(), 1, "{err}");
+    about[0]
 }
 
 /// Fails unless `out` exited with `code` (0: success), showing its stderr.
@@ -330,8 +447,6 @@ pub fn nginx() -> Option<PathBuf> {
     found
 }
 
-/// Processes whose environment carries `KSCALE_TEST_MARK=<mark>`: every
-/// worker and server started under a test's run inherits it.
 /// A process's name (its `comm`), empty once it is gone.
 pub fn comm(pid: i32) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/comm"))
@@ -353,6 +468,18 @@ pub fn assert_no_marked_processes(mark: &str) {
     );
 }
 
+/// Fails unless no process marked `mark` is left now, without waiting:
+/// for runs that end only once everything they started has gone.
+pub fn assert_none_marked(mark: &str) {
+    assert!(
+        marked_processes(mark).is_empty(),
+        "left behind: {:?}",
+        marked_processes(mark)
+    );
+}
+
+/// Processes whose environment carries `KSCALE_TEST_MARK=<mark>`: every
+/// worker and server started under a test's run inherits it.
 pub fn marked_processes(mark: &str) -> Vec<i32> {
     let needle = format!("KSCALE_TEST_MARK={mark}");
     let mut out = Vec::new();
