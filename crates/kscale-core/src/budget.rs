@@ -315,34 +315,8 @@ pub fn allocate(rule: &StopRule, cases: &[CaseState<'_>], remaining_s: f64) -> V
     let remaining_s = remaining_s.max(0.0);
     let mut plans: Vec<Plan> = cases
         .iter()
-        .map(|c| {
-            if c.converged {
-                return Plan::Converged;
-            }
-            let need = need(rule, c);
-            let lucky = need_of(rule, c, Reading::Lucky);
-            let probation = probation_s(rule, c);
-            if probation > 0.0 && probation <= remaining_s {
-                // Too few trials to judge from its spread, and the trials
-                // that would allow it fit.
-                return Plan::Run { grant_s: 0.0, need };
-            }
-            if c.values.len() as f64 + lucky.more_trials > rule.max_trials as f64 {
-                Plan::Stop {
-                    need,
-                    reason: StopReason::MaxTrials,
-                }
-            } else if lucky.more_s > remaining_s {
-                Plan::Stop {
-                    need,
-                    reason: StopReason::Budget,
-                }
-            } else {
-                Plan::Run { grant_s: 0.0, need }
-            }
-        })
+        .map(|c| first_plan(rule, c, remaining_s))
         .collect();
-
     // What funding a case in full reserves: its need at the spread's point
     // estimate, or at its prudent bound where cases may be left out.
     let leaving = cases.iter().any(|c| c.may_leave);
@@ -443,6 +417,36 @@ pub fn allocate(rule: &StopRule, cases: &[CaseState<'_>], remaining_s: f64) -> V
         }
     }
     plans
+}
+
+/// A case's plan before any is funded: converged, stopped (it cannot
+/// converge within the rule's maximum or what is left), or to run, with
+/// nothing granted yet.
+fn first_plan(rule: &StopRule, c: &CaseState<'_>, remaining_s: f64) -> Plan {
+    if c.converged {
+        return Plan::Converged;
+    }
+    let need = need(rule, c);
+    let lucky = need_of(rule, c, Reading::Lucky);
+    let probation = probation_s(rule, c);
+    if probation > 0.0 && probation <= remaining_s {
+        // Too few trials to judge from its spread, and the trials
+        // that would allow it fit.
+        return Plan::Run { grant_s: 0.0, need };
+    }
+    if c.values.len() as f64 + lucky.more_trials > rule.max_trials as f64 {
+        Plan::Stop {
+            need,
+            reason: StopReason::MaxTrials,
+        }
+    } else if lucky.more_s > remaining_s {
+        Plan::Stop {
+            need,
+            reason: StopReason::Budget,
+        }
+    } else {
+        Plan::Run { grant_s: 0.0, need }
+    }
 }
 
 /// What funding `c` in full reserves where cases may be left out: its need
