@@ -217,7 +217,7 @@ pub struct Bounded {
     pub step_s: f64,
 }
 
-/// [`search`] within `share_s` seconds (None: unbounded): [`Budgeted`]
+/// [`search`] within `share_s` seconds (None: unbounded): [`TimedSearch`]
 /// given its share once.
 #[cfg(test)]
 pub fn bounded(
@@ -227,8 +227,8 @@ pub fn bounded(
     reserve: f64,
     probe: impl FnMut(u64) -> Result<Measured>,
 ) -> Result<Bounded> {
-    let mut b = Budgeted::new(search, first_s);
-    b.go(share_s, reserve, probe)?;
+    let mut b = TimedSearch::new(search, first_s);
+    b.search_on(share_s, reserve, probe)?;
     Ok(Bounded {
         found: b.search.found(),
         spent_s: b.spent_s,
@@ -240,16 +240,16 @@ pub fn bounded(
 /// more: `study` gives its searches a share up front and, after the other
 /// cases, the time those left.
 #[derive(Debug)]
-pub struct Budgeted {
+pub struct TimedSearch {
     search: Search,
     spent_s: f64,
     /// The dearest step's wall seconds (`first_s` before any).
     step_s: f64,
 }
 
-impl Budgeted {
-    pub fn new(search: Search, first_s: f64) -> Budgeted {
-        Budgeted {
+impl TimedSearch {
+    pub fn new(search: Search, first_s: f64) -> TimedSearch {
+        TimedSearch {
             search,
             spent_s: 0.0,
             step_s: first_s,
@@ -262,7 +262,7 @@ impl Budgeted {
     /// the dearest step so far, and together with `reserve` more steps'
     /// worth kept for confirming the answer. So the search stays within its
     /// share unless one step costs more than every step before it.
-    pub fn go(
+    pub fn search_on(
         &mut self,
         share_s: Option<f64>,
         reserve: f64,
@@ -291,7 +291,7 @@ impl Budgeted {
 }
 
 /// What every search of a run shares.
-struct Ctx<'a, 'p> {
+struct SearchRun<'a, 'p> {
     store: &'a Store,
     run_id: i64,
     opts: &'a RunOptions,
@@ -302,7 +302,7 @@ struct Ctx<'a, 'p> {
     /// cases as the outlook expects them; and when the search under way
     /// started and the share that bounds it. A step's progress line says
     /// the run's time left, not its own.
-    after: After,
+    after: TimeAfter,
     /// The trials' wall seconds of each step case a search has counted:
     /// a resumed run replays its searches' stored steps at no cost, and
     /// each must still count what it took when it was measured, or the
@@ -313,12 +313,12 @@ struct Ctx<'a, 'p> {
 }
 
 #[derive(Clone, Copy, Default)]
-struct After {
+struct TimeAfter {
     later_s: f64,
     search: Option<(Instant, f64)>,
 }
 
-impl After {
+impl TimeAfter {
     fn seconds(&self) -> f64 {
         let current = self.search.map_or(0.0, |(at, share)| {
             (share - at.elapsed().as_secs_f64()).max(0.0)
@@ -327,7 +327,7 @@ impl After {
     }
 }
 
-impl Ctx<'_, '_> {
+impl SearchRun<'_, '_> {
     /// Measures `entry` as `step` says (the run rule's trials from what it
     /// has, or one window); returns its case as stored and the wall
     /// seconds taken.
@@ -335,7 +335,7 @@ impl Ctx<'_, '_> {
         self.measure_with(entry, step, step == Step::Whole)
     }
 
-    /// [`Ctx::measure`], profiled only when `profile` (and the run profiles).
+    /// [`SearchRun::measure`], profiled only when `profile` (and the run profiles).
     fn measure_with(
         &mut self,
         entry: &PlanEntry,
@@ -371,7 +371,7 @@ impl Ctx<'_, '_> {
     }
 }
 
-impl Ctx<'_, '_> {
+impl SearchRun<'_, '_> {
     /// More windows of a finished step's case: reopened, then measured as
     /// `step` says, profiled when `profile`.
     fn measure_more(
@@ -484,13 +484,13 @@ pub fn run(
         !rest.is_empty(),
         seeds.len(),
     );
-    let mut ctx = Ctx {
+    let mut ctx = SearchRun {
         store,
         run_id,
         opts,
         progress,
         peers,
-        after: After::default(),
+        after: TimeAfter::default(),
         charged: Default::default(),
     };
     // What each search has spent of its share in a resumed run's earlier
@@ -506,13 +506,13 @@ pub fn run(
             .unwrap_or_else(|| opts.plan.iter().position(|e| e == seed).unwrap_or(0) as i64);
         if let (None, Some(rest_s), Some(share)) = (opts.budget_s, rest_s, share) {
             let (current, later) = shares_left(k, share, seeds.len(), &spent);
-            ctx.after = After {
+            ctx.after = TimeAfter {
                 later_s: rest_s.left_s + later,
                 search: Some((Instant::now(), current)),
             };
         }
-        if let Some(mut o) = Open::begin(&mut ctx, seed, seq, share)? {
-            o.go(&mut ctx)?;
+        if let Some(mut o) = OpenSearch::begin(&mut ctx, seed, seq, share)? {
+            o.search_on(&mut ctx)?;
             open.push(o);
         }
     }
@@ -540,7 +540,7 @@ pub fn run(
         // What the others did not spend: in turn, each search still short
         // of its answer gets an even part of what is left at its turn.
         if let Some(clock) = o.budget {
-            let mut short: Vec<&mut Open> = open
+            let mut short: Vec<&mut OpenSearch> = open
                 .iter_mut()
                 .filter(|o| o.wants_more(&opts.rule))
                 .collect();
@@ -550,12 +550,12 @@ pub fn run(
                 if left <= 0.0 {
                     break;
                 }
-                o.more(&mut ctx, left / (n - k) as f64)?;
+                o.give_more(&mut ctx, left / (n - k) as f64)?;
             }
         }
     }
     for o in open {
-        o.end(&mut ctx)?;
+        o.finish(&mut ctx)?;
     }
     Ok(())
 }
@@ -666,7 +666,7 @@ fn spent_s(seeds: &[PlanEntry], cases: &[CaseData]) -> Vec<Option<f64>> {
 
 /// A search begun: its steps' cases, the time it had and spent, so that it
 /// can go on with more time before its answer is stored.
-struct Open {
+struct OpenSearch {
     w: &'static WorkloadDef,
     seed: PlanEntry,
     param: &'static str,
@@ -679,7 +679,7 @@ struct Open {
     reserve: f64,
     /// Seconds given in all (None: unbounded).
     share: Option<f64>,
-    run: Budgeted,
+    run: TimedSearch,
     /// Every count measured and its case as stored.
     cases: Vec<(u64, CaseData)>,
     /// How the next new count is measured.
@@ -688,15 +688,15 @@ struct Open {
     refuted: usize,
 }
 
-impl Open {
+impl OpenSearch {
     /// The search's answer case and its state before the first step; `None`
     /// when there is nothing to search ([`answer_case`]).
     fn begin(
-        ctx: &mut Ctx<'_, '_>,
+        ctx: &mut SearchRun<'_, '_>,
         seed: &PlanEntry,
         seq: i64,
         share: Option<f64>,
-    ) -> Result<Option<Open>> {
+    ) -> Result<Option<OpenSearch>> {
         let w = kscale_workloads::find(&seed.workload)
             .with_context(|| format!("unknown workload {}", seed.workload))?;
         let param = param_of(w).with_context(|| format!("{} has no capacity search", w.id()))?;
@@ -732,7 +732,7 @@ impl Open {
         } else {
             window_s
         };
-        Ok(Some(Open {
+        Ok(Some(OpenSearch {
             w,
             seed: seed.clone(),
             param,
@@ -741,7 +741,7 @@ impl Open {
             windows,
             reserve,
             share,
-            run: Budgeted::new(Search::new(start, min, max), first_s),
+            run: TimedSearch::new(Search::new(start, min, max), first_s),
             cases: Vec::new(),
             step,
             refuted: 0,
@@ -760,7 +760,7 @@ impl Open {
     /// reports a load whose iterations conform, and one window that did in
     /// a quiet minute is not that (a study under `noisy-neighbour` read
     /// 3,900, 2,791 and 2,799 at its answer of 3,900).
-    fn go(&mut self, ctx: &mut Ctx<'_, '_>) -> Result<()> {
+    fn search_on(&mut self, ctx: &mut SearchRun<'_, '_>) -> Result<()> {
         loop {
             self.steps(ctx)?;
             if self.run.search.next().is_some() || self.refuted >= MAX_REFUTED {
@@ -790,7 +790,7 @@ impl Open {
 
     /// The run rule's windows at the answer `best`; whether they hold it.
     /// An answer they do not hold becomes a failing count.
-    fn confirm(&mut self, ctx: &mut Ctx<'_, '_>, best: &CaseData) -> Result<bool> {
+    fn confirm(&mut self, ctx: &mut SearchRun<'_, '_>, best: &CaseData) -> Result<bool> {
         let cap = self.run.search.found().capacity;
         let case = self.windows_at_answer(ctx, best)?;
         let held = conforms(self.w, &case, cap);
@@ -804,7 +804,11 @@ impl Open {
 
     /// The run rule's other windows (and the profile) at the answer
     /// `best`, kept as the answer's case; the case they make.
-    fn windows_at_answer(&mut self, ctx: &mut Ctx<'_, '_>, best: &CaseData) -> Result<CaseData> {
+    fn windows_at_answer(
+        &mut self,
+        ctx: &mut SearchRun<'_, '_>,
+        best: &CaseData,
+    ) -> Result<CaseData> {
         let cap = self.run.search.found().capacity;
         let (case, secs) = ctx.measure_more(best, &self.at(cap), Step::Whole, true)?;
         self.run.spent_s += secs;
@@ -817,7 +821,7 @@ impl Open {
     /// An answer its share left on one window gets the run rule's other
     /// windows now, before the other cases, when `left_s` of the budget
     /// holds them: the answer is its family's cell, and the time the other
-    /// cases keep for it ([`Open::unconfirmed_s`]) cannot hold against
+    /// cases keep for it ([`OpenSearch::unconfirmed_s`]) cannot hold against
     /// their pilots, which every case kept takes whatever its plan. A
     /// quick study that measured its whole plan at an hour when 28 of its
     /// cases spread 10–30 % ended their pilots 244 s into its 300, and
@@ -825,7 +829,7 @@ impl Open {
     /// two refuted ones gets them too, stored as they read: under the
     /// neighbour a one-CPU search refuted 2,175 and 2,100 connections and
     /// stored 2,000 from one window.
-    fn confirm_first(&mut self, ctx: &mut Ctx<'_, '_>, left_s: f64) -> Result<()> {
+    fn confirm_first(&mut self, ctx: &mut SearchRun<'_, '_>, left_s: f64) -> Result<()> {
         let spent_before = self.run.spent_s;
         // Each answer the windows refute leaves the one below it on one
         // window, which gets them in turn.
@@ -850,7 +854,7 @@ impl Open {
             if self.refuted >= MAX_REFUTED {
                 // The search has given up going lower: its answer's
                 // windows are stored as they read, their median the
-                // figure (as [`Open::end`] stores them).
+                // figure (as [`OpenSearch::end`] stores them).
                 self.windows_at_answer(ctx, &best)?;
                 return Ok(());
             }
@@ -862,15 +866,15 @@ impl Open {
 
     /// An answer whose rule's windows spread too far for the run's
     /// interval gets more windows now, before the other cases, as
-    /// [`Open::confirm_first`] gets its confirmation: at most `cap_s` more
+    /// [`OpenSearch::confirm_first`] gets its confirmation: at most `cap_s` more
     /// (a search's share), and only where `left_s` of the budget holds
     /// what they are priced at. The time cases taken back leave a search
-    /// to settle its answer ([`Open::unsettled_s`]) comes only from a
+    /// to settle its answer ([`OpenSearch::unsettled_s`]) comes only from a
     /// spare the other cases may not leave: under the neighbour a one-CPU
     /// search stored its answer of 2,350 connections from three windows
     /// too spread to decide its cell, its share spent, and the study
     /// ended with that cell undecided.
-    fn settle_first(&mut self, ctx: &mut Ctx<'_, '_>, left_s: f64, cap_s: f64) -> Result<()> {
+    fn settle_first(&mut self, ctx: &mut SearchRun<'_, '_>, left_s: f64, cap_s: f64) -> Result<()> {
         if !self.unsettled(&ctx.opts.rule) {
             return Ok(());
         }
@@ -888,8 +892,8 @@ impl Open {
     }
 
     /// The search's steps while they fit in the time given.
-    fn steps(&mut self, ctx: &mut Ctx<'_, '_>) -> Result<()> {
-        let Open {
+    fn steps(&mut self, ctx: &mut SearchRun<'_, '_>) -> Result<()> {
+        let OpenSearch {
             w,
             seed,
             param,
@@ -902,7 +906,7 @@ impl Open {
         } = self;
         let (w, seed, param): (&WorkloadDef, &PlanEntry, &str) = (w, seed, param);
         let at = |v: u64| entry_at(seed, param, v);
-        run.go(*share, *reserve, |v| {
+        run.search_on(*share, *reserve, |v| {
             // A count measured before (the final bracket's failing end,
             // measured again) gets the run rule's other windows, and their
             // median decides.
@@ -1024,7 +1028,7 @@ impl Open {
 
     /// Windows at the answer, one at a time, while it is unsettled and
     /// another fits in the time given.
-    fn settle(&mut self, ctx: &mut Ctx<'_, '_>) -> Result<()> {
+    fn settle(&mut self, ctx: &mut SearchRun<'_, '_>) -> Result<()> {
         while self.unsettled(&ctx.opts.rule) {
             if self
                 .share
@@ -1053,15 +1057,15 @@ impl Open {
     /// `extra_s` more seconds: an unsettled answer's windows first (a
     /// decided answer within a wider bracket tells more than an undecided
     /// one within a narrow one), then steps while they fit.
-    fn more(&mut self, ctx: &mut Ctx<'_, '_>, extra_s: f64) -> Result<()> {
+    fn give_more(&mut self, ctx: &mut SearchRun<'_, '_>, extra_s: f64) -> Result<()> {
         self.share = self.share.map(|s| s + extra_s);
         self.settle(ctx)?;
-        self.go(ctx)
+        self.search_on(ctx)
     }
 
     /// The answer's confirmation when the time given still holds it, the
     /// answer case, and the line that says it.
-    fn end(mut self, ctx: &mut Ctx<'_, '_>) -> Result<()> {
+    fn finish(mut self, ctx: &mut SearchRun<'_, '_>) -> Result<()> {
         let found = self.run.search.found();
         let mut best = self.best().cloned();
         // The answer's confirmation: the run rule's windows at the capacity,
@@ -1124,7 +1128,7 @@ fn entry_at_value(seed: &PlanEntry, param: &str, value: &str) -> PlanEntry {
 /// finished it, or a machine that cannot run the workload (then it is
 /// stored as skipped, as the runner stores such a case).
 fn answer_case(
-    ctx: &Ctx<'_, '_>,
+    ctx: &SearchRun<'_, '_>,
     w: &WorkloadDef,
     seed: &PlanEntry,
     seq: i64,
@@ -1326,8 +1330,8 @@ mod tests {
     /// once it has overrun).
     #[test]
     fn a_step_counts_what_the_run_has_after_it() {
-        assert_eq!(After::default().seconds(), 0.0);
-        let fresh = After {
+        assert_eq!(TimeAfter::default().seconds(), 0.0);
+        let fresh = TimeAfter {
             later_s: 100.0,
             search: Some((Instant::now(), 60.0)),
         };
@@ -1336,7 +1340,7 @@ mod tests {
             "{}",
             fresh.seconds()
         );
-        let overrun = After {
+        let overrun = TimeAfter {
             later_s: 100.0,
             search: Instant::now()
                 .checked_sub(std::time::Duration::from_secs(90))
@@ -1590,18 +1594,18 @@ mod tests {
                 next_s: 3.0,
             })
         };
-        let mut b = Budgeted::new(Search::new(800, 1, 100_000), 3.0);
-        b.go(Some(10.0), 2.0, probe).unwrap();
+        let mut b = TimedSearch::new(Search::new(800, 1, 100_000), 3.0);
+        b.search_on(Some(10.0), 2.0, probe).unwrap();
         let first = b.search.found();
         assert!(!first.resolved && b.spent_s <= 10.0, "{b:?}");
-        b.go(Some(1000.0), 2.0, probe).unwrap();
+        b.search_on(Some(1000.0), 2.0, probe).unwrap();
         let whole = within(3300, 800, 1000.0, 3.0, 2.0);
         assert_eq!(b.search.found(), whole.found);
         assert_eq!(b.spent_s, whole.spent_s);
         assert!(b.search.found().steps.starts_with(&first.steps));
         // More time after the answer measures nothing more.
         let spent = b.spent_s;
-        b.go(Some(5000.0), 2.0, probe).unwrap();
+        b.search_on(Some(5000.0), 2.0, probe).unwrap();
         assert_eq!(b.spent_s, spent);
     }
 
