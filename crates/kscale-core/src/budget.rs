@@ -39,7 +39,7 @@ pub struct CaseState<'a> {
     pub rank: u32,
     /// Whether the run may leave it out when its first judged trials show
     /// the budget cannot fund it after the cases ranked before it
-    /// ([`Plan::Leave`]): a study planning to the noise, never a case its
+    /// ([`Allotment::Leave`]): a study planning to the noise, never a case its
     /// part depends on.
     pub may_leave: bool,
     /// An even share of the whole run's rounds: the trials every case
@@ -106,7 +106,7 @@ impl StopReason {
 
 /// What a case gets from one planning.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Plan {
+pub enum Allotment {
     /// Its interval meets the rule: it gets nothing.
     Converged,
     /// Seconds of trials granted; `grant_s >= need.more_s` when it is
@@ -121,18 +121,20 @@ pub enum Plan {
     Leave { need: Need },
 }
 
-impl Plan {
+impl Allotment {
     pub fn grant_s(&self) -> f64 {
         match self {
-            Plan::Run { grant_s, .. } => *grant_s,
+            Allotment::Run { grant_s, .. } => *grant_s,
             _ => 0.0,
         }
     }
 
     pub fn need(&self) -> Option<Need> {
         match self {
-            Plan::Run { need, .. } | Plan::Stop { need, .. } | Plan::Leave { need } => Some(*need),
-            Plan::Converged => None,
+            Allotment::Run { need, .. }
+            | Allotment::Stop { need, .. }
+            | Allotment::Leave { need } => Some(*need),
+            Allotment::Converged => None,
         }
     }
 }
@@ -311,9 +313,9 @@ pub fn need(rule: &StopRule, c: &CaseState<'_>) -> Need {
 ///   bound ([`PRUDENCE`]), so that what is funded is what converges.
 ///
 /// The grants never add up to more than `remaining_s`.
-pub fn allocate(rule: &StopRule, cases: &[CaseState<'_>], remaining_s: f64) -> Vec<Plan> {
+pub fn allocate(rule: &StopRule, cases: &[CaseState<'_>], remaining_s: f64) -> Vec<Allotment> {
     let remaining_s = remaining_s.max(0.0);
-    let mut plans: Vec<Plan> = cases
+    let mut plans: Vec<Allotment> = cases
         .iter()
         .map(|c| first_plan(rule, c, remaining_s))
         .collect();
@@ -324,13 +326,13 @@ pub fn allocate(rule: &StopRule, cases: &[CaseState<'_>], remaining_s: f64) -> V
         .iter()
         .zip(cases)
         .map(|(p, c)| match p {
-            Plan::Run { .. } if leaving => prudent_need(rule, c).more_s,
-            Plan::Run { need, .. } => need.more_s,
+            Allotment::Run { .. } if leaving => prudent_need(rule, c).more_s,
+            Allotment::Run { need, .. } => need.more_s,
             _ => 0.0,
         })
         .collect();
     let mut order: Vec<usize> = (0..plans.len())
-        .filter(|&i| matches!(plans[i], Plan::Run { .. }))
+        .filter(|&i| matches!(plans[i], Allotment::Run { .. }))
         .collect();
     order.sort_by(|&a, &b| costs[a].total_cmp(&costs[b]).then(a.cmp(&b)));
     let mut left = remaining_s;
@@ -339,7 +341,7 @@ pub fn allocate(rule: &StopRule, cases: &[CaseState<'_>], remaining_s: f64) -> V
     for &i in &order {
         let probation = probation_s(rule, &cases[i]);
         if probation > 0.0 && probation <= left {
-            if let Plan::Run { grant_s, need } = &mut plans[i] {
+            if let Allotment::Run { grant_s, need } = &mut plans[i] {
                 // Never more than its spread says it needs.
                 *grant_s = probation.min(need.more_s);
                 left -= *grant_s;
@@ -361,7 +363,7 @@ pub fn allocate(rule: &StopRule, cases: &[CaseState<'_>], remaining_s: f64) -> V
         if extra > left {
             break;
         }
-        if let Plan::Run { grant_s, .. } = &mut plans[i] {
+        if let Allotment::Run { grant_s, .. } = &mut plans[i] {
             *grant_s += extra;
             left -= extra;
             funded[i] = true;
@@ -375,14 +377,14 @@ pub fn allocate(rule: &StopRule, cases: &[CaseState<'_>], remaining_s: f64) -> V
     // fit.
     let open = plans
         .iter()
-        .filter(|p| matches!(p, Plan::Run { .. }))
+        .filter(|p| matches!(p, Allotment::Run { .. }))
         .count();
     let fair_s = remaining_s / open.max(1) as f64;
     for i in order {
         if funded[i] {
             continue;
         }
-        if let Plan::Run { grant_s, need } = &mut plans[i] {
+        if let Allotment::Run { grant_s, need } = &mut plans[i] {
             let extra = (costs[i] - *grant_s).max(0.0);
             if extra <= left && (leaving || unfunded.is_empty()) {
                 *grant_s += extra;
@@ -394,7 +396,7 @@ pub fn allocate(rule: &StopRule, cases: &[CaseState<'_>], remaining_s: f64) -> V
                         && need.more_trials > cases[i].share_trials))
             {
                 let need = *need;
-                plans[i] = Plan::Leave { need };
+                plans[i] = Allotment::Leave { need };
             } else {
                 unfunded.push(i);
             }
@@ -403,13 +405,13 @@ pub fn allocate(rule: &StopRule, cases: &[CaseState<'_>], remaining_s: f64) -> V
     let wanted: f64 = unfunded
         .iter()
         .filter_map(|&i| match plans[i] {
-            Plan::Run { grant_s, .. } => Some((costs[i] - grant_s).max(0.0)),
+            Allotment::Run { grant_s, .. } => Some((costs[i] - grant_s).max(0.0)),
             _ => None,
         })
         .sum();
     if wanted > 0.0 && left > 0.0 {
         for &i in &unfunded {
-            if let Plan::Run { grant_s, .. } = &mut plans[i] {
+            if let Allotment::Run { grant_s, .. } = &mut plans[i] {
                 // Never more than it needs, never more than is left.
                 let short = (costs[i] - *grant_s).max(0.0);
                 *grant_s += (left * short / wanted).min(short);
@@ -422,9 +424,9 @@ pub fn allocate(rule: &StopRule, cases: &[CaseState<'_>], remaining_s: f64) -> V
 /// A case's plan before any is funded: converged, stopped (it cannot
 /// converge within the rule's maximum or what is left), or to run, with
 /// nothing granted yet.
-fn first_plan(rule: &StopRule, c: &CaseState<'_>, remaining_s: f64) -> Plan {
+fn first_plan(rule: &StopRule, c: &CaseState<'_>, remaining_s: f64) -> Allotment {
     if c.converged {
-        return Plan::Converged;
+        return Allotment::Converged;
     }
     let need = need(rule, c);
     let lucky = need_of(rule, c, Reading::Lucky);
@@ -432,20 +434,20 @@ fn first_plan(rule: &StopRule, c: &CaseState<'_>, remaining_s: f64) -> Plan {
     if probation > 0.0 && probation <= remaining_s {
         // Too few trials to judge from its spread, and the trials
         // that would allow it fit.
-        return Plan::Run { grant_s: 0.0, need };
+        return Allotment::Run { grant_s: 0.0, need };
     }
     if c.values.len() as f64 + lucky.more_trials > rule.max_trials as f64 {
-        Plan::Stop {
+        Allotment::Stop {
             need,
             reason: StopReason::MaxTrials,
         }
     } else if lucky.more_s > remaining_s {
-        Plan::Stop {
+        Allotment::Stop {
             need,
             reason: StopReason::Budget,
         }
     } else {
-        Plan::Run { grant_s: 0.0, need }
+        Allotment::Run { grant_s: 0.0, need }
     }
 }
 
@@ -530,13 +532,13 @@ pub fn take_back(held: &[Held], spare_s: f64) -> Vec<bool> {
 /// is the run's revised outlook (docs/planning.md, "Planning to the noise"):
 /// the gauge's second of readings cannot see the host's minute drift, the
 /// cases' first trials can.
-pub fn decidable(plans: &[Plan]) -> usize {
+pub fn decidable(plans: &[Allotment]) -> usize {
     plans
         .iter()
         .filter(|p| match p {
-            Plan::Converged => true,
-            Plan::Run { grant_s, need } => *grant_s >= need.more_s * (1.0 - 1e-9),
-            Plan::Stop { .. } | Plan::Leave { .. } => false,
+            Allotment::Converged => true,
+            Allotment::Run { grant_s, need } => *grant_s >= need.more_s * (1.0 - 1e-9),
+            Allotment::Stop { .. } | Allotment::Leave { .. } => false,
         })
         .count()
 }
@@ -579,12 +581,12 @@ fn probation_s(rule: &StopRule, c: &CaseState<'_>) -> f64 {
 pub fn next(
     rule: &StopRule,
     cases: &[CaseState<'_>],
-    plans: &[Plan],
+    plans: &[Allotment],
     last_turn: &[u64],
 ) -> Option<usize> {
     let turn = |i: usize| last_turn.get(i).copied().unwrap_or(0);
     let runnable = |i: usize| match plans.get(i) {
-        Some(Plan::Run { grant_s, .. }) => {
+        Some(Allotment::Run { grant_s, .. }) => {
             let spt = cases[i].secs_per_trial;
             // A grant for at least one trial; a case with no spread yet
             // gets its minimum trials whatever its grant.
@@ -738,11 +740,11 @@ mod tests {
         let plans = allocate(&RULE, &cases, 2.0 * need_a + need_w + 1.0);
         assert_eq!(decidable(&plans), 3, "{plans:?}");
         // A converged case counts; a stopped one does not.
-        let stop = Plan::Stop {
+        let stop = Allotment::Stop {
             need: need(&RULE, &cases[2]),
             reason: StopReason::Budget,
         };
-        assert_eq!(decidable(&[Plan::Converged, stop]), 1);
+        assert_eq!(decidable(&[Allotment::Converged, stop]), 1);
     }
 
     #[test]
@@ -778,14 +780,18 @@ mod tests {
         let plans = allocate(&RULE, &cases, 2.0 * cost_a + cost_b + 0.5);
         assert_eq!(plans[0].grant_s(), cost_a);
         assert_eq!(plans[1].grant_s(), cost_b);
-        assert!(matches!(plans[2], Plan::Leave { .. }), "{:?}", plans[2]);
+        assert!(
+            matches!(plans[2], Allotment::Leave { .. }),
+            "{:?}",
+            plans[2]
+        );
         assert_eq!(plans[3].grant_s(), cost_a);
         // With room for everything nothing is left out.
         let plans = allocate(&RULE, &cases, 2.0 * cost_a + 2.0 * cost_b + 0.5);
         assert!(
             plans
                 .iter()
-                .all(|p| matches!(p, Plan::Run { grant_s, need } if *grant_s >= need.more_s)),
+                .all(|p| matches!(p, Allotment::Run { grant_s, need } if *grant_s >= need.more_s)),
             "{plans:?}"
         );
         // A rank-0 case is never left out, however costly.
@@ -800,7 +806,7 @@ mod tests {
             ],
             need_a,
         );
-        assert!(!matches!(plans[0], Plan::Leave { .. }), "{plans:?}");
+        assert!(!matches!(plans[0], Allotment::Leave { .. }), "{plans:?}");
         // Judged long ago, a case whose spread grew past its share of the
         // run is left out; one within its share is not.
         let grown: Vec<f64> = b.iter().cycle().take(12).copied().collect();
@@ -810,9 +816,9 @@ mod tests {
             ..leavable(&grown, 5000)
         };
         let plans = allocate(&RULE, &[with_share(need_g / 2.0)], need_g / 2.0);
-        assert!(matches!(plans[0], Plan::Leave { .. }), "{plans:?}");
+        assert!(matches!(plans[0], Allotment::Leave { .. }), "{plans:?}");
         let plans = allocate(&RULE, &[with_share(need_g * 2.0)], need_g / 2.0);
-        assert!(!matches!(plans[0], Plan::Leave { .. }), "{plans:?}");
+        assert!(!matches!(plans[0], Allotment::Leave { .. }), "{plans:?}");
         // A case not yet judged (two trials, under the rule's minimum of
         // three) is not left out, nor is one that may not be: they share
         // what is left.
@@ -826,7 +832,7 @@ mod tests {
         ];
         let plans = allocate(&RULE, &cases, need_b);
         assert!(
-            plans.iter().all(|p| matches!(p, Plan::Run { .. })),
+            plans.iter().all(|p| matches!(p, Allotment::Run { .. })),
             "{plans:?}"
         );
         assert!(plans[1].grant_s() < need_b, "{plans:?}");
@@ -837,7 +843,7 @@ mod tests {
             ..leavable(&young, 5000)
         };
         let plans = allocate(&RULE, &[young_share, cases[1]], need_b);
-        assert!(matches!(plans[0], Plan::Run { .. }), "{plans:?}");
+        assert!(matches!(plans[0], Allotment::Run { .. }), "{plans:?}");
         // Nor is one judged long ago and funded then: what the budget's end
         // leaves unfunded stays in the run as NOT CONVERGED.
         let old: Vec<f64> = b.iter().cycle().take(12).copied().collect();
@@ -846,13 +852,13 @@ mod tests {
             &[leavable(&old, 5000)],
             0.5 * need(&RULE, &leavable(&old, 0)).more_s,
         );
-        assert!(!matches!(plans[0], Plan::Leave { .. }), "{plans:?}");
+        assert!(!matches!(plans[0], Allotment::Leave { .. }), "{plans:?}");
         // Where nothing may be left out, the plan is cheapest first as before.
         let cases = [case(&b, 1.0), case(&a, 1.0)];
         let plans = allocate(&RULE, &cases, need_a + 0.9 * need_b);
         assert_eq!(plans[1].grant_s(), need_a);
         assert!(
-            matches!(plans[0], Plan::Run { grant_s, .. } if grant_s < need_b),
+            matches!(plans[0], Allotment::Run { grant_s, .. } if grant_s < need_b),
             "{plans:?}"
         );
     }
@@ -880,7 +886,7 @@ mod tests {
         let prudent = need_of(&RULE, &c, Reading::Prudent).more_s;
         let plans = allocate(&RULE, &[c], need(&RULE, &c).more_s);
         assert!(
-            matches!(plans[0], Plan::Run { grant_s, .. } if grant_s < prudent),
+            matches!(plans[0], Allotment::Run { grant_s, .. } if grant_s < prudent),
             "{plans:?}"
         );
         let plans = allocate(&RULE, &[c], prudent);
@@ -961,25 +967,28 @@ mod tests {
         let c = [case(&young, 0.7)];
         let plans = allocate(&trimmed, &c, 100.0);
         assert!(
-            matches!(plans[0], Plan::Run { grant_s, .. } if grant_s >= 1.4 - 1e-9),
+            matches!(plans[0], Allotment::Run { grant_s, .. } if grant_s >= 1.4 - 1e-9),
             "{:?}",
             plans[0]
         );
         assert_eq!(next(&trimmed, &c, &plans, &[0]), Some(0));
         // The mean never trims: three trials judge it, and it stops.
-        assert!(matches!(allocate(&RULE, &c, 100.0)[0], Plan::Stop { .. }));
+        assert!(matches!(
+            allocate(&RULE, &c, 100.0)[0],
+            Allotment::Stop { .. }
+        ));
         // Judged on five, the wrecked one trimmed: a few trials more.
         let five = [1000.0, 1010.0, 150.0, 1005.0, 995.0];
         let plans = allocate(&trimmed, &[case(&five, 0.7)], 100.0);
         assert!(
-            matches!(plans[0], Plan::Run { need, .. } if need.more_trials < 10.0),
+            matches!(plans[0], Allotment::Run { need, .. } if need.more_trials < 10.0),
             "{:?}",
             plans[0]
         );
         // When even the two trials do not fit, it is judged as it stands.
         assert!(matches!(
             allocate(&trimmed, &c, 1.0)[0],
-            Plan::Stop {
+            Allotment::Stop {
                 reason: StopReason::Budget,
                 ..
             }
@@ -1028,7 +1037,7 @@ mod tests {
         assert!(!chat.converged && !pipe.converged);
         let plans = allocate(&RULE, &[chat, pipe], 20.0);
         match plans[0] {
-            Plan::Stop { need, reason } => {
+            Allotment::Stop { need, reason } => {
                 assert_eq!(reason, StopReason::Budget);
                 assert!(need.more_trials > 50.0, "{need:?}");
                 assert!(need.message().starts_with("needs ~"), "{}", need.message());
@@ -1036,7 +1045,7 @@ mod tests {
             p => panic!("chat should stop: {p:?}"),
         }
         match plans[1] {
-            Plan::Run { grant_s, need } => {
+            Allotment::Run { grant_s, need } => {
                 assert!(
                     grant_s >= need.more_s && grant_s > 0.0,
                     "{grant_s} {need:?}"
@@ -1049,7 +1058,7 @@ mod tests {
         let plans = allocate(&RULE, &[chat, pipe], 600.0);
         assert!(plans
             .iter()
-            .all(|p| matches!(p, Plan::Run { grant_s, need } if *grant_s >= need.more_s)));
+            .all(|p| matches!(p, Allotment::Run { grant_s, need } if *grant_s >= need.more_s)));
     }
 
     #[test]
@@ -1065,7 +1074,7 @@ mod tests {
         assert_eq!(plans[0].grant_s(), need_a);
         assert_eq!(plans[1].grant_s(), need_a);
         assert!((plans[2].grant_s() - need_b / 3.0).abs() < 1e-9);
-        assert!(matches!(plans[2], Plan::Run { .. }));
+        assert!(matches!(plans[2], Allotment::Run { .. }));
     }
 
     #[test]
@@ -1110,7 +1119,7 @@ mod tests {
         let plans = allocate(&rule, &[case(&wide, 0.01)], 1e6);
         assert!(matches!(
             plans[0],
-            Plan::Stop {
+            Allotment::Stop {
                 reason: StopReason::MaxTrials,
                 ..
             }
@@ -1125,9 +1134,9 @@ mod tests {
         let many: Vec<f64> = (0..30).map(|i| few[i % 3]).collect();
         let cost = |v: &[f64]| need(&RULE, &case(v, 1.0)).more_s;
         let p = allocate(&RULE, &[case(&few, 1.0)], cost(&few) * 0.9);
-        assert!(matches!(p[0], Plan::Run { .. }), "{p:?}");
+        assert!(matches!(p[0], Allotment::Run { .. }), "{p:?}");
         let p = allocate(&RULE, &[case(&many, 1.0)], cost(&many) * 0.4);
-        assert!(matches!(p[0], Plan::Stop { .. }), "{p:?}");
+        assert!(matches!(p[0], Allotment::Stop { .. }), "{p:?}");
     }
 
     #[test]
@@ -1137,13 +1146,16 @@ mod tests {
         let fresh: [f64; 0] = [];
         let cases = [case(&noisy, 0.1), case(&fresh, 0.1), case(&steady, 0.1)];
         let plans = allocate(&RULE, &cases, 100.0);
-        assert_eq!(plans[2], Plan::Converged);
+        assert_eq!(plans[2], Allotment::Converged);
         assert_eq!(next(&RULE, &cases, &plans, &[3, 1, 2]), Some(1));
         let cases = [case(&noisy, 0.1), case(&steady, 0.1)];
         let plans = allocate(&RULE, &cases, 100.0);
         assert_eq!(next(&RULE, &cases, &plans, &[3, 2]), Some(0));
         // Nothing granted, nothing to run.
-        assert_eq!(next(&RULE, &cases, &[Plan::Converged; 2], &[0, 0]), None);
+        assert_eq!(
+            next(&RULE, &cases, &[Allotment::Converged; 2], &[0, 0]),
+            None
+        );
     }
 
     #[test]
@@ -1201,21 +1213,21 @@ mod tests {
             let cases: Vec<CaseState> = cs.iter().map(|(v, s)| case(v, *s)).collect();
             let plans = allocate(&rule, &cases, remaining);
             prop_assert_eq!(plans.len(), cases.len());
-            let total: f64 = plans.iter().map(Plan::grant_s).sum();
+            let total: f64 = plans.iter().map(Allotment::grant_s).sum();
             prop_assert!(total <= remaining.max(0.0) * (1.0 + 1e-9) + 1e-12, "{} > {}", total, remaining);
             for (c, p) in cases.iter().zip(&plans) {
                 prop_assert!(p.grant_s() >= 0.0);
                 if c.converged {
-                    prop_assert_eq!(*p, Plan::Converged);
+                    prop_assert_eq!(*p, Allotment::Converged);
                 } else {
-                    prop_assert!(*p != Plan::Converged);
+                    prop_assert!(*p != Allotment::Converged);
                 }
-                if let Plan::Run { grant_s, need } = p {
+                if let Allotment::Run { grant_s, need } = p {
                     prop_assert!(*grant_s <= need.more_s + 1e-9);
                 }
             }
             if let Some(i) = next(&rule, &cases, &plans, &vec![0; cases.len()]) {
-                prop_assert!(matches!(plans[i], Plan::Run { .. }), "{:?}", plans[i]);
+                prop_assert!(matches!(plans[i], Allotment::Run { .. }), "{:?}", plans[i]);
                 prop_assert!(!cases[i].converged);
             }
         }

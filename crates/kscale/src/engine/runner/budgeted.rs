@@ -161,7 +161,7 @@ impl Budgeted {
         clock: &crate::engine::budget::Budget,
         may_take: bool,
     ) -> Result<Next> {
-        use kscale_core::budget::{self, Plan};
+        use kscale_core::budget::{self, Allotment};
         let rule = r.opts.rule;
         let conv: Vec<usize> = (0..units.len())
             .filter(|&i| !units[i].finished && units[i].workload.rule == RunRule::Converge)
@@ -174,7 +174,7 @@ impl Budgeted {
         let funded: f64 = states
             .iter()
             .zip(&plans)
-            .filter(|(_, p)| matches!(p, Plan::Run { .. }))
+            .filter(|(_, p)| matches!(p, Allotment::Run { .. }))
             .map(|(c, _)| budget::prudent_need(&rule, c).more_s)
             .sum();
         let turns: Vec<u64> = conv.iter().map(|&i| units[i].turn).collect();
@@ -183,7 +183,7 @@ impl Budgeted {
             .iter()
             .zip(&plans)
             .filter_map(|(&i, p)| match p {
-                Plan::Stop { reason, need } => Some((i, *reason, *need)),
+                Allotment::Stop { reason, need } => Some((i, *reason, *need)),
                 _ => None,
             })
             .collect();
@@ -196,7 +196,7 @@ impl Budgeted {
             .iter()
             .zip(&plans)
             .filter_map(|(&i, p)| match p {
-                Plan::Leave { need } => Some((i, *need)),
+                Allotment::Leave { need } => Some((i, *need)),
                 _ => None,
             })
             .collect();
