@@ -259,7 +259,7 @@ pub struct RunOptions {
     pub confirm_s: f64,
     /// Under a budget, cases whose first trials show a spread the budget
     /// cannot fund after the cases ranked before them are left out
-    /// (kscale_core::budget::Plan::Leave): a study planning to the noise.
+    /// (kscale_core::budget::Allotment::Leave): a study planning to the noise.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub leave_out: bool,
     /// Without a budget, the other cases' seconds the capacity searches'

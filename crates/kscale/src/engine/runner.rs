@@ -865,7 +865,7 @@ impl<'a, 'p> Runner<'a, 'p> {
     /// Stores the case's end, with what it would have needed when it did
     /// not converge (`why` says why it stopped, when the budget stopped
     /// it).
-    /// Leaves `u` out of the run (kscale_core::budget::Plan::Leave): its
+    /// Leaves `u` out of the run (kscale_core::budget::Allotment::Leave): its
     /// case and trials are removed from the store, and the run names it
     /// with what its spread needed.
     fn leave_out(
