@@ -12,6 +12,7 @@ use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
+use std::thread::ScopedJoinHandle;
 use std::time::{Duration, Instant};
 
 /// A room as its simulated users share it: for each user, how many members
@@ -183,34 +184,8 @@ pub(super) fn load(ctx: &RoleCtx) -> Result<RoleOutput> {
         .addr()
         .parse()
         .with_context(|| format!("bad server address {}", ep.addr()))?;
-    // Rooms of this share have ids unique over every peer's share.
-    let rooms: Vec<LoadRoom> = (0..nrooms)
-        .map(|i| LoadRoom {
-            id: (ctx.share.index as u64 + i * ctx.share.count.max(1) as u64) as u32,
-            pending: (0..users).map(|_| AtomicU32::new(0)).collect(),
-            senders: (0..users).map(|_| OnceLock::new()).collect(),
-        })
-        .collect();
-    let mut streams = Vec::with_capacity(total as usize);
-    for r in &rooms {
-        for u in 0..users {
-            let mut s = crate::shared::sock::Dial {
-                sockbuf: 0,
-                nodelay: true,
-                timeout: Some(IO_TIMEOUT),
-            }
-            .connect(addr)
-            .with_context(|| format!("connect to {addr}"))?;
-            let join = Header {
-                room: r.id,
-                user: u,
-                seq: JOIN,
-                sent_ns: 0,
-            };
-            s.write_all(&join.frame(c.size)).context("joining")?;
-            streams.push(s);
-        }
-    }
+    let rooms = share_rooms(ctx, nrooms, users);
+    let streams = join_rooms(addr, &rooms, users, c.size)?;
     let sh = Shared {
         base: Instant::now(),
         users,
@@ -225,105 +200,213 @@ pub(super) fn load(ctx: &RoleCtx) -> Result<RoleOutput> {
             .collect::<io::Result<_>>()?,
     };
     let sampler = ThreadSampler::start()?;
-    let mut at_begin = 0;
-    let mut latency = hist::new();
-    let (mut got, mut sent, mut first_error) = (0u64, 0u64, None::<String>);
-    let mut start = Instant::now();
-    let mut last = start;
-    std::thread::scope(|scope| -> Result<()> {
-        let (sh, rooms) = (&sh, &rooms);
-        let mut receivers = Vec::with_capacity(total as usize);
-        let mut senders = Vec::with_capacity(total as usize);
-        let mut streams = streams.into_iter();
-        let started = (|| -> Result<()> {
-            for r in rooms {
-                for u in 0..users {
-                    let s = streams.next().context("a stream per user")?;
-                    let w = s.try_clone()?;
-                    let b = || std::thread::Builder::new().stack_size(c.stack);
-                    receivers.push(
-                        b().spawn_scoped(scope, move || {
-                            receive(sh, r, u, s).inspect_err(|_| sh.fail())
-                        })
-                        .context("cannot start a user thread")?,
-                    );
-                    senders.push(
-                        b().spawn_scoped(scope, move || {
-                            send(sh, r, u, w).inspect_err(|_| sh.fail())
-                        })
-                        .context("cannot start a user thread")?,
-                    );
-                }
-            }
-            // Ready once every room is full on the server.
-            let limit = Instant::now() + IO_TIMEOUT;
-            let mut n = sh
-                .welcomed
-                .0
-                .lock()
-                .map_err(|_| anyhow::anyhow!("poisoned"))?;
-            while *n < total {
-                if sh.abort.load(Ordering::SeqCst) || Instant::now() >= limit {
-                    bail!("{} of {total} users were welcomed by the server", *n);
-                }
-                n = sh
-                    .welcomed
-                    .1
-                    .wait_timeout(n, Duration::from_millis(100))
-                    .map_err(|_| anyhow::anyhow!("poisoned"))?
-                    .0;
-            }
-            drop(n);
-            ctx.ready(Endpoint::default())?;
-            if !ctx.wait_for(Phase::Measure, Duration::from_secs(3600)) {
-                bail!("the window never began");
-            }
-            at_begin = count_threads();
-            Ok(())
-        })();
-        if let Err(e) = started {
-            sh.fail();
-            first_error = Some(format!("{e:#}"));
-        }
-        start = Instant::now();
-        sh.open_gate();
-        let mut note = |e: anyhow::Error| {
-            let m = format!("{e:#}");
-            if m != "stopped" && first_error.is_none() {
-                first_error = Some(m);
-            }
-        };
-        for t in receivers {
-            match t.join() {
-                Ok(Ok(r)) => {
-                    got += r.got;
-                    last = last.max(r.last);
-                    hist::merge(&mut latency, &r.latency)?;
-                }
-                Ok(Err(e)) => note(e),
-                Err(_) => note(anyhow::anyhow!("a receiver thread panicked")),
-            }
-        }
-        for t in senders {
-            match t.join() {
-                Ok(Ok(n)) => sent += n,
-                Ok(Err(e)) => note(e),
-                Err(_) => note(anyhow::anyhow!("a sender thread panicked")),
-            }
-        }
-        Ok(())
-    })?;
+    let o = run_users(ctx, &sh, &rooms, streams, c.stack)?;
     // As in the server: the count at the window's start is a sample too.
-    let peak = sampler.finish().max(at_begin);
-    if let Some(e) = first_error {
+    let peak = sampler.finish().max(o.at_begin);
+    if let Some(e) = o.first_error {
         bail!("{e}");
     }
-    let elapsed = last.saturating_duration_since(start).as_secs_f64();
+    let elapsed = o.last.saturating_duration_since(o.start).as_secs_f64();
     Ok(RoleOutput::default()
-        .count("delivered", got as f64)
-        .count("sent", sent as f64)
+        .count("delivered", o.got as f64)
+        .count("sent", o.sent as f64)
         .count("elapsed_s", elapsed)
-        .count("threads", at_begin as f64)
+        .count("threads", o.at_begin as f64)
         .count("threads_peak", peak as f64)
-        .histogram("latency", &latency))
+        .histogram("latency", &o.latency))
+}
+
+/// This share's rooms, with ids unique over every peer's share.
+fn share_rooms(ctx: &RoleCtx, nrooms: u64, users: u32) -> Vec<LoadRoom> {
+    (0..nrooms)
+        .map(|i| LoadRoom {
+            id: (ctx.share.index as u64 + i * ctx.share.count.max(1) as u64) as u32,
+            pending: (0..users).map(|_| AtomicU32::new(0)).collect(),
+            senders: (0..users).map(|_| OnceLock::new()).collect(),
+        })
+        .collect()
+}
+
+/// Connects every user of every room and sends its join, all before any
+/// thread starts: a stream per user, room by room.
+fn join_rooms(
+    addr: SocketAddr,
+    rooms: &[LoadRoom],
+    users: u32,
+    size: usize,
+) -> Result<Vec<TcpStream>> {
+    let mut streams = Vec::with_capacity(rooms.len() * users as usize);
+    for r in rooms {
+        for u in 0..users {
+            let mut s = crate::shared::sock::Dial {
+                sockbuf: 0,
+                nodelay: true,
+                timeout: Some(IO_TIMEOUT),
+            }
+            .connect(addr)
+            .with_context(|| format!("connect to {addr}"))?;
+            let join = Header {
+                room: r.id,
+                user: u,
+                seq: JOIN,
+                sent_ns: 0,
+            };
+            s.write_all(&join.frame(size)).context("joining")?;
+            streams.push(s);
+        }
+    }
+    Ok(streams)
+}
+
+/// What the users' threads brought back, and when the window ran.
+struct Outcome {
+    got: u64,
+    sent: u64,
+    latency: hdrhistogram::Histogram<u64>,
+    /// The first fault of any thread but the "stopped" of those that the
+    /// fault then stopped.
+    first_error: Option<String>,
+    /// When the gate opened, and when the last receiver had every message.
+    start: Instant,
+    last: Instant,
+    /// The process's threads at the window's start.
+    at_begin: u64,
+}
+
+/// The threads of the simulated users, joined once the window is over.
+struct UserThreads<'scope> {
+    receivers: Vec<ScopedJoinHandle<'scope, Result<Received>>>,
+    senders: Vec<ScopedJoinHandle<'scope, Result<u64>>>,
+}
+
+/// Starts two threads per user, opens the gate when the window begins and
+/// joins them all. A fault while starting stops every thread already
+/// started, and is reported after they are joined.
+fn run_users(
+    ctx: &RoleCtx,
+    sh: &Shared,
+    rooms: &[LoadRoom],
+    streams: Vec<TcpStream>,
+    stack: usize,
+) -> Result<Outcome> {
+    let start = Instant::now();
+    let mut o = Outcome {
+        got: 0,
+        sent: 0,
+        latency: hist::new(),
+        first_error: None,
+        start,
+        last: start,
+        at_begin: 0,
+    };
+    let total = rooms.len() as u64 * u64::from(sh.users);
+    std::thread::scope(|scope| -> Result<()> {
+        let mut threads = UserThreads {
+            receivers: Vec::with_capacity(total as usize),
+            senders: Vec::with_capacity(total as usize),
+        };
+        let started = spawn_users(scope, sh, rooms, streams, stack, &mut threads)
+            .and_then(|()| await_window(ctx, sh, total));
+        match started {
+            Ok(n) => o.at_begin = n,
+            Err(e) => {
+                sh.fail();
+                o.first_error = Some(format!("{e:#}"));
+            }
+        }
+        o.start = Instant::now();
+        sh.open_gate();
+        join_users(threads, &mut o)
+    })?;
+    Ok(o)
+}
+
+/// A receiver and a sender thread for each user, room by room, each taking
+/// its user's stream.
+fn spawn_users<'scope, 'env>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    sh: &'env Shared,
+    rooms: &'env [LoadRoom],
+    streams: Vec<TcpStream>,
+    stack: usize,
+    threads: &mut UserThreads<'scope>,
+) -> Result<()> {
+    let mut streams = streams.into_iter();
+    for r in rooms {
+        for u in 0..sh.users {
+            let s = streams.next().context("a stream per user")?;
+            let w = s.try_clone()?;
+            let b = || std::thread::Builder::new().stack_size(stack);
+            threads.receivers.push(
+                b().spawn_scoped(scope, move || {
+                    receive(sh, r, u, s).inspect_err(|_| sh.fail())
+                })
+                .context("cannot start a user thread")?,
+            );
+            threads.senders.push(
+                b().spawn_scoped(scope, move || send(sh, r, u, w).inspect_err(|_| sh.fail()))
+                    .context("cannot start a user thread")?,
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Says the load is ready once the server has welcomed all `total` users
+/// (every room is full), then waits for the window; the process's threads
+/// at its start.
+fn await_window(ctx: &RoleCtx, sh: &Shared, total: u64) -> Result<u64> {
+    let limit = Instant::now() + IO_TIMEOUT;
+    let mut n = sh
+        .welcomed
+        .0
+        .lock()
+        .map_err(|_| anyhow::anyhow!("poisoned"))?;
+    while *n < total {
+        if sh.abort.load(Ordering::SeqCst) || Instant::now() >= limit {
+            bail!("{} of {total} users were welcomed by the server", *n);
+        }
+        n = sh
+            .welcomed
+            .1
+            .wait_timeout(n, Duration::from_millis(100))
+            .map_err(|_| anyhow::anyhow!("poisoned"))?
+            .0;
+    }
+    drop(n);
+    ctx.ready(Endpoint::default())?;
+    if !ctx.wait_for(Phase::Measure, Duration::from_secs(3600)) {
+        bail!("the window never began");
+    }
+    Ok(count_threads())
+}
+
+/// Joins every receiver, then every sender, summing what they counted and
+/// keeping the first fault that was not merely a stop.
+fn join_users(threads: UserThreads<'_>, o: &mut Outcome) -> Result<()> {
+    let mut note = |e: anyhow::Error| {
+        let m = format!("{e:#}");
+        if m != "stopped" && o.first_error.is_none() {
+            o.first_error = Some(m);
+        }
+    };
+    for t in threads.receivers {
+        match t.join() {
+            Ok(Ok(r)) => {
+                o.got += r.got;
+                o.last = o.last.max(r.last);
+                hist::merge(&mut o.latency, &r.latency)?;
+            }
+            Ok(Err(e)) => note(e),
+            Err(_) => note(anyhow::anyhow!("a receiver thread panicked")),
+        }
+    }
+    for t in threads.senders {
+        match t.join() {
+            Ok(Ok(n)) => o.sent += n,
+            Ok(Err(e)) => note(e),
+            Err(_) => note(anyhow::anyhow!("a sender thread panicked")),
+        }
+    }
+    Ok(())
 }

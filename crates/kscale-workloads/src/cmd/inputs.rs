@@ -151,61 +151,94 @@ fn c_function(rng: &mut Rng, name: &str, s: &mut String) {
     s.push_str("    return acc;\n}\n\n");
 }
 
+/// The files made so far and the generator they draw from. Each group of
+/// files draws from the one generator in turn, so the order of the calls in
+/// `text_files` fixes every byte.
+struct Made {
+    rng: Rng,
+    files: Vec<(String, Vec<u8>)>,
+}
+
+impl Made {
+    fn add(&mut self, name: &str, body: String) {
+        self.files.push((name.to_string(), body.into_bytes()));
+    }
+}
+
 /// Every file the command lines read, as (path, bytes), in a fixed order.
 pub fn text_files() -> Vec<(String, Vec<u8>)> {
-    let mut rng = Rng(kscale_core::order::SplitMix64::new(SEED));
-    let mut f: Vec<(String, Vec<u8>)> = Vec::new();
-    let mut add = |name: &str, body: String| f.push((name.to_string(), body.into_bytes()));
+    let mut m = Made {
+        rng: Rng(kscale_core::order::SplitMix64::new(SEED)),
+        files: Vec::new(),
+    };
+    large_texts(&mut m);
+    numbered_pair(&mut m);
+    small_edits(&mut m);
+    sized_texts(&mut m);
+    join_pair(&mut m);
+    c_sources(&mut m);
+    tool_inputs(&mut m);
+    tree(&mut m);
+    m.files
+}
 
-    // The large text file: about a megabyte, "laban" in a few lines.
+/// The large text file, about a megabyte with "Laban" in a few lines for the
+/// case-insensitive search, and the 10,000 lines the sorts and copies read.
+fn large_texts(m: &mut Made) {
     let mut large = String::new();
     let mut n = 0;
     while large.len() < 1 << 20 {
-        let k = rng.range(5, 12);
-        words(&mut rng, k, &mut large);
+        let k = m.rng.range(5, 12);
+        words(&mut m.rng, k, &mut large);
         n += 1;
         if n % 4000 == 0 {
             large.push_str(" Laban");
         }
         large.push('\n');
     }
-    add("large.txt", large);
+    m.add("large.txt", large);
 
-    let l10k = text_lines(&mut rng, 10_000, 4, 10);
-    add("lines10k.copy", l10k.clone());
-    add("lines10k.txt", l10k);
+    let l10k = text_lines(&mut m.rng, 10_000, 4, 10);
+    m.add("lines10k.copy", l10k.clone());
+    m.add("lines10k.txt", l10k);
+}
 
-    // The 1,300-line pair: numbered lines; the differing file changes every
-    // 37th line.
+/// The 1,300-line pair for `cmp` and `diff`: numbered lines; the differing
+/// file changes every 37th line.
+fn numbered_pair(m: &mut Made) {
     let mut a = String::new();
     let mut b = String::new();
     for i in 1..=1300 {
         let mut line = format!("{i:05} ");
-        let k = rng.range(4, 9);
-        words(&mut rng, k, &mut line);
+        let k = m.rng.range(4, 9);
+        words(&mut m.rng, k, &mut line);
         let _ = writeln!(a, "{line}");
         if i % 37 == 0 {
             let mut other = format!("{i:05} changed ");
-            let k = rng.range(2, 6);
-            words(&mut rng, k, &mut other);
+            let k = m.rng.range(2, 6);
+            words(&mut m.rng, k, &mut other);
             let _ = writeln!(b, "{other}");
         } else {
             let _ = writeln!(b, "{line}");
         }
     }
-    add("a1300copy.txt", a.clone());
-    add("a1300.txt", a);
-    add("b1300.txt", b);
+    m.add("a1300copy.txt", a.clone());
+    m.add("a1300.txt", a);
+    m.add("b1300.txt", b);
+}
 
+/// Forty short lines and their edited twins: a few lines changed for `diff`,
+/// and a copy that differs only in the amount of white space (`diff -be`).
+fn small_edits(m: &mut Made) {
     let small: Vec<String> = (0..40)
         .map(|_| {
             let mut l = String::new();
-            let k = rng.range(3, 8);
-            words(&mut rng, k, &mut l);
+            let k = m.rng.range(3, 8);
+            words(&mut m.rng, k, &mut l);
             l
         })
         .collect();
-    add("small1.txt", small.join("\n") + "\n");
+    m.add("small1.txt", small.join("\n") + "\n");
     let small2: Vec<String> = small
         .iter()
         .enumerate()
@@ -217,9 +250,8 @@ pub fn text_files() -> Vec<(String, Vec<u8>)> {
             }
         })
         .collect();
-    add("small2.txt", small2.join("\n") + "\n");
-    // Files that differ only in the amount of white space (`diff -be`).
-    add("blanks1.txt", small.join("\n") + "\n");
+    m.add("small2.txt", small2.join("\n") + "\n");
+    m.add("blanks1.txt", small.join("\n") + "\n");
     let spaced: Vec<String> = small
         .iter()
         .enumerate()
@@ -231,74 +263,86 @@ pub fn text_files() -> Vec<(String, Vec<u8>)> {
             }
         })
         .collect();
-    add("blanks2.txt", spaced.join("\n") + "\n");
+    m.add("blanks2.txt", spaced.join("\n") + "\n");
+}
 
-    add(
+/// Text files whose sizes the rows' titles name.
+fn sized_texts(m: &mut Made) {
+    m.add(
         "tiny.txt",
         "a file of less than one hundred bytes\n".to_string(),
     );
-    let t = text_bytes(&mut rng, 10_500);
-    add("f10k.txt", t);
-    let t = text_bytes(&mut rng, 25_500);
-    add("f25k.txt", t);
+    let t = text_bytes(&mut m.rng, 10_500);
+    m.add("f10k.txt", t);
+    let t = text_bytes(&mut m.rng, 25_500);
+    m.add("f25k.txt", t);
     for name in ["s1.txt", "s2.txt", "s3.txt", "add1.txt"] {
-        let t = text_bytes(&mut rng, 1500);
-        add(name, t);
+        let t = text_bytes(&mut m.rng, 1500);
+        m.add(name, t);
     }
+}
 
+/// Two sorted files of keys for `join`, the second holding every other key.
+fn join_pair(m: &mut Made) {
     let mut j1 = String::new();
     let mut j2 = String::new();
     for i in 0..1000 {
-        let _ = writeln!(j1, "k{i:04} {}", WORDS[rng.below(WORDS.len())]);
+        let _ = writeln!(j1, "k{i:04} {}", WORDS[m.rng.below(WORDS.len())]);
         if i % 2 == 0 {
-            let _ = writeln!(j2, "k{i:04} {}", WORDS[rng.below(WORDS.len())]);
+            let _ = writeln!(j2, "k{i:04} {}", WORDS[m.rng.below(WORDS.len())]);
         }
     }
-    add("join1.txt", j1);
-    add("join2.txt", j2);
+    m.add("join1.txt", j1);
+    m.add("join2.txt", j2);
+}
 
-    // C: a large file, ten small ones to compile and link, one to make.
+/// C: a large file, ten small ones to compile and link, one to make.
+fn c_sources(m: &mut Made) {
     let mut prog = String::from("/* generated by kscale */\n");
     for i in 0..200 {
-        c_function(&mut rng, &format!("big_{i}"), &mut prog);
+        c_function(&mut m.rng, &format!("big_{i}"), &mut prog);
     }
-    add("prog.c", prog);
+    m.add("prog.c", prog);
     for i in 0..10 {
         let mut s = String::new();
         for k in 0..5 {
-            c_function(&mut rng, &format!("f{i}_{k}"), &mut s);
+            c_function(&mut m.rng, &format!("f{i}_{k}"), &mut s);
         }
-        add(&format!("src/f{i}.c"), s);
+        m.add(&format!("src/f{i}.c"), s);
     }
-    add(
+    m.add(
         "hello.c",
         "#include <stdio.h>\n\nint main(void)\n{\n    printf(\"hello\\n\");\n    return 0;\n}\n"
             .to_string(),
     );
-    add(
+    m.add(
         "Makefile",
         "hello.o: hello.c\n\tcc -O0 -c -o hello.o hello.c\n".to_string(),
     );
+}
 
-    add("test.m4", M4.to_string());
-    add("gram.y", GRAMMAR.to_string());
+/// What the other tools read: m4, yacc and man input, a shell script, a
+/// mail message and its rc file, and the editors' scripts.
+fn tool_inputs(m: &mut Made) {
+    m.add("test.m4", M4.to_string());
+    m.add("gram.y", GRAMMAR.to_string());
     let mut man = String::from(".TH KSCALE 1 \"2002\" \"kscale\" \"kscale inputs\"\n.SH NAME\nkscale \\- a generated page\n");
     for i in 0..120 {
         if i % 10 == 0 {
             let _ = writeln!(man, ".SH SECTION {}", i / 10);
         }
         man.push_str(".PP\n");
-        let t = text_bytes(&mut rng, 400);
+        let t = text_bytes(&mut m.rng, 400);
         man.push_str(&t);
     }
-    add("doc.1", man);
-    add("script.sh", SCRIPT.to_string());
-    add(
+    m.add("doc.1", man);
+    m.add("script.sh", SCRIPT.to_string());
+    m.add(
         "msg.txt",
         "A message from kscale.\nIt is written to a file in the scratch directory.\n".to_string(),
     );
-    add(MAILRC, "set expandaddr\n".to_string());
-    add(
+    m.add(MAILRC, "set expandaddr\n".to_string());
+    m.add(
         "ex.script",
         "1d\n$a\nadded by kscale\n.\nw\nq\n".to_string(),
     );
@@ -306,13 +350,16 @@ pub fn text_files() -> Vec<(String, Vec<u8>)> {
     page.push_str(&".+24\n".repeat(30));
     page.push_str(&".-24\n".repeat(30));
     page.push_str("q!\n");
-    add("page.script", page);
-    add(
+    m.add("page.script", page);
+    m.add(
         "small.script",
         "%s/e/E/g\n$a\nappended by kscale\n.\nwq\n".to_string(),
     );
+}
 
-    // A directory tree of 4 × 4 directories of 10 files.
+/// A directory tree of 4 × 4 directories of 10 files, the list of the first
+/// quarter's paths, and the file `find -newer` compares with.
+fn tree(m: &mut Made) {
     let mut list = String::new();
     for d in 0..4 {
         for e in 0..4 {
@@ -321,18 +368,17 @@ pub fn text_files() -> Vec<(String, Vec<u8>)> {
                 if d == 0 {
                     let _ = writeln!(list, "{path}");
                 }
-                let size = rng.range(100, 3000);
-                let t = text_bytes(&mut rng, size);
-                add(&path, t);
+                let size = m.rng.range(100, 3000);
+                let t = text_bytes(&mut m.rng, size);
+                m.add(&path, t);
             }
         }
     }
-    add("filelist.txt", list);
-    add(
+    m.add("filelist.txt", list);
+    m.add(
         "ref.txt",
         "find -newer compares with this file\n".to_string(),
     );
-    f
 }
 
 /// Writes every input into `work`, then those made with other tools.

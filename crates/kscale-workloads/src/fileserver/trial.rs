@@ -392,26 +392,66 @@ pub(super) fn run_clients<L: Load>(
 ) -> Result<Outcome> {
     let duration = ctx.params.seconds("duration")?;
     let dir = ctx.dir.join(format!("fileserver-{}", std::process::id()));
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
-    }
-    std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut trial = Trial {
-        dir: dir.clone(),
-        clients: Vec::with_capacity(clients),
-        janitor: None,
-    };
-    trial.janitor = Some(start_janitor(&dir)?);
+    let mut trial = Trial::start(&dir, clients)?;
     let shared = SharedPage::new()?;
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(1, |d| d.as_nanos() as u64);
     for i in 0..clients {
-        let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("pipe")?;
-        let sh = shared.get();
         let (make, dir) = (&make, &dir);
-        let pid = fork_child(move || client_main(|| make(i, dir, seed), sh, w))
-            .with_context(|| format!("forking client {i} of {clients}"))?;
+        trial.fork_client(i, clients, shared.get(), move || make(i, dir, seed))?;
+    }
+
+    // Every tree built, then the uncounted ramp, then the window.
+    trial.await_trees(shared.get(), clients)?;
+    shared.get().phase.store(RAMP, Ordering::SeqCst);
+    trial.watch(Instant::now() + roles::ramp(duration), None, fault)?;
+    shared.get().phase.store(MEASURE, Ordering::SeqCst);
+    let begin = Instant::now();
+    let mut corrupt = corrupting(&ctx.workload).then(|| Rng::new(seed));
+    trial.watch(
+        begin + Duration::from_secs_f64(duration),
+        corrupt.as_mut(),
+        fault,
+    )?;
+    shared.get().phase.store(DONE, Ordering::SeqCst);
+    let window = begin.elapsed().as_secs_f64();
+
+    let o = trial.collect(window)?;
+    drop(trial);
+    Ok(o)
+}
+
+impl Trial {
+    /// An empty trial directory (what an earlier worker of the same pid
+    /// left is removed first) and the janitor that removes it however the
+    /// worker ends.
+    fn start(dir: &Path, clients: usize) -> Result<Trial> {
+        if dir.exists() {
+            std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
+        }
+        std::fs::create_dir(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let mut trial = Trial {
+            dir: dir.to_path_buf(),
+            clients: Vec::with_capacity(clients),
+            janitor: None,
+        };
+        trial.janitor = Some(start_janitor(dir)?);
+        Ok(trial)
+    }
+
+    /// Forks client `i` of `of`, which builds its load with `make` after the
+    /// fork and reports on a pipe of its own.
+    fn fork_client<L: Load>(
+        &mut self,
+        i: usize,
+        of: usize,
+        shared: &Shared,
+        make: impl FnOnce() -> Result<L>,
+    ) -> Result<()> {
+        let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("pipe")?;
+        let pid = fork_child(move || client_main(make, shared, w))
+            .with_context(|| format!("forking client {i} of {of}"))?;
         // The child's end is the child's alone: the pipe ends with it.
         let pipe = File::from(r);
         nix::fcntl::fcntl(
@@ -419,101 +459,112 @@ pub(super) fn run_clients<L: Load>(
             nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
         )
         .context("O_NONBLOCK")?;
-        trial.clients.push(ClientProc {
+        self.clients.push(ClientProc {
             pid,
             pipe,
             out: Vec::new(),
             eof: false,
             reaped: false,
         });
+        Ok(())
     }
 
-    // Every tree built, then the uncounted ramp, then the window.
-    let setup_limit = Instant::now() + Duration::from_secs(60);
-    while shared.get().ready.load(Ordering::SeqCst) < clients as u32 {
-        trial.poll(Duration::from_millis(10))?;
-        if let Some(e) = trial.early_end() {
-            return Err(e.context("building the client trees"));
-        }
-        if Instant::now() > setup_limit {
-            bail!("the client trees were not built within 60 s");
-        }
-    }
-    let wait = |trial: &mut Trial, until: Instant, rng: Option<&mut Rng>| -> Result<()> {
-        let mut rng = rng;
-        while Instant::now() < until {
-            let left = until.saturating_duration_since(Instant::now());
-            trial.poll(left.min(Duration::from_millis(20)))?;
-            if let Some(e) = trial.early_end() {
-                return Err(e);
+    /// Waits until every client has built its tree; a client that ends
+    /// first, or trees not built within a minute, fail the trial.
+    fn await_trees(&mut self, shared: &Shared, clients: usize) -> Result<()> {
+        let setup_limit = Instant::now() + Duration::from_secs(60);
+        while shared.ready.load(Ordering::SeqCst) < clients as u32 {
+            self.poll(Duration::from_millis(10))?;
+            if let Some(e) = self.early_end() {
+                return Err(e.context("building the client trees"));
             }
-            if let Some(r) = rng.as_deref_mut() {
-                fault(&trial.dir, r);
+            if Instant::now() > setup_limit {
+                bail!("the client trees were not built within 60 s");
             }
         }
         Ok(())
-    };
-    shared.get().phase.store(RAMP, Ordering::SeqCst);
-    wait(&mut trial, Instant::now() + roles::ramp(duration), None)?;
-    shared.get().phase.store(MEASURE, Ordering::SeqCst);
-    let begin = Instant::now();
-    let mut corrupt = corrupting(&ctx.workload).then(|| Rng::new(seed));
-    wait(
-        &mut trial,
-        begin + Duration::from_secs_f64(duration),
-        corrupt.as_mut(),
-    )?;
-    shared.get().phase.store(DONE, Ordering::SeqCst);
-    let window = begin.elapsed().as_secs_f64();
-
-    // Reports, then the clients' exits.
-    let limit = Instant::now() + Duration::from_secs(30);
-    while !trial.poll(Duration::from_millis(50))? {
-        if Instant::now() > limit {
-            bail!("a client did not report within 30 s of the window's end");
-        }
     }
-    let mut o = Outcome {
-        counts: BTreeMap::new(),
-        histograms: BTreeMap::new(),
-        tallies: BTreeMap::new(),
-        notes: Vec::new(),
-        bytes_read: 0,
-        bytes_written: 0,
-        window,
-    };
-    for i in 0..trial.clients.len() {
-        let r: Report = match serde_json::from_slice(&trial.clients[i].out) {
-            Ok(r) => r,
-            Err(_) => return Err(trial.failure(i)),
-        };
-        if let Some(e) = r.error {
-            bail!("client {i}: {e}");
+
+    /// Watches the clients until `until`: one that ends before fails the
+    /// trial. With `corrupt`, the load's `fault` is done between looks.
+    fn watch(
+        &mut self,
+        until: Instant,
+        mut corrupt: Option<&mut Rng>,
+        fault: fn(&Path, &mut Rng),
+    ) -> Result<()> {
+        while Instant::now() < until {
+            let left = until.saturating_duration_since(Instant::now());
+            self.poll(left.min(Duration::from_millis(20)))?;
+            if let Some(e) = self.early_end() {
+                return Err(e);
+            }
+            if let Some(r) = corrupt.as_deref_mut() {
+                fault(&self.dir, r);
+            }
         }
+        Ok(())
+    }
+
+    /// Once the window is over: every client's report, merged, and then its
+    /// exit, which must be a clean one.
+    fn collect(&mut self, window: f64) -> Result<Outcome> {
+        let limit = Instant::now() + Duration::from_secs(30);
+        while !self.poll(Duration::from_millis(50))? {
+            if Instant::now() > limit {
+                bail!("a client did not report within 30 s of the window's end");
+            }
+        }
+        let mut o = Outcome {
+            counts: BTreeMap::new(),
+            histograms: BTreeMap::new(),
+            tallies: BTreeMap::new(),
+            notes: Vec::new(),
+            bytes_read: 0,
+            bytes_written: 0,
+            window,
+        };
+        for i in 0..self.clients.len() {
+            let r: Report = match serde_json::from_slice(&self.clients[i].out) {
+                Ok(r) => r,
+                Err(_) => return Err(self.failure(i)),
+            };
+            if let Some(e) = r.error {
+                bail!("client {i}: {e}");
+            }
+            o.add(r)?;
+            let c = &mut self.clients[i];
+            let status = nix::sys::wait::waitpid(c.pid, None);
+            c.reaped = true;
+            if !matches!(status, Ok(nix::sys::wait::WaitStatus::Exited(_, 0))) {
+                bail!("client {i} {} after its report", how_it_ended(status));
+            }
+        }
+        Ok(o)
+    }
+}
+
+impl Outcome {
+    /// Adds one client's report: its histograms merged, its counts summed,
+    /// its notes kept once.
+    fn add(&mut self, r: Report) -> Result<()> {
         for (k, enc) in &r.histograms {
-            let h = o.histograms.entry(k.clone()).or_insert_with(hist::new);
+            let h = self.histograms.entry(k.clone()).or_insert_with(hist::new);
             hist::merge(h, &hist::decode(enc)?)?;
         }
         for (k, n) in r.counts {
-            *o.counts.entry(k).or_default() += n;
+            *self.counts.entry(k).or_default() += n;
         }
         for (k, n) in r.tallies {
-            *o.tallies.entry(k).or_default() += n;
+            *self.tallies.entry(k).or_default() += n;
         }
         for n in r.notes {
-            if !o.notes.contains(&n) {
-                o.notes.push(n);
+            if !self.notes.contains(&n) {
+                self.notes.push(n);
             }
         }
-        o.bytes_read += r.bytes_read;
-        o.bytes_written += r.bytes_written;
-        let c = &mut trial.clients[i];
-        let status = nix::sys::wait::waitpid(c.pid, None);
-        c.reaped = true;
-        if !matches!(status, Ok(nix::sys::wait::WaitStatus::Exited(_, 0))) {
-            bail!("client {i} {} after its report", how_it_ended(status));
-        }
+        self.bytes_read += r.bytes_read;
+        self.bytes_written += r.bytes_written;
+        Ok(())
     }
-    drop(trial);
-    Ok(o)
 }

@@ -119,6 +119,23 @@ struct Interleaved {
 }
 
 impl Interleaved {
+    /// One timing of `n` operations from a fresh record, `chunk` doing them
+    /// at most [`CHUNK`] at a time; the seconds its chunks timed.
+    fn run(
+        &mut self,
+        n: u64,
+        mut chunk: impl FnMut(&mut Interleaved, u64) -> Result<()>,
+    ) -> Result<Duration> {
+        *self = Interleaved::default();
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(CHUNK);
+            chunk(self, k)?;
+            left -= k;
+        }
+        Ok(Duration::from_secs_f64(self.total))
+    }
+
     /// `k` kill(self, 0) then `k` kill(self, SIGUSR1) to the installed empty
     /// handler.
     fn kill_chunk(&mut self, k: u64) -> Result<()> {
@@ -155,16 +172,7 @@ fn install_empty_usr1() -> Result<SigRestore> {
 pub(super) fn sig_catch(ctx: &TrialCtx) -> Result<TrialOutput> {
     let _restore = install_empty_usr1()?;
     let mut iv = Interleaved::default();
-    let (_, n) = ctx.time_per_op(|n| {
-        iv = Interleaved::default();
-        let mut left = n;
-        while left > 0 {
-            let k = left.min(CHUNK);
-            iv.kill_chunk(k)?;
-            left -= k;
-        }
-        Ok(Duration::from_secs_f64(iv.total))
-    })?;
+    let (_, n) = ctx.time_per_op(|n| iv.run(n, |iv, k| iv.kill_chunk(k)))?;
     // As lmbench: what remains after the cost of the kill system call itself
     // is delivering and returning from the signal; never below zero.
     let per_op = iv.signal_overhead().max(0.0);
@@ -314,17 +322,12 @@ pub(super) fn prot_fault(ctx: &TrialCtx) -> Result<TrialOutput> {
 
     let mut iv = Interleaved::default();
     let (_, n) = ctx.time_per_op(|n| {
-        iv = Interleaved::default();
-        let mut left = n;
-        while left > 0 {
-            let k = left.min(CHUNK);
+        iv.run(n, |iv, k| {
             let t = page.fault(k)?.as_secs_f64();
             iv.fault.push(t / k as f64);
             iv.total += t;
-            iv.kill_chunk(k)?;
-            left -= k;
-        }
-        Ok(Duration::from_secs_f64(iv.total))
+            iv.kill_chunk(k)
+        })
     })?;
     drop(page);
     // As lmbench: each fault also delivers a signal, so the signal handler

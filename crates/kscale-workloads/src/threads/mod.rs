@@ -59,6 +59,16 @@ const SECONDS: ParamDef = ParamDef {
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The `impl` of the tests that every implementation runs: the ones that
+/// use only the lock and the condition variable.
+const EVERY_IMPL: ParamDef = ParamDef {
+    name: "impl",
+    help: "pthread, std, futex or spin.",
+    kind: ParamKind::Choice(&["pthread", "std", "futex", "spin"]),
+    default: &["pthread", "std", "futex", "spin"],
+    quick: &[],
+};
+
 pub static FAMILY: Family = Family {
     name: "threads",
     title: "Thread library",
@@ -114,13 +124,7 @@ pub static FAMILY: Family = Family {
                    variable for its turn again; counts hand-overs. spin: a spin lock, waiting \
                    by polling (yielding the CPU after 100 spins).",
             params: &[
-                ParamDef {
-                    name: "impl",
-                    help: "pthread, std, futex or spin.",
-                    kind: ParamKind::Choice(&["pthread", "std", "futex", "spin"]),
-                    default: &["pthread", "std", "futex", "spin"],
-                    quick: &[],
-                },
+                EVERY_IMPL,
                 ParamDef {
                     name: "threads",
                     help: "Threads passing the turn around a ring (2 = the seed's fight).",
@@ -176,16 +180,7 @@ pub static FAMILY: Family = Family {
                    lock operation). A second thread sits parked meanwhile: glibc skips the \
                    atomic instructions of a private mutex in a single-threaded process, \
                    which no program that needs a mutex is.",
-            params: &[
-                ParamDef {
-                    name: "impl",
-                    help: "pthread, std, futex or spin.",
-                    kind: ParamKind::Choice(&["pthread", "std", "futex", "spin"]),
-                    default: &["pthread", "std", "futex", "spin"],
-                    quick: &[],
-                },
-                SECONDS,
-            ],
+            params: &[EVERY_IMPL, SECONDS],
             metrics: METRICS,
             variants: Some(IMPLS),
             timeout: TIMEOUT,

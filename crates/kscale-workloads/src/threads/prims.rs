@@ -40,6 +40,27 @@ impl<F: FnMut()> Drop for Unlock<F> {
     }
 }
 
+/// The monitors built on a raw lock (pthread, futex, spin): a lock taken
+/// and released by hand, and the value it guards. `with` is the same for
+/// all three; only the lock differs.
+trait RawLocked<T> {
+    fn lock(&self);
+    /// Must only be called by the thread holding the lock.
+    fn unlock(&self);
+    /// The guarded value, to be reached only with the lock held.
+    fn value(&self) -> &UnsafeCell<T>;
+
+    /// Runs `f` with the lock held, released however `f` ends.
+    #[inline]
+    fn locked<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        self.lock();
+        let _u = Unlock(|| self.unlock());
+        // SAFETY: the lock is held until _u drops, and value() is reached
+        // only with it held.
+        f(unsafe { &mut *self.value().get() })
+    }
+}
+
 // ---------------------------------------------------------------- pthread
 
 /// glibc's `pthread_mutex_t` (default type) and `pthread_cond_t`, called
@@ -56,7 +77,7 @@ unsafe impl<T: Send> Sync for Pthread<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send> Send for Pthread<T> {}
 
-impl<T> Pthread<T> {
+impl<T> RawLocked<T> for Pthread<T> {
     fn lock(&self) {
         // SAFETY: m was initialised by new() and lives as long as self. A
         // default mutex's lock can only fail on deadlock detection, which
@@ -66,6 +87,9 @@ impl<T> Pthread<T> {
     fn unlock(&self) {
         // SAFETY: called only by the thread that locked m.
         unsafe { libc::pthread_mutex_unlock(self.m.get()) };
+    }
+    fn value(&self) -> &UnsafeCell<T> {
+        &self.v
     }
 }
 
@@ -82,10 +106,7 @@ impl<T: Send> Monitor<T> for Pthread<T> {
     }
     #[inline]
     fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
-        self.lock();
-        let _u = Unlock(|| self.unlock());
-        // SAFETY: m is held until _u drops.
-        f(unsafe { &mut *self.v.get() })
+        self.locked(f)
     }
     fn wait_for<R>(&self, cv: usize, mut ready: impl FnMut(&mut T) -> Option<R>) -> R {
         self.lock();
@@ -231,6 +252,20 @@ unsafe impl<T: Send> Sync for Futex<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send> Send for Futex<T> {}
 
+impl<T> RawLocked<T> for Futex<T> {
+    #[inline]
+    fn lock(&self) {
+        self.m.lock();
+    }
+    #[inline]
+    fn unlock(&self) {
+        self.m.unlock();
+    }
+    fn value(&self) -> &UnsafeCell<T> {
+        &self.v
+    }
+}
+
 impl<T: Send> Monitor<T> for Futex<T> {
     fn new(v: T) -> Self {
         Futex {
@@ -241,10 +276,7 @@ impl<T: Send> Monitor<T> for Futex<T> {
     }
     #[inline]
     fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
-        self.m.lock();
-        let _u = Unlock(|| self.m.unlock());
-        // SAFETY: m is held until _u drops.
-        f(unsafe { &mut *self.v.get() })
+        self.locked(f)
     }
     fn wait_for<R>(&self, cv: usize, mut ready: impl FnMut(&mut T) -> Option<R>) -> R {
         self.m.lock();
@@ -305,7 +337,7 @@ unsafe impl<T: Send> Sync for Spin<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send> Send for Spin<T> {}
 
-impl<T> Spin<T> {
+impl<T> RawLocked<T> for Spin<T> {
     #[inline]
     fn lock(&self) {
         loop {
@@ -325,6 +357,9 @@ impl<T> Spin<T> {
     #[inline]
     fn unlock(&self) {
         self.locked.store(false, Ordering::Release);
+    }
+    fn value(&self) -> &UnsafeCell<T> {
+        &self.v
     }
 }
 
@@ -346,10 +381,7 @@ impl<T: Send> Monitor<T> for Spin<T> {
     }
     #[inline]
     fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
-        self.lock();
-        let _u = Unlock(|| self.unlock());
-        // SAFETY: the lock is held until _u drops.
-        f(unsafe { &mut *self.v.get() })
+        self.locked(f)
     }
     fn wait_for<R>(&self, _cv: usize, mut ready: impl FnMut(&mut T) -> Option<R>) -> R {
         let mut spins = 0;

@@ -466,27 +466,10 @@ impl Worker<'_> {
         let end = loop {
             let phase = self.ctx.phase();
             if phase == Phase::Measure && self.begin.is_none() {
-                let b = Instant::now();
-                self.begin = Some(b);
-                for c in self.conns.iter_mut() {
-                    c.ops = 0;
-                    c.errors = 0;
-                    // The part of a response before the window that its
-                    // throttle spreads into the window.
-                    c.bytes = credit(c.last.2, c.last.0, c.last.1, b, None);
-                }
+                self.open_window();
             }
             if phase >= Phase::Done {
-                let e = Instant::now();
-                if let Some(b) = self.begin {
-                    // The part of the last response spread beyond the window.
-                    for c in self.conns.iter_mut() {
-                        let (from, to, n) = c.last;
-                        let late = credit(n, from, to, b, None) - credit(n, from, to, b, Some(e));
-                        c.bytes = (c.bytes - late).max(0.0);
-                    }
-                }
-                break e;
+                break self.close_window();
             }
             let now = Instant::now();
             while let Some(std::cmp::Reverse((at, i))) = self.timers.peek().copied() {
@@ -553,6 +536,39 @@ impl Worker<'_> {
                 }
             }
         };
+        self.totals(end)
+    }
+
+    /// The measured window begins: the counts start again from zero, but a
+    /// response before the window is credited with the part of it that its
+    /// throttle spreads into the window.
+    fn open_window(&mut self) {
+        let b = Instant::now();
+        self.begin = Some(b);
+        for c in self.conns.iter_mut() {
+            c.ops = 0;
+            c.errors = 0;
+            c.bytes = credit(c.last.2, c.last.0, c.last.1, b, None);
+        }
+    }
+
+    /// The window ends now: each connection gives back the part of its last
+    /// response that its throttle spreads beyond the window.
+    fn close_window(&mut self) -> Instant {
+        let e = Instant::now();
+        if let Some(b) = self.begin {
+            for c in self.conns.iter_mut() {
+                let (from, to, n) = c.last;
+                let late = credit(n, from, to, b, None) - credit(n, from, to, b, Some(e));
+                c.bytes = (c.bytes - late).max(0.0);
+            }
+        }
+        e
+    }
+
+    /// The thread's counts over a window that ended at `end`, with how many
+    /// of its connections conformed.
+    fn totals(&mut self, end: Instant) -> Result<ThreadOut> {
         let window_s = self
             .begin
             .map_or(0.0, |b| end.duration_since(b).as_secs_f64());
@@ -575,96 +591,152 @@ impl Worker<'_> {
     }
 }
 
-pub(super) fn load(ctx: &RoleCtx) -> Result<RoleOutput> {
-    let p = &ctx.params;
-    let conns = ctx.share_of(p.int("conns")?) as usize;
-    let rate = p.int("rate")?;
-    let seed = p.int("seed")?;
-    let spin = p.get("wait")? == "spin";
-    let on_writable = p.get("send")? == "writable";
-    let mut mix = MixKind::parse(p.get("mix")?)?;
-    // A load with no server role of its own drives the `target` URL.
-    let target = match &ctx.endpoint {
-        Some(_) => None,
-        None => Some(super::target::resolve(p)?),
-    };
-    let (addr, dirs) = match (&ctx.endpoint, &target) {
-        (Some(ep), _) => (
-            ep.addr()
-                .parse::<SocketAddr>()
-                .with_context(|| format!("bad server address {}", ep.addr()))?,
-            ep.extra.get("dirs").and_then(|d| d.as_u64()).unwrap_or(1),
-        ),
-        (None, Some(t)) => (t.addr, t.dirs),
-        (None, None) => bail!("web's load has neither a server nor a target"),
-    };
-    let (base, dynamic) = target.as_ref().map_or(("", ""), |t| {
-        (t.base.as_str(), t.dynamic.as_deref().unwrap_or(""))
-    });
-    let no_dynamic = target.as_ref().is_some_and(|t| t.dynamic.is_none());
-    if no_dynamic && mix == MixKind::Specweb {
-        mix = MixKind::Static;
+/// What one load process drives, read from its parameters before any
+/// connection opens.
+struct Plan {
+    conns: usize,
+    rate: u64,
+    seed: u64,
+    spin: bool,
+    on_writable: bool,
+    mix: MixKind,
+    /// The `target` URL that a load without a server role of its own drives.
+    target: Option<super::target::Target>,
+    addr: SocketAddr,
+    dirs: u64,
+    /// The target has no dynamic paths: a SPECweb99 mix keeps only its
+    /// static share.
+    no_dynamic: bool,
+}
+
+impl Plan {
+    /// Reads the parameters, resolving the target of a load without a
+    /// server of its own.
+    fn new(ctx: &RoleCtx) -> Result<Plan> {
+        let p = &ctx.params;
+        let conns = ctx.share_of(p.int("conns")?) as usize;
+        let rate = p.int("rate")?;
+        let seed = p.int("seed")?;
+        let spin = p.get("wait")? == "spin";
+        let on_writable = p.get("send")? == "writable";
+        let mut mix = MixKind::parse(p.get("mix")?)?;
+        let target = match &ctx.endpoint {
+            Some(_) => None,
+            None => Some(super::target::resolve(p)?),
+        };
+        let (addr, dirs) = match (&ctx.endpoint, &target) {
+            (Some(ep), _) => (
+                ep.addr()
+                    .parse::<SocketAddr>()
+                    .with_context(|| format!("bad server address {}", ep.addr()))?,
+                ep.extra.get("dirs").and_then(|d| d.as_u64()).unwrap_or(1),
+            ),
+            (None, Some(t)) => (t.addr, t.dirs),
+            (None, None) => bail!("web's load has neither a server nor a target"),
+        };
+        let no_dynamic = target.as_ref().is_some_and(|t| t.dynamic.is_none());
+        if no_dynamic && mix == MixKind::Specweb {
+            mix = MixKind::Static;
+        }
+        Ok(Plan {
+            conns,
+            rate,
+            seed,
+            spin,
+            on_writable,
+            mix,
+            target,
+            addr,
+            dirs,
+            no_dynamic,
+        })
     }
-    raise_nofile(conns as u64 + 256)?;
-    let sources = Sources::for_conns(addr, conns as u64)?;
-    let threads = ctx.cpus.len().clamp(1, conns.max(1));
-    let ns_per_byte = if rate == 0 {
-        0.0
-    } else {
-        8.0 * 1e9 / (rate as f64 * 1000.0)
-    };
-    // Every connection is open before the load says it is ready.
+
+    /// Nanoseconds a byte may take under the throttle (0: unthrottled).
+    fn ns_per_byte(&self) -> f64 {
+        if self.rate == 0 {
+            0.0
+        } else {
+            8.0 * 1e9 / (self.rate as f64 * 1000.0)
+        }
+    }
+}
+
+/// Opens every connection of this load process, spread over one event loop
+/// per CPU, before the load says it is ready.
+fn workers<'a>(ctx: &'a RoleCtx, plan: &Plan, sources: &Sources) -> Result<Vec<Worker<'a>>> {
+    let threads = ctx.cpus.len().clamp(1, plan.conns.max(1));
     let mut workers = Vec::with_capacity(threads);
     // Connection numbers, unique across threads and load processes: each
     // seeds its own request sequence.
-    let mut id = (ctx.share.index * conns) as u64;
+    let mut id = (ctx.share.index * plan.conns) as u64;
     for t in 0..threads {
         let n = Share {
             index: t,
             count: threads,
         }
-        .of(conns as u64) as usize;
-        let mut cs = Vec::with_capacity(n);
-        for _ in 0..n {
-            let src = sources.source(id);
-            let s = open(addr, src).with_context(|| match src {
-                Some(ip) => format!("cannot connect to the server at {addr} from {ip}"),
-                None => format!("cannot connect to the server at {addr}"),
-            })?;
-            id += 1;
-            cs.push(Conn {
-                s: Some(s),
-                src,
-                st: St::Idle,
-                mix: Mix::new(mix, dirs, seed.wrapping_mul(1_000_003).wrapping_add(id))
-                    .with_paths(base, dynamic),
-                req: Vec::with_capacity(512),
-                sent: 0,
-                buf: Vec::with_capacity(4096),
-                status: 0,
-                need: 0,
-                got: 0,
-                t0: Instant::now(),
-                last: (Instant::now(), Instant::now(), 0),
-                ops: 0,
-                errors: 0,
-                bytes: 0.0,
-            });
-        }
+        .of(plan.conns as u64) as usize;
+        let conns = connect(plan, sources, n, &mut id)?;
+        workers.push(Worker::new(ctx, plan, conns)?);
+    }
+    Ok(workers)
+}
+
+/// Opens `n` connections, numbered on from `id`, each with its own request
+/// sequence.
+fn connect(plan: &Plan, sources: &Sources, n: usize, id: &mut u64) -> Result<Vec<Conn>> {
+    let addr = plan.addr;
+    let (base, dynamic) = plan.target.as_ref().map_or(("", ""), |t| {
+        (t.base.as_str(), t.dynamic.as_deref().unwrap_or(""))
+    });
+    let mut cs = Vec::with_capacity(n);
+    for _ in 0..n {
+        let src = sources.source(*id);
+        let s = open(addr, src).with_context(|| match src {
+            Some(ip) => format!("cannot connect to the server at {addr} from {ip}"),
+            None => format!("cannot connect to the server at {addr}"),
+        })?;
+        *id += 1;
+        let seed = plan.seed.wrapping_mul(1_000_003).wrapping_add(*id);
+        cs.push(Conn {
+            s: Some(s),
+            src,
+            st: St::Idle,
+            mix: Mix::new(plan.mix, plan.dirs, seed).with_paths(base, dynamic),
+            req: Vec::with_capacity(512),
+            sent: 0,
+            buf: Vec::with_capacity(4096),
+            status: 0,
+            need: 0,
+            got: 0,
+            t0: Instant::now(),
+            last: (Instant::now(), Instant::now(), 0),
+            ops: 0,
+            errors: 0,
+            bytes: 0.0,
+        });
+    }
+    Ok(cs)
+}
+
+impl<'a> Worker<'a> {
+    /// An event loop over `conns`, each already registered for its
+    /// responses.
+    fn new(ctx: &'a RoleCtx, plan: &Plan, conns: Vec<Conn>) -> Result<Worker<'a>> {
         let w = Worker {
             ctx,
-            addr,
+            addr: plan.addr,
             ep: Epoll::new()?,
-            conns: cs,
+            conns,
             timers: BinaryHeap::new(),
-            ns_per_byte,
+            ns_per_byte: plan.ns_per_byte(),
             hist: hist::new(),
             lat_ns: 0.0,
             begin: None,
             notes: Vec::new(),
             chunk: vec![0u8; 64 << 10],
-            spin,
-            on_writable,
+            spin: plan.spin,
+            on_writable: plan.on_writable,
         };
         for (i, c) in w.conns.iter().enumerate() {
             if let Some(s) = &c.s {
@@ -672,8 +744,34 @@ pub(super) fn load(ctx: &RoleCtx) -> Result<RoleOutput> {
                     .context("epoll_ctl")?;
             }
         }
-        workers.push(w);
+        Ok(w)
     }
+}
+
+impl ThreadOut {
+    /// Adds another thread's counts; its windows overlap this one's, so the
+    /// longest stands for all.
+    fn absorb(&mut self, o: ThreadOut) {
+        self.ops += o.ops;
+        self.errors += o.errors;
+        self.bytes += o.bytes;
+        self.lat_ns += o.lat_ns;
+        self.conforming += o.conforming;
+        self.window_s = self.window_s.max(o.window_s);
+        for n in o.notes {
+            if !self.notes.contains(&n) {
+                self.notes.push(n);
+            }
+        }
+    }
+}
+
+/// Runs every worker on its own thread, says the load is ready, and sums
+/// what the threads counted once the window is over.
+fn drive(
+    ctx: &RoleCtx,
+    workers: Vec<Worker<'_>>,
+) -> Result<(ThreadOut, hdrhistogram::Histogram<u64>)> {
     let mut total = ThreadOut::default();
     let mut latency = hist::new();
     std::thread::scope(|scope| -> Result<()> {
@@ -690,17 +788,7 @@ pub(super) fn load(ctx: &RoleCtx) -> Result<RoleOutput> {
             match h.join() {
                 Ok(Ok((o, hh))) => {
                     hist::merge(&mut latency, &hh)?;
-                    total.ops += o.ops;
-                    total.errors += o.errors;
-                    total.bytes += o.bytes;
-                    total.lat_ns += o.lat_ns;
-                    total.conforming += o.conforming;
-                    total.window_s = total.window_s.max(o.window_s);
-                    for n in o.notes {
-                        if !total.notes.contains(&n) {
-                            total.notes.push(n);
-                        }
-                    }
+                    total.absorb(o);
                 }
                 Ok(Err(e)) => return Err(e),
                 Err(_) => bail!("a load thread panicked"),
@@ -708,14 +796,38 @@ pub(super) fn load(ctx: &RoleCtx) -> Result<RoleOutput> {
         }
         Ok(())
     })?;
+    Ok((total, latency))
+}
+
+/// The load: every connection open first, then one event loop per CPU
+/// until the window is over.
+pub(super) fn load(ctx: &RoleCtx) -> Result<RoleOutput> {
+    let plan = Plan::new(ctx)?;
+    raise_nofile(plan.conns as u64 + 256)?;
+    let sources = Sources::for_conns(plan.addr, plan.conns as u64)?;
+    let workers = workers(ctx, &plan, &sources)?;
+    let (total, latency) = drive(ctx, workers)?;
+    output(ctx, &plan, &sources, total, &latency)
+}
+
+/// The load's counts, with notes on what shaped them: errors, extra
+/// source addresses, no throttle, an outside target, a static-only mix.
+fn output(
+    ctx: &RoleCtx,
+    plan: &Plan,
+    sources: &Sources,
+    total: ThreadOut,
+    latency: &hdrhistogram::Histogram<u64>,
+) -> Result<RoleOutput> {
+    let p = &ctx.params;
     let mut out = RoleOutput::default()
         .count("ops", total.ops as f64)
         .count("errors", total.errors as f64)
         .count("bytes", total.bytes)
         .count("lat_ns", total.lat_ns)
         .count("conforming", total.conforming as f64)
-        .count("conns", conns as f64)
-        .histogram("latency", &latency);
+        .count("conns", plan.conns as f64)
+        .histogram("latency", latency);
     if total.errors > 0 {
         for n in total.notes {
             out = out.note(format!("load: {n}"));
@@ -727,21 +839,21 @@ pub(super) fn load(ctx: &RoleCtx) -> Result<RoleOutput> {
             sources.count, sources.count, sources.ports
         ));
     }
-    if rate == 0 {
+    if plan.rate == 0 {
         out = out.note("unthrottled connections (rate=0); conformance judged at 400 kbit/s");
     }
-    if let Some(t) = &target {
+    if let Some(t) = &plan.target {
         out = out.note(format!(
             "target: {} ({} directories), a server outside kscale: no server CPU measured",
             t.url, t.dirs
         ));
     }
-    if no_dynamic && p.get("mix")? == "specweb" {
+    if plan.no_dynamic && p.get("mix")? == "specweb" {
         out = out.note(
             "static-only mix: the target has no dynamic paths (dynamic=none); SPECweb99's 70 % \
              static share alone",
         );
-    } else if mix != MixKind::Specweb {
+    } else if plan.mix != MixKind::Specweb {
         out = out.note(format!("static-only mix ({})", p.get("mix")?));
     }
     Ok(out)

@@ -316,22 +316,7 @@ fn parse_line(
             .ok_or_else(|| format!("SLEEP takes one number of microseconds: {raw}"))?;
         return Ok(Some((None, Call::Sleep { us }, true)));
     }
-    for kw in [
-        "LOOP",
-        "ENDLOOP",
-        "REPEAT",
-        "SETSP",
-        "WAITSP",
-        "WRITEPATTERN",
-        "RANDOMSTRING",
-    ] {
-        if f[0].eq_ignore_ascii_case(kw) {
-            return Err(format!(
-                "{kw} is one of dbench's loadfile extensions that fileserver.trace does not \
-                 replay"
-            ));
-        }
-    }
+    refuse_extension(&f[0])?;
     if f.len() < 2 {
         return Ok(None);
     }
@@ -346,18 +331,7 @@ fn parse_line(
     } else {
         None
     };
-    let status = f.pop().unwrap_or_default();
-    let ok = if status == "NT_STATUS_OK" {
-        true
-    } else if status.starts_with("NT_STATUS_") {
-        false
-    } else if status.starts_with("0x") {
-        number(&status).ok_or_else(|| format!("status {status} is not a hex number"))? == 0
-    } else {
-        return Err(format!(
-            "the last field, {status}, is not a status (NT_STATUS_… or 0x…)"
-        ));
-    };
+    let ok = status_ok(&f.pop().unwrap_or_default())?;
     let op = f.first().cloned().unwrap_or_default();
     let (name, sig) = signature(&op).ok_or_else(|| {
         format!(
@@ -373,106 +347,204 @@ fn parse_line(
             args.len()
         ));
     }
-    let num = |i: usize, what: &str| -> Result<u64, String> {
-        number(&args[i]).ok_or_else(|| format!("{name}'s {what}, {}, is not a number", args[i]))
-    };
-    let small = |i: usize, what: &str| -> Result<u32, String> {
-        u32::try_from(num(i, what)?)
-            .map_err(|_| format!("{name}'s {what}, {}, is too large", args[i]))
-    };
-    let io_size = |i: usize| -> Result<u32, String> {
-        let n = small(i, "size")?;
+    let call = Args {
+        name,
+        fields: args,
+        intern,
+    }
+    .call()?;
+    Ok(Some((at, call, ok)))
+}
+
+/// Refuses dbench's loadfile extensions by name: they loop, wait or fill
+/// buffers, which a replay of the calls alone would get wrong.
+fn refuse_extension(op: &str) -> Result<(), String> {
+    for kw in [
+        "LOOP",
+        "ENDLOOP",
+        "REPEAT",
+        "SETSP",
+        "WAITSP",
+        "WRITEPATTERN",
+        "RANDOMSTRING",
+    ] {
+        if op.eq_ignore_ascii_case(kw) {
+            return Err(format!(
+                "{kw} is one of dbench's loadfile extensions that fileserver.trace does not \
+                 replay"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether a recorded status is success: `NT_STATUS_OK` or a hex zero.
+fn status_ok(status: &str) -> Result<bool, String> {
+    if status == "NT_STATUS_OK" {
+        Ok(true)
+    } else if status.starts_with("NT_STATUS_") {
+        Ok(false)
+    } else if status.starts_with("0x") {
+        Ok(number(status).ok_or_else(|| format!("status {status} is not a hex number"))? == 0)
+    } else {
+        Err(format!(
+            "the last field, {status}, is not a status (NT_STATUS_… or 0x…)"
+        ))
+    }
+}
+
+/// The fields of one call before its status, as many as its signature
+/// names, with the call's name so that a message says whose field is wrong.
+struct Args<'a> {
+    name: &'static str,
+    fields: &'a [String],
+    intern: &'a mut dyn FnMut(TracePath) -> PathId,
+}
+
+impl Args<'_> {
+    /// A number field, decimal or hex as dbench reads it.
+    fn num(&self, i: usize, what: &str) -> Result<u64, String> {
+        number(&self.fields[i]).ok_or_else(|| {
+            format!(
+                "{}'s {what}, {}, is not a number",
+                self.name, self.fields[i]
+            )
+        })
+    }
+
+    /// A number that must fit a handle, a count or an I/O size.
+    fn small(&self, i: usize, what: &str) -> Result<u32, String> {
+        u32::try_from(self.num(i, what)?)
+            .map_err(|_| format!("{}'s {what}, {}, is too large", self.name, self.fields[i]))
+    }
+
+    /// A read's or write's size: the replay's buffers hold at most
+    /// [`MAX_IO`] bytes.
+    fn io_size(&self, i: usize) -> Result<u32, String> {
+        let n = self.small(i, "size")?;
         if n as usize > MAX_IO {
             return Err(format!(
-                "{name} of {n} bytes: fileserver.trace replays reads and writes of at most \
-                 {MAX_IO} bytes"
+                "{} of {n} bytes: fileserver.trace replays reads and writes of at most \
+                 {MAX_IO} bytes",
+                self.name
             ));
         }
         Ok(n)
-    };
-    let mut path = |i: usize| -> Result<PathId, String> { Ok(intern(trace_path(&args[i])?)) };
-    let call = match name {
-        "NTCreateX" => {
-            let disposition = small(2, "disposition")?;
-            if disposition > FILE_OVERWRITE_IF {
-                return Err(format!(
-                    "NTCreateX's disposition {disposition} is not one of SMB's 0–5"
-                ));
-            }
-            Call::NtCreateX {
-                path: path(0)?,
-                options: small(1, "create options")?,
-                disposition,
-                handle: small(3, "handle")?,
-            }
+    }
+
+    /// A path field, rewritten into the client's tree and interned, so a
+    /// path named many times is turned into the client's own once.
+    fn path(&mut self, i: usize) -> Result<PathId, String> {
+        Ok((self.intern)(trace_path(&self.fields[i])?))
+    }
+
+    /// The call the fields make; `name` is one of [`signature`]'s.
+    fn call(mut self) -> Result<Call, String> {
+        Ok(match self.name {
+            "NTCreateX" => self.create()?,
+            "Close" => Call::Close {
+                handle: self.small(0, "handle")?,
+            },
+            "Rename" => Call::Rename {
+                from: self.path(0)?,
+                to: self.path(1)?,
+            },
+            "Unlink" => Call::Unlink {
+                path: self.path(0)?,
+            },
+            "Deltree" => Call::Deltree {
+                path: self.path(0)?,
+            },
+            "Rmdir" => Call::Rmdir {
+                path: self.path(0)?,
+            },
+            "Mkdir" => Call::Mkdir {
+                path: self.path(0)?,
+            },
+            "QUERY_PATH_INFORMATION" => Call::QueryPath {
+                path: self.path(0)?,
+            },
+            "QUERY_FILE_INFORMATION" => Call::QueryFile {
+                handle: self.small(0, "handle")?,
+            },
+            "QUERY_FS_INFORMATION" => Call::QueryFs,
+            "SET_FILE_INFORMATION" => Call::SetFileInfo {
+                handle: self.small(0, "handle")?,
+            },
+            "FIND_FIRST" => Call::FindFirst {
+                pattern: self.path(0)?,
+                max: self.small(2, "maximum count")?,
+            },
+            "WriteX" | "ReadX" => self.io()?,
+            "LockX" | "UnlockX" => self.lock()?,
+            _ => Call::Flush {
+                handle: self.small(0, "handle")?,
+            },
+        })
+    }
+
+    /// NTCreateX, whose disposition must be one the replay can open with.
+    fn create(&mut self) -> Result<Call, String> {
+        let disposition = self.small(2, "disposition")?;
+        if disposition > FILE_OVERWRITE_IF {
+            return Err(format!(
+                "NTCreateX's disposition {disposition} is not one of SMB's 0–5"
+            ));
         }
-        "Close" => Call::Close {
-            handle: small(0, "handle")?,
-        },
-        "Rename" => Call::Rename {
-            from: path(0)?,
-            to: path(1)?,
-        },
-        "Unlink" => Call::Unlink { path: path(0)? },
-        "Deltree" => Call::Deltree { path: path(0)? },
-        "Rmdir" => Call::Rmdir { path: path(0)? },
-        "Mkdir" => Call::Mkdir { path: path(0)? },
-        "QUERY_PATH_INFORMATION" => Call::QueryPath { path: path(0)? },
-        "QUERY_FILE_INFORMATION" => Call::QueryFile {
-            handle: small(0, "handle")?,
-        },
-        "QUERY_FS_INFORMATION" => Call::QueryFs,
-        "SET_FILE_INFORMATION" => Call::SetFileInfo {
-            handle: small(0, "handle")?,
-        },
-        "FIND_FIRST" => Call::FindFirst {
-            pattern: path(0)?,
-            max: small(2, "maximum count")?,
-        },
-        "WriteX" | "ReadX" => {
-            let (handle, offset, size, ret) = (
-                small(0, "handle")?,
-                num(1, "offset")?,
-                io_size(2)?,
-                small(3, "returned size")?,
-            );
-            if name == "WriteX" {
-                Call::WriteX {
-                    handle,
-                    offset,
-                    size,
-                    ret,
-                }
-            } else {
-                Call::ReadX {
-                    handle,
-                    offset,
-                    size,
-                    ret,
-                }
+        Ok(Call::NtCreateX {
+            path: self.path(0)?,
+            options: self.small(1, "create options")?,
+            disposition,
+            handle: self.small(3, "handle")?,
+        })
+    }
+
+    /// WriteX or ReadX: the same four fields.
+    fn io(&self) -> Result<Call, String> {
+        let (handle, offset, size, ret) = (
+            self.small(0, "handle")?,
+            self.num(1, "offset")?,
+            self.io_size(2)?,
+            self.small(3, "returned size")?,
+        );
+        Ok(if self.name == "WriteX" {
+            Call::WriteX {
+                handle,
+                offset,
+                size,
+                ret,
             }
-        }
-        "LockX" | "UnlockX" => {
-            let (handle, offset, size) = (small(0, "handle")?, num(1, "offset")?, num(2, "size")?);
-            if name == "LockX" {
-                Call::LockX {
-                    handle,
-                    offset,
-                    size,
-                }
-            } else {
-                Call::UnlockX {
-                    handle,
-                    offset,
-                    size,
-                }
+        } else {
+            Call::ReadX {
+                handle,
+                offset,
+                size,
+                ret,
             }
-        }
-        _ => Call::Flush {
-            handle: small(0, "handle")?,
-        },
-    };
-    Ok(Some((at, call, ok)))
+        })
+    }
+
+    /// LockX or UnlockX: the same three fields.
+    fn lock(&self) -> Result<Call, String> {
+        let (handle, offset, size) = (
+            self.small(0, "handle")?,
+            self.num(1, "offset")?,
+            self.num(2, "size")?,
+        );
+        Ok(if self.name == "LockX" {
+            Call::LockX {
+                handle,
+                offset,
+                size,
+            }
+        } else {
+            Call::UnlockX {
+                handle,
+                offset,
+                size,
+            }
+        })
+    }
 }
 
 #[cfg(test)]

@@ -309,79 +309,12 @@ impl<'t> Replayer<'t> {
                 disposition,
                 handle,
             } => self.create(path, options, disposition, handle, line.ok)?,
-            Call::Close { handle } => match self.handles.remove(&handle) {
-                Some(h) => {
-                    if let (Some(m), Some(id)) = (self.model.as_mut(), h.id) {
-                        m.release(id, false);
-                    }
-                    drop(h.file);
-                    Ok(())
-                }
-                None => Err(Why::NoHandle(handle)),
-            },
-            Call::Rename { from, to } => {
-                let (a, b) = (self.path(from), self.path(to));
-                let _ = resolve(a);
-                let _ = resolve(b);
-                match std::fs::rename(a, b) {
-                    Ok(()) => {
-                        if let (Some(f), Some(t)) = (self.rel(from), self.rel(to)) {
-                            let (f, t) = (f.to_string(), t.to_string());
-                            if let Some(m) = self.model.as_mut() {
-                                m.rename(&f, &t);
-                            }
-                        }
-                        Ok(())
-                    }
-                    Err(e) => Err(why(e, "rename", a)?),
-                }
-            }
-            Call::Unlink { path } => {
-                let p = self.path(path);
-                let _ = resolve(p);
-                match std::fs::remove_file(p) {
-                    Ok(()) => {
-                        self.forget(path);
-                        Ok(())
-                    }
-                    Err(e) => Err(why(e, "unlink", p)?),
-                }
-            }
-            Call::Deltree { path } => {
-                let p = self.path(path);
-                let r = match std::fs::remove_dir_all(p) {
-                    Ok(()) => Ok(()),
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-                    Err(e) => Err(why(e, "deltree", p)?),
-                };
-                self.forget(path);
-                r
-            }
-            Call::Rmdir { path } => {
-                let p = self.path(path);
-                let _ = resolve(p);
-                match std::fs::remove_dir(p) {
-                    Ok(()) => Ok(()),
-                    // The directory of every tree is shared: the others'
-                    // trees keep it.
-                    Err(_) if self.rel(path).is_none() => Ok(()),
-                    Err(e) => Err(why(e, "rmdir", p)?),
-                }
-            }
-            Call::Mkdir { path } => {
-                let p = self.path(path);
-                let _ = resolve(p);
-                match std::fs::DirBuilder::new().mode(0o777).create(p) {
-                    Ok(()) => Ok(()),
-                    // Shared: another client made it.
-                    Err(e)
-                        if e.kind() == io::ErrorKind::AlreadyExists && self.rel(path).is_none() =>
-                    {
-                        Ok(())
-                    }
-                    Err(e) => Err(why(e, "mkdir", p)?),
-                }
-            }
+            Call::Close { handle } => self.close(handle),
+            Call::Rename { from, to } => self.rename(from, to)?,
+            Call::Unlink { path } => self.unlink(path)?,
+            Call::Deltree { path } => self.deltree(path)?,
+            Call::Rmdir { path } => self.rmdir(path)?,
+            Call::Mkdir { path } => self.mkdir(path)?,
             Call::QueryPath { path } => {
                 let p = self.path(path);
                 resolve(p).map(|_| ()).map_err(errno)
@@ -416,16 +349,107 @@ impl<'t> Replayer<'t> {
                 offset,
                 size,
             } => self.lock(handle, offset, size, libc::F_UNLCK),
-            Call::Flush { handle } => match self.handle(handle) {
-                Ok(h) => match h.file.sync_all() {
-                    Ok(()) => Ok(()),
-                    Err(e) => Err(why(e, "fsync", &self.root)?),
-                },
-                Err(w) => Err(w),
-            },
+            Call::Flush { handle } => self.flush(handle)?,
             Call::Sleep { .. } => Ok(()),
         };
         Ok(r)
+    }
+
+    /// Close: the handle goes, and with it the model's hold on the file.
+    fn close(&mut self, handle: u32) -> Result<(), Why> {
+        match self.handles.remove(&handle) {
+            Some(h) => {
+                if let (Some(m), Some(id)) = (self.model.as_mut(), h.id) {
+                    m.release(id, false);
+                }
+                drop(h.file);
+                Ok(())
+            }
+            None => Err(Why::NoHandle(handle)),
+        }
+    }
+
+    /// Rename, after resolving both names as Samba does; the model follows
+    /// a rename inside the client's tree.
+    fn rename(&mut self, from: PathId, to: PathId) -> Result<Result<(), Why>> {
+        let (a, b) = (self.path(from), self.path(to));
+        let _ = resolve(a);
+        let _ = resolve(b);
+        Ok(match std::fs::rename(a, b) {
+            Ok(()) => {
+                if let (Some(f), Some(t)) = (self.rel(from), self.rel(to)) {
+                    let (f, t) = (f.to_string(), t.to_string());
+                    if let Some(m) = self.model.as_mut() {
+                        m.rename(&f, &t);
+                    }
+                }
+                Ok(())
+            }
+            Err(e) => Err(why(e, "rename", a)?),
+        })
+    }
+
+    /// Unlink, after resolving the name; the model forgets the file.
+    fn unlink(&mut self, path: PathId) -> Result<Result<(), Why>> {
+        let p = self.path(path);
+        let _ = resolve(p);
+        Ok(match std::fs::remove_file(p) {
+            Ok(()) => {
+                self.forget(path);
+                Ok(())
+            }
+            Err(e) => Err(why(e, "unlink", p)?),
+        })
+    }
+
+    /// Deltree: a tree that is not there is already deleted.
+    fn deltree(&mut self, path: PathId) -> Result<Result<(), Why>> {
+        let p = self.path(path);
+        let r = match std::fs::remove_dir_all(p) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(why(e, "deltree", p)?),
+        };
+        self.forget(path);
+        Ok(r)
+    }
+
+    /// Rmdir, after resolving the name.
+    fn rmdir(&self, path: PathId) -> Result<Result<(), Why>> {
+        let p = self.path(path);
+        let _ = resolve(p);
+        Ok(match std::fs::remove_dir(p) {
+            Ok(()) => Ok(()),
+            // The directory of every tree is shared: the others'
+            // trees keep it.
+            Err(_) if self.rel(path).is_none() => Ok(()),
+            Err(e) => Err(why(e, "rmdir", p)?),
+        })
+    }
+
+    /// Mkdir, after resolving the name.
+    fn mkdir(&self, path: PathId) -> Result<Result<(), Why>> {
+        let p = self.path(path);
+        let _ = resolve(p);
+        Ok(match std::fs::DirBuilder::new().mode(0o777).create(p) {
+            Ok(()) => Ok(()),
+            // Shared: another client made it.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && self.rel(path).is_none() => {
+                Ok(())
+            }
+            Err(e) => Err(why(e, "mkdir", p)?),
+        })
+    }
+
+    /// Flush: the handle's file to stable storage.
+    fn flush(&self, handle: u32) -> Result<Result<(), Why>> {
+        Ok(match self.handle(handle) {
+            Ok(h) => match h.file.sync_all() {
+                Ok(()) => Ok(()),
+                Err(e) => Err(why(e, "fsync", &self.root)?),
+            },
+            Err(w) => Err(w),
+        })
     }
 
     /// The open handle `h`, or the failure of a call on a handle that is
