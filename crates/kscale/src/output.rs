@@ -112,9 +112,7 @@ impl Format {
     /// when standard output is a terminal that wants it ([`use_color`]).
     pub fn exporter(self) -> Box<dyn Exporter> {
         match self {
-            Format::Terminal => Box::new(Terminal {
-                color: use_color(),
-            }),
+            Format::Terminal => Box::new(Terminal { color: use_color() }),
             Format::Json => Box::new(Json),
             Format::Csv => Box::new(Csv),
             Format::Md => Box::new(Markdown),
@@ -139,13 +137,19 @@ mod tests {
     fn a_refused_format_names_what_the_command_writes() {
         let two = [Format::Terminal, Format::Json];
         assert_eq!(Format::Json.accepted("cpus", &two).ok(), Some(Format::Json));
-        let e = Format::Csv.accepted("cpus", &two).err().map(|e| e.to_string());
+        let e = Format::Csv
+            .accepted("cpus", &two)
+            .err()
+            .map(|e| e.to_string());
         assert_eq!(
             e.as_deref(),
             Some("bad --format `csv`: kscale cpus writes terminal or json")
         );
         let three = [Format::Terminal, Format::Md, Format::Csv];
-        let e = Format::Json.accepted("show", &three).err().map(|e| e.to_string());
+        let e = Format::Json
+            .accepted("show", &three)
+            .err()
+            .map(|e| e.to_string());
         assert_eq!(
             e.as_deref(),
             Some("bad --format `json`: kscale show writes terminal, md or csv")
