@@ -39,7 +39,12 @@ pub struct Args {
     #[arg(long, default_value_t = 10)]
     top: usize,
     /// Output format: terminal, json or csv.
-    #[arg(long, value_enum, default_value = "terminal")]
+    #[arg(
+        long,
+        value_enum,
+        default_value = "terminal",
+        hide_possible_values = true
+    )]
     format: Format,
 }
 

@@ -44,7 +44,12 @@ pub struct Args {
     #[arg(long, value_name = "PCT", default_value = "5%")]
     threshold: String,
     /// Output format: terminal or json.
-    #[arg(long, value_enum, default_value = "terminal")]
+    #[arg(
+        long,
+        value_enum,
+        default_value = "terminal",
+        hide_possible_values = true
+    )]
     format: Format,
     /// Runs to measure the targets in before the first verdict: the runs
     /// now are one side of each comparison, and their spread one part of

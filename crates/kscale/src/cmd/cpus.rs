@@ -23,7 +23,12 @@ pub struct Args {
     #[arg(long, value_name = "ORDER", default_value = "compact", value_parser = crate::engine::args::parse_cpu_order)]
     cpu_order: CpuOrder,
     /// Output format: terminal or json.
-    #[arg(long, value_enum, default_value = "terminal")]
+    #[arg(
+        long,
+        value_enum,
+        default_value = "terminal",
+        hide_possible_values = true
+    )]
     format: Format,
 }
 

@@ -39,7 +39,12 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
     /// Output format: terminal or json.
-    #[arg(long, value_enum, default_value = "terminal")]
+    #[arg(
+        long,
+        value_enum,
+        default_value = "terminal",
+        hide_possible_values = true
+    )]
     format: Format,
 }
 

@@ -14,7 +14,7 @@ pub struct Args {
     /// A run id, a label (its latest run) or `latest`.
     run: String,
     /// Output format: json or csv.
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, hide_possible_values = true)]
     format: Format,
     /// Write to this file instead of standard output.
     #[arg(short, long, value_name = "FILE")]

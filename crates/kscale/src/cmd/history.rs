@@ -36,7 +36,12 @@ pub struct Args {
     #[command(flatten)]
     pub select: Select,
     /// Output format: terminal, json or csv.
-    #[arg(long, value_enum, default_value = "terminal")]
+    #[arg(
+        long,
+        value_enum,
+        default_value = "terminal",
+        hide_possible_values = true
+    )]
     format: Format,
 }
 

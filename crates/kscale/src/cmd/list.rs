@@ -11,7 +11,12 @@ pub struct Args {
     #[arg(long, value_name = "FAMILY")]
     family: Option<String>,
     /// Output format: terminal or json.
-    #[arg(long, value_enum, default_value = "terminal")]
+    #[arg(
+        long,
+        value_enum,
+        default_value = "terminal",
+        hide_possible_values = true
+    )]
     format: Format,
 }
 

@@ -23,7 +23,12 @@ pub struct Args {
     #[arg(default_value = "latest")]
     run: String,
     /// Output format: terminal, md or csv.
-    #[arg(long, value_enum, default_value = "terminal")]
+    #[arg(
+        long,
+        value_enum,
+        default_value = "terminal",
+        hide_possible_values = true
+    )]
     format: Format,
     /// The variant that variant tables compare against (e.g. an
     /// implementation of `threads`: pthread, std, futex or spin); default:
