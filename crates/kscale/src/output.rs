@@ -156,6 +156,65 @@ mod tests {
         );
     }
 
+    /// Two small tables, the second with a cell CSV must quote.
+    fn two_tables() -> Vec<Table> {
+        use kscale_report::{Cell, RowKind};
+        let mut a = Table::new("first", vec!["case".into(), "mean".into()]);
+        a.push(RowKind::Data, vec![Cell::new("x"), Cell::new("1.5")]);
+        let mut b = Table::new("second", vec!["case".into(), "mean".into()]);
+        b.push(RowKind::Data, vec![Cell::new("y, z"), Cell::new("2")]);
+        vec![a, b]
+    }
+
+    #[test]
+    fn text_formats_put_a_blank_line_between_tables_and_csv_one_header() {
+        let t = two_tables();
+        let (a, b) = (&t[0], &t[1]);
+        let terminal = Terminal { color: false }.tables(&t);
+        assert_eq!(
+            terminal,
+            format!("{}\n{}", a.to_terminal(false), b.to_terminal(false))
+        );
+        let md = Markdown.tables(&t);
+        assert_eq!(md, format!("{}\n{}", a.to_markdown(), b.to_markdown()));
+        assert_eq!(
+            Csv.tables(&t),
+            "table,case,mean\nfirst,x,1.5\nsecond,\"y, z\",2\n"
+        );
+        assert_eq!(Csv.tables(&[]), "");
+    }
+
+    #[test]
+    fn json_keeps_a_commands_field_order() {
+        #[derive(serde::Serialize)]
+        struct Doc {
+            zeta: u8,
+            alpha: &'static str,
+        }
+        let text = Json
+            .document(&Doc {
+                zeta: 1,
+                alpha: "a",
+            })
+            .ok();
+        assert_eq!(
+            text.as_deref(),
+            Some("{\n  \"zeta\": 1,\n  \"alpha\": \"a\"\n}\n")
+        );
+        let tables: serde_json::Value =
+            serde_json::from_str(&Json.tables(&two_tables())).unwrap_or_default();
+        assert_eq!(tables[1]["rows"][0][0], "y, z");
+        assert_eq!(tables[0]["headers"][1], "mean");
+    }
+
+    #[test]
+    fn csv_records_quote_what_needs_it() {
+        assert_eq!(
+            csv_record(&["a".into(), "b,c".into(), "say \"hi\"".into()]),
+            "a,\"b,c\",\"say \"\"hi\"\"\"\n"
+        );
+    }
+
     #[test]
     fn text_is_still_the_terminal() {
         use clap::ValueEnum;
