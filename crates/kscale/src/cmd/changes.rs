@@ -39,18 +39,9 @@ pub struct Args {
     #[arg(long, default_value_t = 10)]
     top: usize,
     /// Output format: terminal, json or csv.
-    #[arg(
-        long,
-        value_enum,
-        default_value = "terminal",
-        hide_possible_values = true
-    )]
+    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
     format: Format,
 }
-
-/// The formats `changes` writes: a line a change, the changes as JSON, or
-/// a row a change.
-const WRITES: &[Format] = &[Format::Terminal, Format::Json, Format::Csv];
 
 /// `5%`, `5` or `0.5%`: a fraction.
 fn parse_threshold(s: &str) -> Result<f64> {
@@ -245,7 +236,9 @@ pub fn detect_series(s: &Series) -> Vec<Change> {
 }
 
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
-    let format = args.format.accepted("changes", WRITES)?;
+    let format = args
+        .format
+        .accepted("changes", &[Format::Terminal, Format::Json, Format::Csv])?;
     let threshold = parse_threshold(&args.threshold)?;
     let store = super::open_existing(db)?;
     let series = args.select.series(&store)?;

@@ -44,12 +44,7 @@ pub struct Args {
     #[arg(long, value_name = "PCT", default_value = "5%")]
     threshold: String,
     /// Output format: terminal or json.
-    #[arg(
-        long,
-        value_enum,
-        default_value = "terminal",
-        hide_possible_values = true
-    )]
+    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
     format: Format,
     /// Runs to measure the targets in before the first verdict: the runs
     /// now are one side of each comparison, and their spread one part of
@@ -65,9 +60,6 @@ pub struct Args {
     #[command(flatten)]
     run: super::run::Args,
 }
-
-/// The formats `check` writes: a line a verdict, or the verdicts as JSON.
-const WRITES: &[Format] = &[Format::Terminal, Format::Json];
 
 /// `5%`, `5` or `0.5%`: a fraction in (0, 10].
 pub fn parse_threshold(s: &str) -> Result<f64> {
@@ -98,7 +90,9 @@ const MAX_RUNS: u32 = 20;
 const SECONDS_A_CASE: f64 = 60.0;
 
 pub fn run(mut args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
-    let format = args.format.accepted("check", WRITES)?;
+    let format = args
+        .format
+        .accepted("check", &[Format::Terminal, Format::Json])?;
     let threshold = parse_threshold(&args.threshold)?;
     if !(1..=MAX_RUNS).contains(&args.repeat) {
         return Err(user(format!(

@@ -23,22 +23,16 @@ pub struct Args {
     #[arg(long, value_name = "ORDER", default_value = "compact", value_parser = crate::engine::args::parse_cpu_order)]
     cpu_order: CpuOrder,
     /// Output format: terminal or json.
-    #[arg(
-        long,
-        value_enum,
-        default_value = "terminal",
-        hide_possible_values = true
-    )]
+    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
     format: Format,
 }
-
-/// The formats `cpus` writes: its plan for a person, or as JSON.
-const WRITES: &[Format] = &[Format::Terminal, Format::Json];
 
 pub use crate::engine::args::usable;
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    let format = args.format.accepted("cpus", WRITES)?;
+    let format = args
+        .format
+        .accepted("cpus", &[Format::Terminal, Format::Json])?;
     // A copied tree describes another machine: this process's mask says
     // nothing about it, so its plan uses every CPU the tree has online.
     let topo = if kscale_sys::topology::foreign() {

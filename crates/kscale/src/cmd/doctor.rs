@@ -39,18 +39,9 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
     /// Output format: terminal or json.
-    #[arg(
-        long,
-        value_enum,
-        default_value = "terminal",
-        hide_possible_values = true
-    )]
+    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
     format: Format,
 }
-
-/// The formats `doctor` writes: a line a finding, or the findings and the
-/// gauge's readings as JSON.
-const WRITES: &[Format] = &[Format::Terminal, Format::Json];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -102,7 +93,9 @@ fn workloads(targets: &[String]) -> Result<Vec<&'static kscale_workloads::Worklo
 }
 
 pub fn run(args: Args, _db: Option<PathBuf>) -> Result<ExitCode> {
-    let format = args.format.accepted("doctor", WRITES)?;
+    let format = args
+        .format
+        .accepted("doctor", &[Format::Terminal, Format::Json])?;
     if !(args.seconds.is_finite() && (1.0..=3600.0).contains(&args.seconds)) {
         return Err(user(format!(
             "bad --seconds {}: expected 1 to 3600",

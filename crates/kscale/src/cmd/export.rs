@@ -21,10 +21,6 @@ pub struct Args {
     output: Option<PathBuf>,
 }
 
-/// The formats `export` writes: the whole run as JSON, or its results a
-/// row each.
-const WRITES: &[Format] = &[Format::Json, Format::Csv];
-
 /// One object per case and metric (the primary metric first).
 pub fn results(data: &RunData) -> Vec<Value> {
     let rule = RuleInfo::of(data);
@@ -146,7 +142,9 @@ pub fn to_csv(data: &RunData) -> String {
 }
 
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
-    let format = args.format.accepted("export", WRITES)?;
+    let format = args
+        .format
+        .accepted("export", &[Format::Json, Format::Csv])?;
     let store = super::open_existing(db)?;
     let id = store.resolve(&args.run)?;
     let text = match format {

@@ -36,18 +36,9 @@ pub struct Args {
     #[command(flatten)]
     pub select: Select,
     /// Output format: terminal, json or csv.
-    #[arg(
-        long,
-        value_enum,
-        default_value = "terminal",
-        hide_possible_values = true
-    )]
+    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
     format: Format,
 }
-
-/// The formats `history` writes: a table a case, the series as JSON, or
-/// a row a run.
-const WRITES: &[Format] = &[Format::Terminal, Format::Json, Format::Csv];
 
 /// Which cases, over which runs, in which order.
 #[derive(clap::Args)]
@@ -556,7 +547,9 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
             "history needs at least one TARGET: a family or a workload, e.g. `kscale history syscall.null`",
         ));
     }
-    let format = args.format.accepted("history", WRITES)?;
+    let format = args
+        .format
+        .accepted("history", &[Format::Terminal, Format::Json, Format::Csv])?;
     let store = super::open_existing(db)?;
     let series = args.select.series(&store)?;
     match format {

@@ -11,20 +11,14 @@ pub struct Args {
     #[arg(long, value_name = "FAMILY")]
     family: Option<String>,
     /// Output format: terminal or json.
-    #[arg(
-        long,
-        value_enum,
-        default_value = "terminal",
-        hide_possible_values = true
-    )]
+    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
     format: Format,
 }
 
-/// The formats `list` writes: the catalogue for a person, or as JSON.
-const WRITES: &[Format] = &[Format::Terminal, Format::Json];
-
 pub fn run(args: Args) -> Result<ExitCode> {
-    let format = args.format.accepted("list", WRITES)?;
+    let format = args
+        .format
+        .accepted("list", &[Format::Terminal, Format::Json])?;
     if let Some(f) = &args.family {
         if kscale_workloads::family(f).is_none() {
             let all: Vec<&str> = REGISTRY.iter().map(|f| f.name).collect();

@@ -23,12 +23,7 @@ pub struct Args {
     #[arg(default_value = "latest")]
     run: String,
     /// Output format: terminal, md or csv.
-    #[arg(
-        long,
-        value_enum,
-        default_value = "terminal",
-        hide_possible_values = true
-    )]
+    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
     format: Format,
     /// The variant that variant tables compare against (e.g. an
     /// implementation of `threads`: pthread, std, futex or spin); default:
@@ -36,10 +31,6 @@ pub struct Args {
     #[arg(long, value_name = "VALUE")]
     baseline: Option<String>,
 }
-
-/// The formats `show` writes: the run's header and tables for a person or
-/// as Markdown, or the tables alone as CSV (`export` writes JSON).
-const WRITES: &[Format] = &[Format::Terminal, Format::Md, Format::Csv];
 
 pub fn header(data: &RunData) -> String {
     let r = &data.run;
@@ -148,7 +139,9 @@ fn headed(data: &RunData, tables: &[Table], exporter: &dyn Exporter) -> String {
 }
 
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
-    let format = args.format.accepted("show", WRITES)?;
+    let format = args
+        .format
+        .accepted("show", &[Format::Terminal, Format::Md, Format::Csv])?;
     let store = super::open_existing(db)?;
     let id = store.resolve(&args.run)?;
     let data = store.load_run(id)?;
