@@ -70,6 +70,15 @@ fn bad_inputs_exit_2_with_one_line() {
         (&["run", "syscall.null", "--label", "42"], "bad --label"),
         (&["run", "--bogus-flag"], "--bogus-flag"),
         (&["list", "--family", "nope"], "unknown family `nope`"),
+        // One --format for every command; each refuses what it cannot write.
+        (
+            &["cpus", "--format", "csv"],
+            "bad --format `csv`: kscale cpus writes terminal or json",
+        ),
+        (
+            &["list", "--format", "md"],
+            "bad --format `md`: kscale list writes terminal or json",
+        ),
         // tune interleaves its steps itself; a pace it would not keep is refused.
         (
             &["tune", "--span", "20s", "plan.toml"],
@@ -96,6 +105,16 @@ fn bad_databases_and_runs() {
         &env,
         &["export", "latest", "--format", "xml"],
         "invalid value 'xml'",
+    );
+    refused(
+        &env,
+        &["export", "latest", "--format", "terminal"],
+        "bad --format `terminal`: kscale export writes json or csv",
+    );
+    refused(
+        &env,
+        &["show", "latest", "--format", "json"],
+        "bad --format `json`: kscale show writes terminal, md or csv",
     );
     refused(&env, &["run", "--resume", "a"], "already complete");
     // A metric no case records.

@@ -127,3 +127,24 @@ fn bad_input_is_one_line() {
         .unwrap();
     common::assert_refused(&out, "exceeds the 4 CPUs", "too many CPUs");
 }
+
+/// `text`, what `cpus` called its terminal format before every command
+/// took the one `--format`, still names it: old scripts keep working.
+#[test]
+fn text_still_names_the_terminal_format() {
+    let cpus = |args: &[&str]| {
+        common::kscale()
+            .env("KSCALE_SYSFS", fixture("vm-4vcpu-smt"))
+            .arg("cpus")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let (plain, text) = (cpus(&[]), cpus(&["--format", "text"]));
+    assert!(
+        text.status.success(),
+        "{}",
+        String::from_utf8_lossy(&text.stderr)
+    );
+    assert_eq!(plain.stdout, text.stdout);
+}

@@ -7,11 +7,11 @@
 
 use super::history::{Select, Series, CONFIDENCE_PCT};
 use crate::error::user;
-use crate::output::{outln, Format};
+use crate::output::{csv_record, outln, print, Format, Json};
 use anyhow::Result;
 use kscale_core::changes::{detect, Change, Point, Settings};
 use kscale_core::verdict::CompareWord;
-use kscale_report::format::{csv_field, p_value as p_text, sig, signed_pct as pct};
+use kscale_report::format::{p_value as p_text, sig, signed_pct as pct};
 use serde::Serialize;
 use serde_json::json;
 use std::path::PathBuf;
@@ -38,8 +38,8 @@ pub struct Args {
     /// Routines listed in each profile diff.
     #[arg(long, default_value_t = 10)]
     top: usize,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "terminal")]
+    /// Output format: terminal, json or csv.
+    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
     format: Format,
 }
 
@@ -207,14 +207,7 @@ fn csv(all: &[Found]) -> String {
             opt(f.reverted_by.map(|r| r.to_string())),
             f.regression.to_string(),
         ];
-        out.push_str(
-            &fields
-                .iter()
-                .map(|x| csv_field(x))
-                .collect::<Vec<_>>()
-                .join(","),
-        );
-        out.push('\n');
+        out.push_str(&csv_record(&fields));
     }
     out
 }
@@ -243,6 +236,9 @@ pub fn detect_series(s: &Series) -> Vec<Change> {
 }
 
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
+    let format = args
+        .format
+        .accepted("changes", &[Format::Terminal, Format::Json, Format::Csv])?;
     let threshold = parse_threshold(&args.threshold)?;
     let store = super::open_existing(db)?;
     let series = args.select.series(&store)?;
@@ -291,26 +287,24 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         100.0 * threshold,
         reverted,
     );
-    match args.format {
-        Format::Json => outln!(
-            "{}",
-            serde_json::to_string_pretty(&json!({
-                "threshold_pct": 100.0 * threshold,
-                "cases": series.len(),
-                "searched": searched,
-                "changes": all,
-                "regressions": regressions,
-            }))?
-        )?,
-        Format::Csv => crate::output::print(&csv(&all))?,
-        Format::Terminal => {
+    match format {
+        Format::Json => print(&Json.document(&json!({
+            "threshold_pct": 100.0 * threshold,
+            "cases": series.len(),
+            "searched": searched,
+            "changes": all,
+            "regressions": regressions,
+        }))?)?,
+        Format::Csv => print(&csv(&all))?,
+        // md was refused above.
+        Format::Terminal | Format::Md => {
             for f in &all {
                 outln!("{}", line(f))?;
             }
             for f in &all {
                 if let Some(t) = &f.profile_table {
                     outln!()?;
-                    crate::output::print(&t.to_terminal(super::use_color()))?;
+                    print(&t.to_terminal(super::use_color()))?;
                 }
             }
             if !all.is_empty() {

@@ -11,7 +11,7 @@
 use crate::engine::gate::{self, Judged, Target};
 use crate::engine::plan::PlanEntry;
 use crate::error::{user, Interrupted, UserError};
-use crate::output::outln;
+use crate::output::{outln, print, Format, Json};
 use anyhow::Result;
 use kscale_core::cpus::base_name;
 use kscale_core::noise;
@@ -43,8 +43,8 @@ pub struct Args {
     /// Smallest change that counts as a regression, in % (`5%` or `5`).
     #[arg(long, value_name = "PCT", default_value = "5%")]
     threshold: String,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "terminal")]
+    /// Output format: terminal or json.
+    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
     format: Format,
     /// Runs to measure the targets in before the first verdict: the runs
     /// now are one side of each comparison, and their spread one part of
@@ -59,12 +59,6 @@ pub struct Args {
     max_runs: u32,
     #[command(flatten)]
     run: super::run::Args,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum Format {
-    Terminal,
-    Json,
 }
 
 /// `5%`, `5` or `0.5%`: a fraction in (0, 10].
@@ -96,6 +90,9 @@ const MAX_RUNS: u32 = 20;
 const SECONDS_A_CASE: f64 = 60.0;
 
 pub fn run(mut args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
+    let format = args
+        .format
+        .accepted("check", &[Format::Terminal, Format::Json])?;
     let threshold = parse_threshold(&args.threshold)?;
     if !(1..=MAX_RUNS).contains(&args.repeat) {
         return Err(user(format!(
@@ -197,7 +194,7 @@ pub fn run(mut args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         judged = gate::judge(&store, &base, &ids, &targets, threshold)?;
     }
     let machine = machine_line(&store, &base, &ids)?;
-    report(&base, &ids, threshold, args.format, &judged, machine)
+    report(&base, &ids, threshold, format, &judged, machine)
 }
 
 /// `e` measures target `t`: same workload, params and CPU configuration.
@@ -222,13 +219,10 @@ fn measure(
                 return Err(e);
             }
             if args.format == Format::Json {
-                outln!(
-                    "{}",
-                    serde_json::to_string_pretty(&json!({
-                        "status": "unmeasured",
-                        "error": format!("{e:#}"),
-                    }))?
-                )?;
+                print(&Json.document(&json!({
+                    "status": "unmeasured",
+                    "error": format!("{e:#}"),
+                }))?)?;
             }
             eprintln!("kscale: check: could not measure: {e:#}");
             Ok(None)
@@ -366,20 +360,18 @@ fn report(
                     })
                 })
                 .collect();
-            outln!(
-                "{}",
-                serde_json::to_string_pretty(&json!({
-                    "status": status,
-                    "baseline": {"id": base.run.id, "label": base.run.label},
-                    "runs": ids,
-                    "threshold_pct": threshold * 100.0,
-                    "alpha": ALPHA,
-                    "machine": machine,
-                    "cases": cases,
-                }))?
-            )?;
+            print(&Json.document(&json!({
+                "status": status,
+                "baseline": {"id": base.run.id, "label": base.run.label},
+                "runs": ids,
+                "threshold_pct": threshold * 100.0,
+                "alpha": ALPHA,
+                "machine": machine,
+                "cases": cases,
+            }))?)?;
         }
-        Format::Terminal => {
+        // csv and md were refused in `run`.
+        Format::Terminal | Format::Csv | Format::Md => {
             for j in judged {
                 outln!("{}", case_line(j, threshold))?;
             }

@@ -27,7 +27,7 @@ pub struct Args {
     threshold: String,
     /// Output format.
     #[arg(long, value_enum, default_value = "terminal")]
-    format: super::TableFormat,
+    format: crate::output::Format,
 }
 
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {

@@ -3,7 +3,7 @@
 //! the plan of a study, checked before it runs. Nothing is measured.
 
 use crate::error::user;
-use crate::output::outln;
+use crate::output::{outln, print, Format, Json};
 use anyhow::Result;
 use kscale_core::cpus::{format_cpulist, resolve};
 use kscale_core::{CpuOrder, Topology};
@@ -22,20 +22,17 @@ pub struct Args {
     /// Which CPUs a count takes: `compact` (default), `spread` or `smt`.
     #[arg(long, value_name = "ORDER", default_value = "compact", value_parser = crate::engine::args::parse_cpu_order)]
     cpu_order: CpuOrder,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "text")]
+    /// Output format: terminal or json.
+    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
     format: Format,
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum Format {
-    Text,
-    Json,
 }
 
 pub use crate::engine::args::usable;
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    let format = args
+        .format
+        .accepted("cpus", &[Format::Terminal, Format::Json])?;
     // A copied tree describes another machine: this process's mask says
     // nothing about it, so its plan uses every CPU the tree has online.
     let topo = if kscale_sys::topology::foreign() {
@@ -53,7 +50,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let configs = resolve(&specs, &topo, args.cpu_order)?;
     let avail = topo.ids();
     let source = kscale_sys::topology::root();
-    match args.format {
+    match format {
         Format::Json => {
             let v = serde_json::json!({
                 "sysfs": source,
@@ -79,9 +76,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
                     })
                 }).collect::<Vec<_>>(),
             });
-            outln!("{}", serde_json::to_string_pretty(&v)?)?;
+            print(&Json.document(&v)?)?;
         }
-        Format::Text => {
+        // csv and md were refused above.
+        Format::Terminal | Format::Csv | Format::Md => {
             outln!(
                 "{}: {} CPUs kscale may use, {} package{}, {} node{}, {} LLC{}, {} cores, {} thread{} per core",
                 source.display(),

@@ -9,12 +9,12 @@
 
 use crate::engine::gauge;
 use crate::error::user;
-use crate::output::outln;
+use crate::output::{outln, print, Format, Json};
 use anyhow::Result;
-use kscale_core::noise;
+use kscale_core::noise::{self, Reading};
 use kscale_workloads::gauge::GaugeRequest;
 use serde::Serialize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -38,15 +38,9 @@ pub struct Args {
     /// The directory a run will use (`run --dir`).
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "terminal")]
+    /// Output format: terminal or json.
+    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
     format: Format,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum Format {
-    Terminal,
-    Json,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -99,6 +93,9 @@ fn workloads(targets: &[String]) -> Result<Vec<&'static kscale_workloads::Worklo
 }
 
 pub fn run(args: Args, _db: Option<PathBuf>) -> Result<ExitCode> {
+    let format = args
+        .format
+        .accepted("doctor", &[Format::Terminal, Format::Json])?;
     if !(args.seconds.is_finite() && (1.0..=3600.0).contains(&args.seconds)) {
         return Err(user(format!(
             "bad --seconds {}: expected 1 to 3600",
@@ -114,28 +111,55 @@ pub fn run(args: Args, _db: Option<PathBuf>) -> Result<ExitCode> {
             dir.display()
         )));
     }
-    let mut found = Vec::new();
-
     // Another kscale measuring here first: it would make the gauge read it.
-    let others = kscale_sys::process::other_runs();
-    for o in &others {
-        found.push(finding(
-            Level::Fail,
-            "other runs",
-            format!(
-                "another kscale is measuring on this machine: pid {} ({})",
-                o.pid, o.cmdline
-            ),
-            Some("wait for it to end: two runs at once measure each other"),
-        ));
-    }
+    let mut found = other_runs();
+    let (gauged, readings) = gauge_findings(args.seconds)?;
+    found.extend(gauged);
+    found.extend(programs(&targets, named));
+    found.extend(perf());
+    found.extend(idle_request());
+    found.extend(huge_pages());
+    found.extend(filesystem(&dir));
 
-    // The gauge.
+    let worst = found.iter().map(|f| f.level).max().unwrap_or(Level::Ok);
+    match format {
+        Format::Json => print(&Json.document(&serde_json::json!({
+            "status": worst,
+            "findings": found,
+            "readings": readings,
+        }))?)?,
+        // csv and md were refused above.
+        Format::Terminal | Format::Csv | Format::Md => print_findings(&found)?,
+    }
+    Ok(ExitCode::from(if worst == Level::Fail { 1 } else { 0 }))
+}
+
+/// A failure for each other kscale measuring on this machine: two runs at
+/// once measure each other.
+fn other_runs() -> Vec<Finding> {
+    kscale_sys::process::other_runs()
+        .iter()
+        .map(|o| {
+            finding(
+                Level::Fail,
+                "other runs",
+                format!(
+                    "another kscale is measuring on this machine: pid {} ({})",
+                    o.pid, o.cmdline
+                ),
+                Some("wait for it to end: two runs at once measure each other"),
+            )
+        })
+        .collect()
+}
+
+/// Reads the gauge for `seconds` on the CPUs kscale may use: what its
+/// readings and the CPUs' time while it read say, and the readings
+/// themselves for the JSON.
+fn gauge_findings(seconds: f64) -> Result<(Vec<Finding>, Vec<Reading>)> {
     let cpus = kscale_sys::affinity::available_cpus()?;
     let spacing_ms = 250u64;
-    let readings = ((args.seconds * 1000.0) / spacing_ms as f64)
-        .round()
-        .max(2.0) as usize;
+    let readings = ((seconds * 1000.0) / spacing_ms as f64).round().max(2.0) as usize;
     let before = kscale_sys::procstat::read();
     let rs = gauge::take(&GaugeRequest {
         cpus: cpus.clone(),
@@ -144,18 +168,29 @@ pub fn run(args: Args, _db: Option<PathBuf>) -> Result<ExitCode> {
         t0_s: 0.0,
     })?;
     let after = kscale_sys::procstat::read();
+    let mut found = spread(&rs, seconds);
+    if let Some(a) = kscale_sys::procstat::delta(&before, &after, &cpus) {
+        found.extend(cpu_time(&a));
+    }
+    Ok((found, rs))
+}
+
+/// A line a CPU on the gauge's spread and drift, with the trials a case
+/// would need where they are too large for a quick, steady study.
+fn spread(rs: &[Reading], seconds: f64) -> Vec<Finding> {
     // Drift between fifths of the reading time, so a short look still
     // compares moments.
-    let window = (args.seconds / 5.0).max(1.0);
-    let scaled: Vec<noise::Reading> = rs
+    let window = (seconds / 5.0).max(1.0);
+    let scaled: Vec<Reading> = rs
         .iter()
-        .map(|r| noise::Reading {
+        .map(|r| Reading {
             t_s: r.t_s * noise::MOMENT_S / window,
             ..*r
         })
         .collect();
     // What `study --quick` would make of these readings (gauge::fit_plan).
     let whole = gauge::whole_plan(&scaled);
+    let mut found = Vec::new();
     for (line, n) in gauge::describe(&scaled)
         .into_iter()
         .zip(noise::per_cpu(&scaled))
@@ -179,60 +214,56 @@ pub fn run(args: Args, _db: Option<PathBuf>) -> Result<ExitCode> {
         found.push(Finding {
             level,
             what: "gauge",
-            says: format!("{line} (drift: between fifths of {:.0} s)", args.seconds),
+            says: format!("{line} (drift: between fifths of {seconds:.0} s)"),
             todo,
         });
     }
-    if let Some(a) = kscale_sys::procstat::delta(&before, &after, &cpus) {
-        found.push(finding(
-            if a.steal_pct >= 5.0 {
-                Level::Warn
-            } else {
-                Level::Ok
-            },
-            "steal",
-            format!(
-                "{:.1} % of the CPUs' time was stolen by the host while the gauge ran",
-                a.steal_pct
-            ),
-            (a.steal_pct >= 5.0)
-                .then_some("the host gives these vCPUs less than their time: figures will spread"),
-        ));
-        // The gauge itself keeps a CPU busy a small part of the time.
-        let busy = a.user_pct + a.system_pct + a.irq_pct + a.softirq_pct;
-        if busy > 40.0 {
-            found.push(finding(
-                Level::Warn,
-                "idle",
-                format!(
-                    "the CPUs were {busy:.0} % busy while the gauge ran: something else is running"
-                ),
-                Some("stop it (top shows what), or its load is part of every figure"),
-            ));
-        }
-    }
+    found
+}
 
-    // The targets' programs.
+/// What the CPUs' time while the gauge ran says: the host's steal, and
+/// whether something else kept them busy.
+fn cpu_time(a: &kscale_core::model::CpuAccounting) -> Vec<Finding> {
+    let mut found = vec![finding(
+        if a.steal_pct >= 5.0 {
+            Level::Warn
+        } else {
+            Level::Ok
+        },
+        "steal",
+        format!(
+            "{:.1} % of the CPUs' time was stolen by the host while the gauge ran",
+            a.steal_pct
+        ),
+        (a.steal_pct >= 5.0)
+            .then_some("the host gives these vCPUs less than their time: figures will spread"),
+    )];
+    // The gauge itself keeps a CPU busy a small part of the time.
+    let busy = a.user_pct + a.system_pct + a.irq_pct + a.softirq_pct;
+    if busy > 40.0 {
+        found.push(finding(
+            Level::Warn,
+            "idle",
+            format!(
+                "the CPUs were {busy:.0} % busy while the gauge ran: something else is running"
+            ),
+            Some("stop it (top shows what), or its load is part of every figure"),
+        ));
+    }
+    found
+}
+
+/// The programs the targets need that are missing (a failure where the
+/// targets were named, a warning for the whole catalogue), or that none is.
+fn programs(targets: &[&kscale_workloads::WorkloadDef], named: bool) -> Vec<Finding> {
     let mut missing = std::collections::BTreeMap::<String, Vec<String>>::new();
-    for w in &targets {
+    for w in targets {
         if let Some(why) = (w.unavailable)(w, &kscale_core::Params(Default::default())) {
             missing.entry(why).or_default().push(w.id());
         }
     }
-    for (why, ws) in &missing {
-        found.push(finding(
-            if named { Level::Fail } else { Level::Warn },
-            "programs",
-            format!("{}: {why}", ws.join(", ")),
-            Some(if named {
-                "install it: the run cannot measure these"
-            } else {
-                "install it, or those workloads are skipped"
-            }),
-        ));
-    }
     if missing.is_empty() {
-        found.push(finding(
+        return vec![finding(
             Level::Ok,
             "programs",
             format!(
@@ -240,26 +271,44 @@ pub fn run(args: Args, _db: Option<PathBuf>) -> Result<ExitCode> {
                 targets.len()
             ),
             None,
-        ));
+        )];
     }
+    missing
+        .iter()
+        .map(|(why, ws)| {
+            finding(
+                if named { Level::Fail } else { Level::Warn },
+                "programs",
+                format!("{}: {why}", ws.join(", ")),
+                Some(if named {
+                    "install it: the run cannot measure these"
+                } else {
+                    "install it, or those workloads are skipped"
+                }),
+            )
+        })
+        .collect()
+}
 
-    // perf: kernel profiles.
+/// Whether kernel profiles can sample (root or a low enough
+/// perf_event_paranoid), and on what counter.
+fn perf() -> Vec<Finding> {
     let root = nix::unistd::geteuid().is_root();
     let paranoid = kscale_sys::perf::paranoid();
-    match (root, paranoid) {
-        (true, _) => found.push(finding(
+    let access = match (root, paranoid) {
+        (true, _) => finding(
             Level::Ok,
             "perf",
             "root: kernel profiles can sample".into(),
             None,
-        )),
-        (false, Some(p)) if p <= 1 => found.push(finding(
+        ),
+        (false, Some(p)) if p <= 1 => finding(
             Level::Ok,
             "perf",
             format!("kernel.perf_event_paranoid = {p}: kernel profiles can sample"),
             None,
-        )),
-        (false, p) => found.push(finding(
+        ),
+        (false, p) => finding(
             Level::Warn,
             "perf",
             format!(
@@ -267,73 +316,84 @@ pub fn run(args: Args, _db: Option<PathBuf>) -> Result<ExitCode> {
                 p.map_or("unreadable".into(), |p| p.to_string())
             ),
             Some("sysctl kernel.perf_event_paranoid=1, or run as root"),
-        )),
-    }
-    match kscale_sys::perf::CycleCounter::new() {
-        Ok(_) => found.push(finding(
+        ),
+    };
+    let counter = match kscale_sys::perf::CycleCounter::new() {
+        Ok(_) => finding(
             Level::Ok,
             "PMU",
             "hardware cycle counter available".into(),
             None,
-        )),
-        Err(_) => found.push(finding(
+        ),
+        Err(_) => finding(
             Level::Warn,
             "PMU",
             "no hardware cycle counter: profiles sample the software cpu-clock".into(),
             Some("nothing to do in a VM without a virtual PMU; profiles still rank routines"),
-        )),
-    }
+        ),
+    };
+    vec![access, counter]
+}
 
-    // The idle-CPU request a VM run holds.
-    if kscale_sys::idle::virtual_machine() {
-        let can = std::fs::OpenOptions::new()
-            .write(true)
-            .open("/dev/cpu_dma_latency")
-            .is_ok();
-        found.push(finding(
-            if can { Level::Ok } else { Level::Warn },
-            "idle",
-            if can {
-                "virtual machine: runs hold idle CPUs polling (/dev/cpu_dma_latency)".into()
-            } else {
-                "virtual machine, and /dev/cpu_dma_latency cannot be opened: idle vCPUs halt, and cross-CPU figures follow the host's wake-ups".into()
-            },
-            (!can).then_some("run as root, or pass --cpu-idle default to accept it"),
-        ));
+/// In a VM, whether a run can hold its idle CPUs polling; nothing on bare
+/// metal.
+fn idle_request() -> Option<Finding> {
+    if !kscale_sys::idle::virtual_machine() {
+        return None;
     }
+    let can = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/cpu_dma_latency")
+        .is_ok();
+    Some(finding(
+        if can { Level::Ok } else { Level::Warn },
+        "idle",
+        if can {
+            "virtual machine: runs hold idle CPUs polling (/dev/cpu_dma_latency)".into()
+        } else {
+            "virtual machine, and /dev/cpu_dma_latency cannot be opened: idle vCPUs halt, and cross-CPU figures follow the host's wake-ups".into()
+        },
+        (!can).then_some("run as root, or pass --cpu-idle default to accept it"),
+    ))
+}
 
-    // Transparent huge pages.
-    if let Ok(thp) = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled") {
-        let mode = thp
-            .split_whitespace()
-            .find(|w| w.starts_with('['))
-            .map(|w| w.trim_matches(['[', ']']).to_string())
-            .unwrap_or_else(|| thp.trim().to_string());
-        found.push(finding(
-            Level::Ok,
-            "THP",
-            format!("transparent huge pages: {mode} (recorded with every run; mem figures depend on it)"),
-            None,
-        ));
-    }
+/// The transparent huge pages mode, where the kernel has one: the mem
+/// figures depend on it.
+fn huge_pages() -> Option<Finding> {
+    let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").ok()?;
+    let mode = thp
+        .split_whitespace()
+        .find(|w| w.starts_with('['))
+        .map(|w| w.trim_matches(['[', ']']).to_string())
+        .unwrap_or_else(|| thp.trim().to_string());
+    Some(finding(
+        Level::Ok,
+        "THP",
+        format!(
+            "transparent huge pages: {mode} (recorded with every run; mem figures depend on it)"
+        ),
+        None,
+    ))
+}
 
-    // The filesystem under --dir.
-    if let Some(dev) = kscale_sys::fsinfo::ext4_without_journal(&dir) {
-        found.push(finding(
+/// Whether the file workloads can measure steadily under `dir`: its
+/// filesystem's journal and its free room.
+fn filesystem(dir: &Path) -> Vec<Finding> {
+    let mut found = vec![match kscale_sys::fsinfo::ext4_without_journal(dir) {
+        Some(dev) => finding(
             Level::Warn,
             "filesystem",
             format!("{} is on ext4 without a journal ({dev}): fs.create and fileserver depend on what was deleted there in the last minute", dir.display()),
             Some("pass --dir on a journalled filesystem or tmpfs for steady file figures"),
-        ));
-    } else {
-        found.push(finding(
+        ),
+        None => finding(
             Level::Ok,
             "filesystem",
             format!("{} is usable for the file workloads", dir.display()),
             None,
-        ));
-    }
-    if !kscale_sys::fsinfo::has_room(&dir, 2 << 30, 1_000_000) {
+        ),
+    }];
+    if !kscale_sys::fsinfo::has_room(dir, 2 << 30, 1_000_000) {
         found.push(finding(
             Level::Warn,
             "filesystem",
@@ -341,37 +401,28 @@ pub fn run(args: Args, _db: Option<PathBuf>) -> Result<ExitCode> {
             Some("free space there or pass --dir elsewhere: fs and fileserver keep files for the run"),
         ));
     }
+    found
+}
 
-    let worst = found.iter().map(|f| f.level).max().unwrap_or(Level::Ok);
-    match args.format {
-        Format::Json => outln!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "status": worst,
-                "findings": found,
-                "readings": rs,
-            }))?
-        )?,
-        Format::Terminal => {
-            for f in &found {
-                let tag = match f.level {
-                    Level::Ok => "ok  ",
-                    Level::Warn => "warn",
-                    Level::Fail => "FAIL",
-                };
-                match &f.todo {
-                    Some(t) => outln!("{tag} {}: {} — {t}", f.what, f.says)?,
-                    None => outln!("{tag} {}: {}", f.what, f.says)?,
-                }
-            }
-            let n = |l| found.iter().filter(|f| f.level == l).count();
-            outln!(
-                "kscale doctor: {} ok, {} warning(s), {} stop(s) a run",
-                n(Level::Ok),
-                n(Level::Warn),
-                n(Level::Fail)
-            )?;
+/// A line a finding with what to do, then the count of each level.
+fn print_findings(found: &[Finding]) -> Result<()> {
+    for f in found {
+        let tag = match f.level {
+            Level::Ok => "ok  ",
+            Level::Warn => "warn",
+            Level::Fail => "FAIL",
+        };
+        match &f.todo {
+            Some(t) => outln!("{tag} {}: {} — {t}", f.what, f.says)?,
+            None => outln!("{tag} {}: {}", f.what, f.says)?,
         }
     }
-    Ok(ExitCode::from(if worst == Level::Fail { 1 } else { 0 }))
+    let n = |l| found.iter().filter(|f| f.level == l).count();
+    outln!(
+        "kscale doctor: {} ok, {} warning(s), {} stop(s) a run",
+        n(Level::Ok),
+        n(Level::Warn),
+        n(Level::Fail)
+    )?;
+    Ok(())
 }

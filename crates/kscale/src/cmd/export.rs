@@ -1,6 +1,7 @@
 //! `kscale export RUN --format json|csv`: the run's results for other tools.
 //! The JSON layout is documented in the README and is a stable interface.
 
+use crate::output::{csv_record, Format, Json};
 use anyhow::Result;
 use kscale_report::results::RuleInfo;
 use kscale_store::RunData;
@@ -12,18 +13,12 @@ use std::process::ExitCode;
 pub struct Args {
     /// A run id, a label (its latest run) or `latest`.
     run: String,
-    /// Output format.
-    #[arg(long, value_enum)]
+    /// Output format: json or csv.
+    #[arg(long, value_enum, hide_possible_values = true)]
     format: Format,
     /// Write to this file instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum Format {
-    Json,
-    Csv,
 }
 
 /// One object per case and metric (the primary metric first).
@@ -106,7 +101,6 @@ pub fn run_json(store: &kscale_store::Store, id: i64) -> Result<Value> {
 }
 
 pub fn to_csv(data: &RunData) -> String {
-    let q = kscale_report::format::csv_field;
     let mut out = String::from(
         "run_id,label,workload,params,cpus,metric,primary,unit,direction,mean,ci_low,ci_high,n,converged,status,trials\n",
     );
@@ -142,18 +136,21 @@ pub fn to_csv(data: &RunData) -> String {
             r["status"].as_str().unwrap_or("").to_string(),
             trials.join(";"),
         ];
-        out.push_str(&fields.iter().map(|f| q(f)).collect::<Vec<_>>().join(","));
-        out.push('\n');
+        out.push_str(&csv_record(&fields));
     }
     out
 }
 
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
+    let format = args
+        .format
+        .accepted("export", &[Format::Json, Format::Csv])?;
     let store = super::open_existing(db)?;
     let id = store.resolve(&args.run)?;
-    let text = match args.format {
-        Format::Json => serde_json::to_string_pretty(&run_json(&store, id)?)? + "\n",
-        Format::Csv => to_csv(&store.load_run(id)?),
+    let text = match format {
+        Format::Json => Json.document(&run_json(&store, id)?)?,
+        // terminal and md were refused above.
+        Format::Csv | Format::Terminal | Format::Md => to_csv(&store.load_run(id)?),
     };
     match &args.output {
         Some(p) => std::fs::write(p, text)

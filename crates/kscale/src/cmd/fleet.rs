@@ -9,7 +9,7 @@ pub mod progress;
 pub mod ssh;
 
 use crate::error::user;
-use crate::output::{out, outln};
+use crate::output::{out, outln, Format};
 use anyhow::Result;
 use clap::{Args as _, FromArgMatches};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -336,13 +336,8 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         match kscale_report::compare::compare(&refs, &super::Registry) {
             Ok(cmp) => {
                 outln!()?;
-                out!(
-                    "{}",
-                    super::render_tables(
-                        &kscale_report::compare::tables(&cmp),
-                        super::TableFormat::Terminal
-                    )
-                )?
+                let tables = kscale_report::compare::tables(&cmp);
+                out!("{}", Format::Terminal.exporter().tables(&tables))?
             }
             Err(e) => outln!("\ncannot compare the hosts' runs: {e}")?,
         }

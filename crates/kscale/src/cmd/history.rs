@@ -4,11 +4,11 @@
 //! the same series.
 
 use crate::error::user;
-use crate::output::{outln, Format};
+use crate::output::{csv_record, print, Format, Json};
 use anyhow::Result;
 use kscale_core::cpus::base_name;
 use kscale_core::Direction;
-use kscale_report::format::{csv_field, sig};
+use kscale_report::format::sig;
 use kscale_report::history::{run_cells, run_headings, HistoryPoint};
 use kscale_report::{Cell, RowKind, Table, Tone};
 use kscale_store::series::{SeriesRun, Stored};
@@ -35,8 +35,8 @@ Examples:
 pub struct Args {
     #[command(flatten)]
     pub select: Select,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "terminal")]
+    /// Output format: terminal, json or csv.
+    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
     format: Format,
 }
 
@@ -535,14 +535,7 @@ fn csv(series: &[Series]) -> String {
                 p.n.to_string(),
                 p.converged.to_string(),
             ];
-            out.push_str(
-                &fields
-                    .iter()
-                    .map(|f| csv_field(f))
-                    .collect::<Vec<_>>()
-                    .join(","),
-            );
-            out.push('\n');
+            out.push_str(&csv_record(&fields));
         }
     }
     out
@@ -554,14 +547,18 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
             "history needs at least one TARGET: a family or a workload, e.g. `kscale history syscall.null`",
         ));
     }
+    let format = args
+        .format
+        .accepted("history", &[Format::Terminal, Format::Json, Format::Csv])?;
     let store = super::open_existing(db)?;
     let series = args.select.series(&store)?;
-    match args.format {
-        Format::Json => outln!("{}", serde_json::to_string_pretty(&json!(series))?)?,
-        Format::Csv => crate::output::print(&csv(&series))?,
-        Format::Terminal => {
+    match format {
+        Format::Json => print(&Json.document(&json!(series))?)?,
+        Format::Csv => print(&csv(&series))?,
+        // md was refused above.
+        Format::Terminal | Format::Md => {
             let tables: Vec<Table> = series.iter().map(table).collect();
-            crate::output::print(&super::render_tables(&tables, super::TableFormat::Terminal))?;
+            print(&format.exporter().tables(&tables))?;
         }
     }
     Ok(ExitCode::SUCCESS)

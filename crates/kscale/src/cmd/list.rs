@@ -1,6 +1,6 @@
 //! `kscale list`: the catalogue, generated from the registry.
 
-use crate::output::outln;
+use crate::output::{outln, print, Format, Json};
 use anyhow::Result;
 use kscale_workloads::{suites::SUITES, REGISTRY};
 use std::process::ExitCode;
@@ -10,18 +10,15 @@ pub struct Args {
     /// Only this family.
     #[arg(long, value_name = "FAMILY")]
     family: Option<String>,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "text")]
+    /// Output format: terminal or json.
+    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
     format: Format,
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum Format {
-    Text,
-    Json,
-}
-
 pub fn run(args: Args) -> Result<ExitCode> {
+    let format = args
+        .format
+        .accepted("list", &[Format::Terminal, Format::Json])?;
     if let Some(f) = &args.family {
         if kscale_workloads::family(f).is_none() {
             let all: Vec<&str> = REGISTRY.iter().map(|f| f.name).collect();
@@ -34,7 +31,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let families = REGISTRY
         .iter()
         .filter(|f| args.family.as_deref().is_none_or(|n| n == f.name));
-    match args.format {
+    match format {
         Format::Json => {
             let v: Vec<serde_json::Value> = families
                 .flat_map(|f| f.workloads.iter())
@@ -55,9 +52,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
                     })
                 })
                 .collect();
-            outln!("{}", serde_json::to_string_pretty(&v)?)?;
+            print(&Json.document(&v)?)?;
         }
-        Format::Text => {
+        // csv and md were refused above.
+        Format::Terminal | Format::Csv | Format::Md => {
             for f in families {
                 outln!("{} — {}\n  {}", f.name, f.title, f.help)?;
                 for w in f.workloads {

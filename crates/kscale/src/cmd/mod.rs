@@ -26,6 +26,7 @@ pub mod web;
 pub mod worker;
 
 use crate::error::user;
+use crate::output::{Format, Json};
 use anyhow::Result;
 use kscale_core::ParamKind;
 use kscale_report::{
@@ -33,6 +34,8 @@ use kscale_report::{
 };
 use kscale_store::Store;
 use std::path::{Path, PathBuf};
+
+pub use crate::output::use_color;
 
 /// `--db`, else `$KSCALE_DB`, else `$XDG_DATA_HOME/kscale/kscale.db`
 /// (`~/.local/share/kscale/kscale.db`).
@@ -139,54 +142,16 @@ impl Catalog for Registry {
     }
 }
 
-/// Colour only on a terminal and only when NO_COLOR is unset.
-pub fn use_color() -> bool {
-    use std::io::IsTerminal;
-    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
-}
-
-/// Output formats shared by the table-printing sub-commands.
-#[derive(Clone, Copy, clap::ValueEnum)]
-pub enum TableFormat {
-    Terminal,
-    Md,
-    Csv,
-    Json,
-}
-
-/// Renders tables in a text format (JSON is each command's own structure).
-pub fn render_tables(tables: &[kscale_report::Table], format: TableFormat) -> String {
-    let mut out = String::new();
-    for (i, t) in tables.iter().enumerate() {
-        match format {
-            TableFormat::Terminal => {
-                if i > 0 {
-                    out.push('\n');
-                }
-                out.push_str(&t.to_terminal(use_color()));
-            }
-            TableFormat::Md => {
-                if i > 0 {
-                    out.push('\n');
-                }
-                out.push_str(&t.to_markdown());
-            }
-            TableFormat::Csv | TableFormat::Json => out.push_str(&t.to_csv(i == 0)),
-        }
-    }
-    out
-}
-
 /// Prints a command's result: `value` as JSON with `--format json`, else
 /// its `tables` in the text format asked for.
 pub fn print_result(
     value: &impl serde::Serialize,
     tables: &[kscale_report::Table],
-    format: TableFormat,
+    format: Format,
 ) -> Result<()> {
-    if matches!(format, TableFormat::Json) {
-        crate::output::outln!("{}", serde_json::to_string_pretty(value)?)
-    } else {
-        crate::output::out!("{}", render_tables(tables, format))
-    }
+    let text = match format {
+        Format::Json => Json.document(value)?,
+        _ => format.exporter().tables(tables),
+    };
+    crate::output::print(&text)
 }

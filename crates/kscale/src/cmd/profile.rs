@@ -45,7 +45,7 @@ struct DiffArgs {
     top: usize,
     /// Output format.
     #[arg(long, value_enum, default_value = "terminal")]
-    format: super::TableFormat,
+    format: crate::output::Format,
 }
 
 /// `WORKLOAD[:k=v,…]` → workload and required params.
@@ -133,7 +133,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         let Some((table, value)) = case_diff(ca, cb, &args.event, (&la, &lb), args.top) else {
             continue;
         };
-        if matches!(args.format, super::TableFormat::Json) {
+        if args.format == crate::output::Format::Json {
             json.push(value);
         }
         tables.push(table);

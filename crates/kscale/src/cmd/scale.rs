@@ -20,7 +20,7 @@ pub struct Args {
     up: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value = "terminal")]
-    format: super::TableFormat,
+    format: crate::output::Format,
     /// Scale on this metric (e.g. `p99`) instead of each case's primary one.
     #[arg(long, value_name = "NAME")]
     metric: Option<String>,

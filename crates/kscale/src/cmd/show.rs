@@ -1,6 +1,6 @@
 //! `kscale show RUN`: a run's results as tables, one per family.
 
-use crate::output::out;
+use crate::output::{out, Csv, Exporter, Format, Terminal};
 use anyhow::Result;
 use kscale_core::noise::Reading;
 use kscale_report::decision::decision_table;
@@ -22,21 +22,14 @@ pub struct Args {
     /// A run id, a label (its latest run) or `latest`.
     #[arg(default_value = "latest")]
     run: String,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "terminal")]
+    /// Output format: terminal, md or csv.
+    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
     format: Format,
     /// The variant that variant tables compare against (e.g. an
     /// implementation of `threads`: pthread, std, futex or spin); default:
     /// the one each workload definition names (pthread for `threads`).
     #[arg(long, value_name = "VALUE")]
     baseline: Option<String>,
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum Format {
-    Terminal,
-    Md,
-    Csv,
 }
 
 pub fn header(data: &RunData) -> String {
@@ -131,44 +124,36 @@ fn tables(data: &RunData, gauge: &[Reading], baseline: Option<&str>) -> Vec<Tabl
 }
 
 pub fn render(data: &RunData, gauge: &[Reading], color: bool) -> String {
-    render_against(data, gauge, color, None)
+    headed(data, &tables(data, gauge, None), &Terminal { color })
 }
 
-fn render_against(
-    data: &RunData,
-    gauge: &[Reading],
-    color: bool,
-    baseline: Option<&str>,
-) -> String {
+/// The run's header, then its `tables` as `exporter` lays them out, a
+/// blank line after the header.
+fn headed(data: &RunData, tables: &[Table], exporter: &dyn Exporter) -> String {
     let mut out = header(data);
-    for t in tables(data, gauge, baseline) {
+    if !tables.is_empty() {
         out.push('\n');
-        out.push_str(&t.to_terminal(color));
+        out.push_str(&exporter.tables(tables));
     }
     out
 }
 
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
+    let format = args
+        .format
+        .accepted("show", &[Format::Terminal, Format::Md, Format::Csv])?;
     let store = super::open_existing(db)?;
     let id = store.resolve(&args.run)?;
     let data = store.load_run(id)?;
     let gauge = store.gauge(id)?;
-    let baseline = args.baseline.as_deref();
-    let text = match args.format {
-        Format::Terminal => render_against(&data, &gauge, super::use_color(), baseline),
-        Format::Md => {
-            let mut s = header(&data);
-            for t in tables(&data, &gauge, baseline) {
-                s.push('\n');
-                s.push_str(&t.to_markdown());
-            }
-            s
+    let tables = tables(&data, &gauge, args.baseline.as_deref());
+    let text = match format {
+        // A spreadsheet reads one table: no header above it.
+        Format::Csv => Csv.tables(&tables),
+        // json was refused above.
+        Format::Terminal | Format::Md | Format::Json => {
+            headed(&data, &tables, format.exporter().as_ref())
         }
-        Format::Csv => tables(&data, &gauge, baseline)
-            .iter()
-            .enumerate()
-            .map(|(i, t)| t.to_csv(i == 0))
-            .collect(),
     };
     out!("{text}")?;
     Ok(ExitCode::SUCCESS)

@@ -15,7 +15,7 @@ use crate::engine::guard::{refuse_if_unrestored, Journal};
 use crate::engine::hotplug::CpuMode;
 use crate::engine::lifecycle::{self, AllFailed, Interleaved};
 use crate::error::user;
-use crate::output::out;
+use crate::output::{out, Format};
 use anyhow::Result;
 use kscale_report::staircase::{self, Measured, StepData};
 use kscale_store::{RunStatus, Store, TuneStep};
@@ -173,10 +173,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let steps = load_steps(&store, tune_id)?;
     let stairs = staircase::build(&steps, &super::Registry);
     let tables: Vec<kscale_report::Table> = stairs.iter().map(staircase::table).collect();
-    out!(
-        "{}",
-        super::render_tables(&tables, super::TableFormat::Terminal)
-    )?;
+    out!("{}", Format::Terminal.exporter().tables(&tables))?;
     let output = args
         .output
         .clone()
