@@ -135,16 +135,26 @@ pub(crate) fn family_cases<'a>(
             .or_default()
             .push(c);
     }
+    families_in_order(cat, by_family.keys())
+        .into_iter()
+        .filter_map(|f| by_family.remove(&f).map(|cases| (f, cases)))
+        .collect()
+}
+
+/// The catalogue's families in its display order, then the `found` ones it
+/// does not know (a run stored by another version) in the order given:
+/// every view lists families alike.
+pub(crate) fn families_in_order<'a>(
+    cat: &dyn Catalog,
+    found: impl IntoIterator<Item = &'a String>,
+) -> Vec<String> {
     let mut order = cat.family_order();
-    for f in by_family.keys() {
+    for f in found {
         if !order.contains(f) {
             order.push(f.clone());
         }
     }
     order
-        .into_iter()
-        .filter_map(|f| by_family.remove(&f).map(|cases| (f, cases)))
-        .collect()
 }
 
 /// The cases a family's "Geometric mean" row is over: its primary metric,
