@@ -294,6 +294,7 @@ fn family_rows(
 /// where their CPUs are, or from a machine of another shape, still line
 /// up; each label keeps the first run's place.
 fn matching(cfgs: &[Vec<String>]) -> Matching {
+    /// The configurations' names without their places.
     fn bases(c: &[String]) -> Vec<&str> {
         c.iter().map(|n| base_name(n)).collect()
     }

@@ -67,12 +67,12 @@ pub fn cpus_header(name: &str, count: usize) -> String {
 /// Cases grouped as (params without cpus) → per-config case, in run order.
 pub(crate) struct Grouped<'a> {
     pub(crate) configs: Vec<(String, usize)>,
-    pub(crate) rows: Vec<(CaseKey, BTreeMap<String, &'a CaseData>)>,
+    pub(crate) rows: Vec<GroupedRow<'a>>,
 }
 
 pub(crate) fn group<'a>(cases: &[&'a CaseData]) -> Grouped<'a> {
     let mut configs: Vec<(String, usize)> = Vec::new();
-    let mut rows: Vec<(CaseKey, BTreeMap<String, &'a CaseData>)> = Vec::new();
+    let mut rows: Vec<GroupedRow<'a>> = Vec::new();
     for c in cases {
         if !configs.iter().any(|(n, _)| *n == c.key.cpus) {
             configs.push((c.key.cpus.clone(), c.cpus.len()));

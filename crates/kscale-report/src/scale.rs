@@ -455,6 +455,8 @@ struct Columns {
 }
 
 impl Columns {
+    /// Each count's heading names where its CPUs are, where the report
+    /// knows.
     fn headers(&self, r: &ScaleReport) -> Vec<String> {
         let base = self.base;
         let mut headers = vec!["Case".to_string(), "Unit".to_string()];

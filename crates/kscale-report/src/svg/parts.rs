@@ -322,6 +322,7 @@ impl XyPlot {
             x
         }
     }
+    /// The plot's lower edge, where the x axis runs.
     pub(super) fn bottom(&self) -> f64 {
         self.top + self.height
     }
