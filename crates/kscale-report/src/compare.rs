@@ -7,7 +7,7 @@
 //! (docs/method.md, "Comparing two cases").
 
 use crate::format::{mean_marked, pct, sig};
-use crate::results::{case_label, cpus_header};
+use crate::results::{case_label, cpus_header, families_in_order, geomean_over_label};
 use crate::table::{Cell, RowKind, Table, Tone};
 use crate::Catalog;
 use kscale_core::cpus::base_name;
@@ -15,7 +15,7 @@ use kscale_core::stats::geomean;
 use kscale_core::twosample::{Test, TwoSample, POWER};
 use kscale_core::verdict::{self, Change, CompareVerdict, CompareWord, Spread};
 use kscale_core::{Direction, Estimator};
-use kscale_store::{CaseData, CaseStatus, RunData};
+use kscale_store::{CaseData, CaseStatus, MetricRow, RunData};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -183,26 +183,7 @@ pub fn compare_metric(
         return Err(CompareError::TooFew);
     }
     let cfgs: Vec<Vec<String>> = runs.iter().map(|r| configs(r)).collect();
-    // Configurations match on their base name (`4`, `all`): runs from
-    // before names said where their CPUs are, or from a machine of another
-    // shape, still line up; each label keeps the first run's place.
-    fn bases(c: &[String]) -> Vec<&str> {
-        c.iter().map(|n| base_name(n)).collect()
-    }
-    let matching =
-        if cfgs.iter().all(|c| c.len() == 1) && cfgs.iter().any(|c| bases(c) != bases(&cfgs[0])) {
-            Matching::AcrossCpus
-        } else {
-            Matching::SameCpus
-        };
-    let key_of = |c: &CaseData| -> Key {
-        let cpus = if matching == Matching::AcrossCpus {
-            String::new()
-        } else {
-            base_name(&c.key.cpus).to_string()
-        };
-        (c.key.workload.clone(), c.key.params.clone(), cpus)
-    };
+    let matching = matching(&cfgs);
     let mut names = system_names(runs);
     if matching == Matching::AcrossCpus {
         for (i, r) in runs.iter().enumerate() {
@@ -210,29 +191,17 @@ pub fn compare_metric(
             names[i] = format!("{} [{}]", names[i], cpus_header(&cfgs[i][0], count));
         }
     }
-    // Keys in the first run's order, then any others.
-    let mut order: Vec<Key> = Vec::new();
-    let mut per_run: Vec<BTreeMap<Key, &CaseData>> = Vec::new();
-    for r in runs {
-        let mut m = BTreeMap::new();
-        for c in r.cases.iter().filter(|c| crate::results::shown(r, c)) {
-            let k = key_of(c);
-            if !order.contains(&k) {
-                order.push(k.clone());
-            }
-            m.insert(k, c);
-        }
-        per_run.push(m);
-    }
+    let (order, per_run) = keyed_cases(runs, matching);
     let pairs = ratio_pairs(runs.len());
     let estimator = common_estimator(runs);
     let mut only_in = Vec::new();
     let mut by_family: BTreeMap<String, Vec<CompareRow>> = BTreeMap::new();
     for k in &order {
-        let cases: Vec<Option<&&CaseData>> = per_run.iter().map(|m| m.get(k)).collect();
+        let cases: Vec<Option<&CaseData>> = per_run.iter().map(|m| m.get(k).copied()).collect();
         let info = cat.info(&k.0);
-        let any = cases.iter().flatten().next().map(|c| **c);
-        let Some(first) = any else { continue };
+        let Some(first) = cases.iter().flatten().next() else {
+            continue;
+        };
         let label = {
             let l = case_label(&info, &first.key);
             if k.2.is_empty() {
@@ -241,65 +210,16 @@ pub fn compare_metric(
                 format!("{l} [{}]", cpus_header(&first.key.cpus, first.cpus.len()))
             }
         };
-        let usable = |c: &Option<&&CaseData>| c.is_some_and(|c| c.status == CaseStatus::Done);
+        let usable = |c: &Option<&CaseData>| c.is_some_and(|c| c.status == CaseStatus::Done);
         if !cases.iter().all(usable) {
-            let have: Vec<String> = cases
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| usable(c))
-                .map(|(i, _)| names[i].clone())
-                .collect();
-            // Say why a case is missing where the machine could not run it.
-            let why: Vec<String> = cases
-                .iter()
-                .enumerate()
-                .filter_map(|(i, c)| {
-                    let c = c.filter(|c| c.status == CaseStatus::Skipped)?;
-                    Some(format!(
-                        "skipped in {}: {}",
-                        names[i],
-                        c.error.as_deref().unwrap_or("not runnable there")
-                    ))
-                })
-                .collect();
-            let label = if why.is_empty() {
-                label
-            } else {
-                format!("{label} ({})", why.join("; "))
-            };
-            only_in.push((have, label));
+            only_in.push(missing(&cases, &names, label));
             continue;
         }
-        let cases: Vec<&CaseData> = cases.into_iter().flatten().copied().collect();
-        let Some(metric) = cases[0].metric_or_primary(metric).cloned() else {
+        let cases: Vec<&CaseData> = cases.into_iter().flatten().collect();
+        let Some(metric) = cases[0].metric_or_primary(metric) else {
             continue;
         };
-        let values: Vec<Vec<f64>> = cases.iter().map(|c| c.values(&metric.name)).collect();
-        // The result by each case's own rule (mean, trimmed mean, median of
-        // N, merged percentile); the raw trials only feed the test.
-        let summaries: Vec<_> = cases
-            .iter()
-            .map(|c| c.summary(&metric.name, 95.0))
-            .collect();
-        let means: Vec<f64> = summaries.iter().map(|s| s.mean).collect();
-        let ratios = pairs
-            .iter()
-            .map(|&(num, den)| {
-                let t = TwoSample::compare(&values[den], &values[num], estimator);
-                let ratio = means[num] / means[den];
-                Ratio {
-                    num,
-                    den,
-                    ratio,
-                    p: t.map(|t| t.p),
-                    significant: t.is_some_and(|t| t.significant()),
-                    better: better(metric.direction, ratio),
-                    test: t.map(|t| t.test),
-                    mdc: t.and_then(|t| t.mdc),
-                    verdict: None,
-                }
-            })
-            .collect();
+        let row = compare_row(&cases, metric, &pairs, estimator);
         by_family
             .entry(info.family.clone())
             .or_default()
@@ -307,18 +227,7 @@ pub fn compare_metric(
                 workload: k.0.clone(),
                 label,
                 params: k.1.clone(),
-                cpus: cases[0].key.cpus.clone(),
-                metric: metric.name.clone(),
-                unit: metric.unit.clone(),
-                direction: metric.direction,
-                means,
-                ci_low: summaries.iter().map(|s| s.ci_low).collect(),
-                ci_high: summaries.iter().map(|s| s.ci_high).collect(),
-                n: values.iter().map(Vec::len).collect(),
-                converged: cases.iter().map(|c| c.settled()).collect(),
-                load_bound: cases.iter().map(|c| c.load_bound()).collect(),
-                ratios,
-                summary: false,
+                ..row
             });
     }
     if by_family.is_empty() {
@@ -331,28 +240,7 @@ pub fn compare_metric(
         let ids: Vec<String> = runs.iter().map(|r| r.run.id.to_string()).collect();
         return Err(CompareError::NothingInCommon(ids.join(", ")));
     }
-    let mut families = Vec::new();
-    let mut fam_order = cat.family_order();
-    for f in by_family.keys() {
-        if !fam_order.contains(f) {
-            fam_order.push(f.clone());
-        }
-    }
-    for f in fam_order {
-        let Some(mut rows) = by_family.remove(&f) else {
-            continue;
-        };
-        let title = cat
-            .workload(&rows[0].workload)
-            .map(|i| i.family_title)
-            .unwrap_or_else(|| f.clone());
-        add_geomeans(&mut rows, runs.len(), &pairs, cat);
-        families.push(FamilyComparison {
-            family: f,
-            title,
-            rows,
-        });
-    }
+    let families = family_rows(by_family, runs.len(), &pairs, cat);
     let systems = runs
         .iter()
         .zip(names)
@@ -371,6 +259,162 @@ pub fn compare_metric(
         only_in,
         threshold: None,
     })
+}
+
+/// The families' rows in the catalogue's order, each followed by its
+/// geometric-mean rows.
+fn family_rows(
+    mut by_family: BTreeMap<String, Vec<CompareRow>>,
+    systems: usize,
+    pairs: &[(usize, usize)],
+    cat: &dyn Catalog,
+) -> Vec<FamilyComparison> {
+    let mut families = Vec::new();
+    for f in families_in_order(cat, by_family.keys()) {
+        let Some(mut rows) = by_family.remove(&f) else {
+            continue;
+        };
+        let title = cat
+            .workload(&rows[0].workload)
+            .map(|i| i.family_title)
+            .unwrap_or_else(|| f.clone());
+        add_geomeans(&mut rows, systems, pairs, cat);
+        families.push(FamilyComparison {
+            family: f,
+            title,
+            rows,
+        });
+    }
+    families
+}
+
+/// How the runs' cases match: across CPU configurations when every run
+/// has one and they differ, else on the same configuration. Configurations
+/// match on their base name (`4`, `all`): runs from before names said
+/// where their CPUs are, or from a machine of another shape, still line
+/// up; each label keeps the first run's place.
+fn matching(cfgs: &[Vec<String>]) -> Matching {
+    /// The configurations' names without their places.
+    fn bases(c: &[String]) -> Vec<&str> {
+        c.iter().map(|n| base_name(n)).collect()
+    }
+    if cfgs.iter().all(|c| c.len() == 1) && cfgs.iter().any(|c| bases(c) != bases(&cfgs[0])) {
+        Matching::AcrossCpus
+    } else {
+        Matching::SameCpus
+    }
+}
+
+/// Each run's shown cases by the key they match on, and the keys in the
+/// first run's order, then any others.
+fn keyed_cases<'a>(
+    runs: &[&'a RunData],
+    matching: Matching,
+) -> (Vec<Key>, Vec<BTreeMap<Key, &'a CaseData>>) {
+    let key_of = |c: &CaseData| -> Key {
+        let cpus = if matching == Matching::AcrossCpus {
+            String::new()
+        } else {
+            base_name(&c.key.cpus).to_string()
+        };
+        (c.key.workload.clone(), c.key.params.clone(), cpus)
+    };
+    let mut order: Vec<Key> = Vec::new();
+    let mut per_run: Vec<BTreeMap<Key, &CaseData>> = Vec::new();
+    for r in runs {
+        let mut m = BTreeMap::new();
+        for c in r.cases.iter().filter(|c| crate::results::shown(r, c)) {
+            let k = key_of(c);
+            if !order.contains(&k) {
+                order.push(k.clone());
+            }
+            m.insert(k, c);
+        }
+        per_run.push(m);
+    }
+    (order, per_run)
+}
+
+/// A case some system lacks a result for: the systems that have one, and
+/// its label with why each machine that could not run it skipped it.
+fn missing(cases: &[Option<&CaseData>], names: &[String], label: String) -> (Vec<String>, String) {
+    let have: Vec<String> = cases
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.is_some_and(|c| c.status == CaseStatus::Done))
+        .map(|(i, _)| names[i].clone())
+        .collect();
+    let why: Vec<String> = cases
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let c = c.filter(|c| c.status == CaseStatus::Skipped)?;
+            Some(format!(
+                "skipped in {}: {}",
+                names[i],
+                c.error.as_deref().unwrap_or("not runnable there")
+            ))
+        })
+        .collect();
+    let label = if why.is_empty() {
+        label
+    } else {
+        format!("{label} ({})", why.join("; "))
+    };
+    (have, label)
+}
+
+/// One case's row on `metric` across the systems (its workload, label and
+/// params left for the caller): each system's result by the case's own
+/// rule (mean, trimmed mean, median of N, merged percentile), and a ratio
+/// per pair, tested on the raw trials.
+fn compare_row(
+    cases: &[&CaseData],
+    metric: &MetricRow,
+    pairs: &[(usize, usize)],
+    estimator: Estimator,
+) -> CompareRow {
+    let values: Vec<Vec<f64>> = cases.iter().map(|c| c.values(&metric.name)).collect();
+    let summaries: Vec<_> = cases
+        .iter()
+        .map(|c| c.summary(&metric.name, 95.0))
+        .collect();
+    let means: Vec<f64> = summaries.iter().map(|s| s.mean).collect();
+    let ratios = pairs
+        .iter()
+        .map(|&(num, den)| {
+            let t = TwoSample::compare(&values[den], &values[num], estimator);
+            let ratio = means[num] / means[den];
+            Ratio {
+                num,
+                den,
+                ratio,
+                p: t.map(|t| t.p),
+                significant: t.is_some_and(|t| t.significant()),
+                better: better(metric.direction, ratio),
+                test: t.map(|t| t.test),
+                mdc: t.and_then(|t| t.mdc),
+                verdict: None,
+            }
+        })
+        .collect();
+    CompareRow {
+        workload: String::new(),
+        label: String::new(),
+        params: BTreeMap::new(),
+        cpus: cases[0].key.cpus.clone(),
+        metric: metric.name.clone(),
+        unit: metric.unit.clone(),
+        direction: metric.direction,
+        means,
+        ci_low: summaries.iter().map(|s| s.ci_low).collect(),
+        ci_high: summaries.iter().map(|s| s.ci_high).collect(),
+        n: values.iter().map(Vec::len).collect(),
+        converged: cases.iter().map(|c| c.settled()).collect(),
+        load_bound: cases.iter().map(|c| c.load_bound()).collect(),
+        ratios,
+        summary: false,
+    }
 }
 
 /// One side's spread between runs of a case (ln) and the machine it was
@@ -534,16 +578,7 @@ fn add_geomeans(
                 }
             })
             .collect();
-        let tail: Vec<String> = rest.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let label = if tail.is_empty() {
-            format!("{} — geometric mean over {over}", info.title)
-        } else {
-            format!(
-                "{} {} — geometric mean over {over}",
-                info.title,
-                tail.join(" ")
-            )
-        };
+        let label = geomean_over_label(&info.title, &rest, over);
         extra.push(summary_row(label, &members, systems, pairs, r));
     }
     rows.extend(extra);

@@ -7,7 +7,9 @@
 //! ±15 % as a whole (or be known well although one case did not converge).
 
 use crate::format::sig;
-use crate::results::{case_label, cpus_header, family_cases, group, like_cases, Grouped, RuleInfo};
+use crate::results::{
+    case_label, cpus_header, family_cases, group, like_cases, GeomeanCases, Grouped, RuleInfo,
+};
 use crate::table::{Cell, RowKind, Table, Tone};
 use crate::Catalog;
 use kscale_core::decision::{Interval, LogEstimate};
@@ -370,38 +372,12 @@ pub fn decisions(run: &RunData, cat: &dyn Catalog) -> Vec<Decision> {
 
 fn decide(run: &RunData, cat: &dyn Catalog) -> Option<(Table, Vec<Decision>)> {
     let rule = RuleInfo::of(run);
-    // A family whose cases measure unlike things (fs: creations and
-    // removals) is decided per metric, as its table keeps them apart.
-    let mut families: Vec<(String, Vec<&CaseData>)> = Vec::new();
-    for (family, cases) in family_cases(run, cat) {
-        let mut metrics: Vec<String> = Vec::new();
-        for c in &cases {
-            let m = c.primary().map(|m| m.name.clone()).unwrap_or_default();
-            if !metrics.contains(&m) {
-                metrics.push(m);
-            }
-        }
-        if metrics.len() <= 1 {
-            families.push((family, cases));
-            continue;
-        }
-        for m in metrics {
-            let mine: Vec<&CaseData> = cases
-                .iter()
-                .copied()
-                .filter(|c| c.primary().map(|p| p.name.as_str()).unwrap_or_default() == m)
-                .collect();
-            families.push((format!("{family}: {m}"), mine));
-        }
-    }
-    let grouped: Vec<(String, Grouped<'_>)> = families
-        .iter()
-        .map(|(f, cases)| (f.clone(), group(cases)))
-        .collect();
+    let families = decided_families(run, cat);
+    let grouped: Vec<Grouped<'_>> = families.iter().map(|(_, cases)| group(cases)).collect();
     // Every configuration of the run, in the order the tables show them;
     // scalability is against the one with the fewest CPUs, as `scale`'s.
     let mut configs: Vec<(String, usize)> = Vec::new();
-    for (_, g) in &grouped {
+    for g in &grouped {
         for c in &g.configs {
             if !configs.iter().any(|(n, _)| *n == c.0) {
                 configs.push(c.clone());
@@ -433,122 +409,200 @@ fn decide(run: &RunData, cat: &dyn Catalog) -> Option<(Table, Vec<Decision>)> {
         ),
         headers,
     );
-    let mut one_trial = false;
-    let mut fitted: Vec<String> = Vec::new();
-    let mut out: Vec<Decision> = Vec::new();
-    for ((family, _), (_, g)) in families.iter().zip(&grouped) {
+    let mut decider = Decider {
+        run,
+        cat,
+        rule,
+        one_trial: false,
+        fitted: Vec::new(),
+        out: Vec::new(),
+    };
+    for ((family, _), g) in families.iter().zip(&grouped) {
         let Some((first, _)) = g.rows.first() else {
             continue;
         };
         let info = cat.info(&first.workload);
         let gm = like_cases(g, rule);
+        let unit = gm.as_ref().map(|gm| gm.unit.clone()).unwrap_or_default();
         let mut cells = vec![
             Cell::new(format!("{} ({family})", info.family_title)),
-            Cell::tone(
-                gm.as_ref().map(|gm| gm.unit.clone()).unwrap_or_default(),
-                Tone::Dim,
-            ),
+            Cell::dim(unit.clone()),
         ];
-        let unit = gm.as_ref().map(|gm| gm.unit.clone()).unwrap_or_default();
         for (name, _) in &configs {
-            let mut d = Decision::level(family, name, &unit);
-            let cases = g
-                .configs
-                .iter()
-                .position(|(n, _)| n == name)
-                .and_then(|i| gm.as_ref()?.per_config.get(i)?.as_ref());
-            match (cases, &gm) {
-                (Some(cases), Some(gm)) => {
-                    match family_geomean(cases, &gm.metric, rule.confidence_pct) {
-                        Ok((i, fits)) => {
-                            cells.push(Cell::new(sig(i.value, 4)));
-                            // A capacity answer is known to its bracket,
-                            // however well its windows agree.
-                            let bracket = widest_bracket_pct(run, cases, &gm.metric)
-                                .filter(|b| *b > i.width_pct());
-                            let mut w = match bracket {
-                                Some(b) if b.is_finite() => {
-                                    Cell::tone(format!("{}% bracket", sig(b, 2)), Tone::Dim)
-                                }
-                                Some(_) => Cell::tone("open bracket", Tone::Dim),
-                                None => width(&i),
-                            };
-                            if !fits.is_empty() {
-                                w.text.push('‡');
-                            }
-                            cells.push(w);
-                            cells.push(match bracket {
-                                Some(b) if b > rule.width_pct => Cell::tone("✗", Tone::Warn),
-                                Some(_) => Cell::tone("✓", Tone::Good),
-                                None => decided(&i, rule.width_pct),
-                            });
-                            d.level_of(&i, bracket, rule.width_pct);
-                            fitted.extend(fits.iter().map(|(c, f)| fitted_note(c, f, cat)));
-                        }
-                        Err(point) => {
-                            one_trial = true;
-                            d.value = point;
-                            d.why = Some("a case has a single counted trial".into());
-                            cells.push(Cell::new(
-                                point.map(|v| sig(v, 4)).unwrap_or_else(|| "–".into()),
-                            ));
-                            cells.push(Cell::tone("–", Tone::Dim));
-                            cells.push(Cell::tone("✗", Tone::Warn));
-                        }
-                    }
-                }
-                _ => {
-                    d.why = Some("no figure: a case failed or was not measured here".into());
-                    cells.extend([Cell::new("–"), Cell::new(""), Cell::new("")]);
-                }
-            }
-            if d.decided {
-                d.verdict = "decided".into();
-            }
-            out.push(d);
+            cells.extend(decider.level(family, name, &unit, g, gm.as_ref()));
         }
         for (name, _) in &others {
-            let mut d = Decision::level(
-                family,
-                if others.len() == 1 {
-                    "scalability".to_string()
-                } else {
-                    format!("scalability {}", short(name))
-                }
-                .as_str(),
-                "×",
-            );
-            match family_scalability(g, &base.0, name, rule.confidence_pct) {
-                Some(i) => {
-                    let i = bracketed_scalability(run, g, &base.0, name, i, rule.confidence_pct);
-                    let v = scaling_verdict(&i, rule.width_pct, rule.confidence_pct);
-                    let tone = match v.verdict {
-                        CompareWord::Faster => Tone::Good,
-                        CompareWord::Slower => Tone::Bad,
-                        _ => Tone::Plain,
-                    };
-                    cells.push(Cell::tone(times(i.value), tone));
-                    cells.push(Cell::tone(
-                        format!("{}–{}", times(i.low), times(i.high)),
-                        Tone::Dim,
-                    ));
-                    cells.push(verdict_cell(v));
-                    d.scalability_of(&i, v, rule.width_pct);
-                }
-                None => {
-                    d.why = Some("no figure: a case failed or was not measured on both".into());
-                    cells.extend([Cell::new("–"), Cell::new(""), Cell::new("")]);
-                }
-            }
-            out.push(d);
+            let cell = if others.len() == 1 {
+                "scalability".to_string()
+            } else {
+                format!("scalability {}", short(name))
+            };
+            cells.extend(decider.scalability(family, &cell, g, (&base.0, name)));
         }
         t.push(RowKind::Summary, cells);
     }
     if t.rows.is_empty() {
         return None;
     }
-    notes(&mut t, rule, !others.is_empty(), one_trial, fitted);
-    Some((t, out))
+    notes(
+        &mut t,
+        rule,
+        !others.is_empty(),
+        decider.one_trial,
+        decider.fitted,
+    );
+    Some((t, decider.out))
+}
+
+/// The run's families as the decisions table decides them: a family whose
+/// cases measure unlike things (fs: creations and removals) is decided
+/// per metric, as its table keeps them apart.
+fn decided_families<'a>(run: &'a RunData, cat: &dyn Catalog) -> Vec<(String, Vec<&'a CaseData>)> {
+    let mut families: Vec<(String, Vec<&CaseData>)> = Vec::new();
+    for (family, cases) in family_cases(run, cat) {
+        let mut metrics: Vec<String> = Vec::new();
+        for c in &cases {
+            let m = c.primary().map(|m| m.name.clone()).unwrap_or_default();
+            if !metrics.contains(&m) {
+                metrics.push(m);
+            }
+        }
+        if metrics.len() <= 1 {
+            families.push((family, cases));
+            continue;
+        }
+        for m in metrics {
+            let mine: Vec<&CaseData> = cases
+                .iter()
+                .copied()
+                .filter(|c| c.primary().map(|p| p.name.as_str()).unwrap_or_default() == m)
+                .collect();
+            families.push((format!("{family}: {m}"), mine));
+        }
+    }
+    families
+}
+
+/// The decisions table's cells being decided, each kept as a
+/// [`Decision`], with what the notes must say: whether a case had a
+/// single counted trial, and the cases a host fit narrowed.
+struct Decider<'a> {
+    run: &'a RunData,
+    cat: &'a dyn Catalog,
+    rule: RuleInfo,
+    one_trial: bool,
+    fitted: Vec<String>,
+    out: Vec<Decision>,
+}
+
+impl Decider<'_> {
+    /// A family's level on configuration `name`: its geometric mean, the
+    /// interval's width (or the capacity bracket, where wider) and whether
+    /// that decides it.
+    fn level(
+        &mut self,
+        family: &str,
+        name: &str,
+        unit: &str,
+        g: &Grouped<'_>,
+        gm: Option<&GeomeanCases<'_>>,
+    ) -> [Cell; 3] {
+        let rule = self.rule;
+        let mut d = Decision::level(family, name, unit);
+        let cases = g
+            .configs
+            .iter()
+            .position(|(n, _)| n == name)
+            .and_then(|i| gm?.per_config.get(i)?.as_ref());
+        let cells = match (cases, gm) {
+            (Some(cases), Some(gm)) => {
+                match family_geomean(cases, &gm.metric, rule.confidence_pct) {
+                    Ok((i, fits)) => {
+                        // A capacity answer is known to its bracket,
+                        // however well its windows agree.
+                        let bracket = widest_bracket_pct(self.run, cases, &gm.metric)
+                            .filter(|b| *b > i.width_pct());
+                        let mut w = match bracket {
+                            Some(b) if b.is_finite() => {
+                                Cell::dim(format!("{}% bracket", sig(b, 2)))
+                            }
+                            Some(_) => Cell::dim("open bracket"),
+                            None => width(&i),
+                        };
+                        if !fits.is_empty() {
+                            w.text.push('‡');
+                        }
+                        let ok = match bracket {
+                            Some(b) if b > rule.width_pct => Cell::tone("✗", Tone::Warn),
+                            Some(_) => Cell::tone("✓", Tone::Good),
+                            None => decided(&i, rule.width_pct),
+                        };
+                        d.level_of(&i, bracket, rule.width_pct);
+                        let cat = self.cat;
+                        self.fitted
+                            .extend(fits.iter().map(|(c, f)| fitted_note(c, f, cat)));
+                        [Cell::new(sig(i.value, 4)), w, ok]
+                    }
+                    Err(point) => {
+                        self.one_trial = true;
+                        d.value = point;
+                        d.why = Some("a case has a single counted trial".into());
+                        let value = point.map(|v| sig(v, 4)).unwrap_or_else(|| "–".into());
+                        [
+                            Cell::new(value),
+                            Cell::dim("–"),
+                            Cell::tone("✗", Tone::Warn),
+                        ]
+                    }
+                }
+            }
+            _ => {
+                d.why = Some("no figure: a case failed or was not measured here".into());
+                [Cell::new("–"), Cell::blank(), Cell::blank()]
+            }
+        };
+        if d.decided {
+            d.verdict = "decided".into();
+        }
+        self.out.push(d);
+        cells
+    }
+
+    /// A family's scalability of configuration `other` over `base` (the
+    /// decision named `cell`), with its interval and verdict.
+    fn scalability(
+        &mut self,
+        family: &str,
+        cell: &str,
+        g: &Grouped<'_>,
+        (base, other): (&str, &str),
+    ) -> [Cell; 3] {
+        let rule = self.rule;
+        let mut d = Decision::level(family, cell, "×");
+        let cells = match family_scalability(g, base, other, rule.confidence_pct) {
+            Some(i) => {
+                let i = bracketed_scalability(self.run, g, base, other, i, rule.confidence_pct);
+                let v = scaling_verdict(&i, rule.width_pct, rule.confidence_pct);
+                let tone = match v.verdict {
+                    CompareWord::Faster => Tone::Good,
+                    CompareWord::Slower => Tone::Bad,
+                    _ => Tone::Plain,
+                };
+                d.scalability_of(&i, v, rule.width_pct);
+                [
+                    Cell::tone(times(i.value), tone),
+                    Cell::dim(format!("{}–{}", times(i.low), times(i.high))),
+                    verdict_cell(v),
+                ]
+            }
+            None => {
+                d.why = Some("no figure: a case failed or was not measured on both".into());
+                [Cell::new("–"), Cell::blank(), Cell::blank()]
+            }
+        };
+        self.out.push(d);
+        cells
+    }
 }
 
 /// The decisions table's notes: what its columns mean, and the cases whose

@@ -488,67 +488,11 @@ fn workload_charts(
     let Some(xp) = info.param(&spec.x) else {
         return vec![];
     };
-    let mut points: Vec<SweepPoint> = Vec::new();
-    for (si, r) in runs.iter().enumerate() {
-        for c in r.cases.iter().filter(|c| c.key.workload == info.id) {
-            if c.status != CaseStatus::Done {
-                continue;
-            }
-            let Some(x) = c
-                .key
-                .params
-                .get(&spec.x)
-                .and_then(|v| x_value(xp.scale, v, c.cpus.len()))
-            else {
-                continue;
-            };
-            let mut rest = c.key.params.clone();
-            rest.remove(&spec.x);
-            points.push(SweepPoint {
-                system: si,
-                case: c,
-                x,
-                rest,
-            });
-        }
-    }
+    let points = sweep_points(runs, info, &spec.x, xp.scale);
     if points.is_empty() {
         return vec![];
     }
-    // Params that vary decide lines (or charts); constant ones go to the title.
-    let mut values: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    for p in &points {
-        for (k, v) in &p.rest {
-            values.entry(k.as_str()).or_default().insert(v.as_str());
-        }
-    }
-    let order = info.param_order();
-    let by_order = |names: &mut Vec<String>| {
-        names.sort_by_key(|n| order.iter().position(|o| o == n).unwrap_or(usize::MAX));
-    };
-    let mut varying: Vec<String> = values
-        .iter()
-        .filter(|(_, v)| v.len() > 1)
-        .map(|(k, _)| k.to_string())
-        .collect();
-    by_order(&mut varying);
-    let (line_params, chart_params): (Vec<String>, Vec<String>) = if spec.series.is_empty() {
-        (varying, vec![])
-    } else {
-        varying.into_iter().partition(|p| spec.series.contains(p))
-    };
-    let mut constant: Vec<String> = values
-        .iter()
-        .filter(|(_, v)| v.len() == 1)
-        .map(|(k, _)| k.to_string())
-        .collect();
-    by_order(&mut constant);
-    let label = |p: &SweepPoint, keys: &[String]| -> String {
-        keys.iter()
-            .filter_map(|k| p.rest.get(k).map(|v| format!("{k}={v}")))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
+    let (line_params, chart_params, constant) = param_roles(&points, info, spec);
     let metrics: Vec<String> = if spec.metrics.is_empty() {
         points[0]
             .case
@@ -563,94 +507,222 @@ fn workload_charts(
     } else {
         (1.0, "")
     };
-    let x_label = if x_unit.is_empty() {
-        spec.x.clone()
-    } else {
-        format!("{} ({x_unit})", spec.x)
-    };
-    let fixed = points
-        .first()
-        .map(|p| label(p, &constant))
-        .unwrap_or_default();
     let mut groups: Vec<String> = Vec::new();
     for p in &points {
-        let g = label(p, &chart_params);
+        let g = p.label(&chart_params);
         if !groups.contains(&g) {
             groups.push(g);
         }
     }
+    let sweep = Sweep {
+        runs,
+        names,
+        info,
+        spec,
+        x_div,
+        x_label: if x_unit.is_empty() {
+            spec.x.clone()
+        } else {
+            format!("{} ({x_unit})", spec.x)
+        },
+        fixed: points
+            .first()
+            .map(|p| p.label(&constant))
+            .unwrap_or_default(),
+        many_metrics: metrics.len() > 1,
+        points,
+        line_params,
+        chart_params,
+    };
     let mut charts = Vec::new();
     for metric in &metrics {
+        for g in &groups {
+            charts.extend(sweep.chart(metric, g));
+        }
+    }
+    charts
+}
+
+/// The runs' finished cases of the workload that have a value of the x
+/// param that reads as a number.
+fn sweep_points<'a>(
+    runs: &[&'a RunData],
+    info: &WorkloadInfo,
+    x_param: &str,
+    scale: ParamScale,
+) -> Vec<SweepPoint<'a>> {
+    let mut points: Vec<SweepPoint> = Vec::new();
+    for (si, r) in runs.iter().enumerate() {
+        for c in r.cases.iter().filter(|c| c.key.workload == info.id) {
+            if c.status != CaseStatus::Done {
+                continue;
+            }
+            let Some(x) = c
+                .key
+                .params
+                .get(x_param)
+                .and_then(|v| x_value(scale, v, c.cpus.len()))
+            else {
+                continue;
+            };
+            let mut rest = c.key.params.clone();
+            rest.remove(x_param);
+            points.push(SweepPoint {
+                system: si,
+                case: c,
+                x,
+                rest,
+            });
+        }
+    }
+    points
+}
+
+/// The params other than x, in the workload's order, by what they become:
+/// (lines, charts, title). Params that vary make lines, or charts where the
+/// spec names which ones make lines; constant ones go to the title.
+fn param_roles(
+    points: &[SweepPoint],
+    info: &WorkloadInfo,
+    spec: &ChartSpec,
+) -> (Vec<String>, Vec<String>, Vec<String>) {
+    let mut values: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for p in points {
+        for (k, v) in &p.rest {
+            values.entry(k.as_str()).or_default().insert(v.as_str());
+        }
+    }
+    let order = info.param_order();
+    let in_order = |varies: bool| -> Vec<String> {
+        let mut names: Vec<String> = values
+            .iter()
+            .filter(|(_, v)| (v.len() > 1) == varies)
+            .map(|(k, _)| k.to_string())
+            .collect();
+        names.sort_by_key(|n| order.iter().position(|o| o == n).unwrap_or(usize::MAX));
+        names
+    };
+    let varying = in_order(true);
+    let (line_params, chart_params) = if spec.series.is_empty() {
+        (varying, vec![])
+    } else {
+        varying.into_iter().partition(|p| spec.series.contains(p))
+    };
+    (line_params, chart_params, in_order(false))
+}
+
+impl SweepPoint<'_> {
+    /// `k=v` for each of `keys` the point has, in that order.
+    fn label(&self, keys: &[String]) -> String {
+        keys.iter()
+            .filter_map(|k| self.rest.get(k).map(|v| format!("{k}={v}")))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// One [`ChartSpec`]'s points with what their charts share: which params
+/// make lines and which charts, the x axis, and the title's constant part.
+struct Sweep<'a> {
+    runs: &'a [&'a RunData],
+    names: &'a [String],
+    info: &'a WorkloadInfo,
+    spec: &'a ChartSpec,
+    points: Vec<SweepPoint<'a>>,
+    line_params: Vec<String>,
+    chart_params: Vec<String>,
+    /// Divides x into the axis's unit (bytes into KB, MB, GB).
+    x_div: f64,
+    x_label: String,
+    /// The params constant across every point.
+    fixed: String,
+    /// Whether a chart's title must name its metric.
+    many_metrics: bool,
+}
+
+impl Sweep<'_> {
+    /// The chart of `metric` over the points of chart group `g`; `None`
+    /// where none of them has a value.
+    fn chart(&self, metric: &str, g: &str) -> Option<Chart> {
+        let series = self.series(metric, g);
+        if series.is_empty() {
+            return None;
+        }
+        let info = self.info;
         let unit = info
             .unit(metric)
             .map(str::to_string)
             .or_else(|| {
-                points
+                self.points
                     .iter()
-                    .find_map(|p| p.case.metrics.iter().find(|m| &m.name == metric))
+                    .find_map(|p| p.case.metrics.iter().find(|m| m.name == metric))
                     .map(|m| m.unit.clone())
             })
             .unwrap_or_default();
-        for g in &groups {
-            let mut series: Vec<(String, Vec<(f64, Point)>)> = Vec::new();
-            for p in points.iter().filter(|p| label(p, &chart_params) == *g) {
-                let rule = RuleInfo::of(runs[p.system]);
-                let s = p.case.summary(metric, rule.confidence_pct);
-                if s.n == 0 || !s.mean.is_finite() {
-                    continue;
-                }
-                let mut parts = vec![label(p, &line_params)];
-                if runs.len() > 1 {
-                    parts.push(names[p.system].clone());
-                }
-                parts.push(format!(
-                    "[{}]",
-                    cpus_header(&p.case.key.cpus, p.case.cpus.len())
-                ));
-                let name = parts
-                    .into_iter()
-                    .filter(|s| !s.is_empty())
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                let pt = (
-                    p.x / x_div,
-                    Point::new(s.mean, s.ci_low, s.ci_high, p.case.settled())
-                        .with_label(format!("{} trials", s.n)),
-                );
-                match series.iter_mut().find(|(n, _)| *n == name) {
-                    Some((_, pts)) => pts.push(pt),
-                    None => series.push((name, vec![pt])),
-                }
-            }
-            if series.is_empty() {
+        let mut title = format!("{} ({})", info.title, info.id);
+        if self.many_metrics {
+            title.push_str(&format!(" — {metric}"));
+        }
+        let context: Vec<&str> = [g, self.fixed.as_str()]
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .collect();
+        if !context.is_empty() {
+            title.push_str(&format!(", {}", context.join(" ")));
+        }
+        Some(Chart::Line(LineChart {
+            title,
+            x_label: self.x_label.clone(),
+            y_label: if unit.is_empty() {
+                metric.to_string()
+            } else {
+                format!("{metric} ({unit})")
+            },
+            log_x: self.spec.log_x,
+            series: series.into_iter().map(|(n, p)| Series::new(n, p)).collect(),
+            uncertainty: Uncertainty::default(),
+        }))
+    }
+
+    /// The lines of one chart: a line per line-param values, system (of
+    /// several) and CPU configuration, its points in the runs' order.
+    fn series(&self, metric: &str, g: &str) -> Vec<(String, Vec<(f64, Point)>)> {
+        let mut series: Vec<(String, Vec<(f64, Point)>)> = Vec::new();
+        for p in self
+            .points
+            .iter()
+            .filter(|p| p.label(&self.chart_params) == g)
+        {
+            let rule = RuleInfo::of(self.runs[p.system]);
+            let s = p.case.summary(metric, rule.confidence_pct);
+            if s.n == 0 || !s.mean.is_finite() {
                 continue;
             }
-            let mut title = format!("{} ({})", info.title, info.id);
-            if metrics.len() > 1 {
-                title.push_str(&format!(" — {metric}"));
+            let mut parts = vec![p.label(&self.line_params)];
+            if self.runs.len() > 1 {
+                parts.push(self.names[p.system].clone());
             }
-            let context: Vec<&str> = [g.as_str(), fixed.as_str()]
+            parts.push(format!(
+                "[{}]",
+                cpus_header(&p.case.key.cpus, p.case.cpus.len())
+            ));
+            let name = parts
                 .into_iter()
                 .filter(|s| !s.is_empty())
-                .collect();
-            if !context.is_empty() {
-                title.push_str(&format!(", {}", context.join(" ")));
+                .collect::<Vec<_>>()
+                .join(" ");
+            let pt = (
+                p.x / self.x_div,
+                Point::new(s.mean, s.ci_low, s.ci_high, p.case.settled())
+                    .with_label(format!("{} trials", s.n)),
+            );
+            match series.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, pts)) => pts.push(pt),
+                None => series.push((name, vec![pt])),
             }
-            charts.push(Chart::Line(LineChart {
-                title,
-                x_label: x_label.clone(),
-                y_label: if unit.is_empty() {
-                    metric.clone()
-                } else {
-                    format!("{metric} ({unit})")
-                },
-                log_x: spec.log_x,
-                series: series.into_iter().map(|(n, p)| Series::new(n, p)).collect(),
-                uncertainty: Uncertainty::default(),
-            }));
         }
+        series
     }
-    charts
 }
 
 /// Kernel profiles of every run: first what answers the seed's question

@@ -6,7 +6,7 @@
 //! difference of two profiles. The method is in docs/report.md.
 
 use crate::format::sig;
-use crate::results::{case_label, cpus_header, shown};
+use crate::results::{case_label, cpus_header, families_in_order, shown};
 use crate::svg::{BarChart, Chart, Point, Uncertainty};
 use crate::table::{Cell, RowKind, Table, Tone};
 use crate::Catalog;
@@ -391,94 +391,15 @@ fn growth_table(
             "most in".into(),
         ],
     );
-    let mut families: Vec<String> = cat.family_order();
-    for p in pairs {
-        if !families.contains(&p.family) {
-            families.push(p.family.clone());
-        }
-    }
     let mut any_share = false;
-    for f in families {
+    for f in families_in_order(cat, pairs.iter().map(|p| &p.family)) {
         let fam: Vec<&Pair> = pairs.iter().filter(|p| p.family == f).collect();
         if fam.is_empty() {
             continue;
         }
         let per_op = fam.iter().all(|p| has_ops(p.a) && has_ops(p.b));
         any_share |= !per_op;
-        let growth: Vec<PairGrowth> = fam.iter().map(|p| pair_growth(p.a, p.b, per_op)).collect();
-        let n = fam.len() as f64;
-        let mean = |f: &dyn Fn(&Pair) -> f64| fam.iter().map(|p| f(p)).sum::<f64>() / n;
-        let busy = if per_op {
-            let ratios: Vec<f64> = growth.iter().filter_map(|g| g.busy_ratio).collect();
-            kscale_core::stats::geomean(&ratios)
-                .map(|r| format!("{:+.0}%", (r - 1.0) * 100.0))
-                .unwrap_or_else(|| "–".into())
-        } else {
-            "–".into()
-        };
-        let idle = format!(
-            "{:.1} → {:.1}",
-            mean(&|p| p.a.idle_share()),
-            mean(&|p| p.b.idle_share())
-        );
-        let spin = format!(
-            "{:.1} → {:.1}",
-            mean(&|p| p.a.spinlock_kernel_share()),
-            mean(&|p| p.b.spinlock_kernel_share())
-        );
-        // Each routine's mean change over the family's cases (a case where
-        // it was never sampled counts as no change), and where it grew most.
-        let mut total: BTreeMap<&str, f64> = BTreeMap::new();
-        for g in &growth {
-            for (r, d) in &g.routines {
-                *total.entry(r.as_str()).or_default() += d;
-            }
-        }
-        let mut ranked: Vec<(&str, f64)> = total.into_iter().map(|(r, d)| (r, d / n)).collect();
-        ranked.sort_by(|x, y| y.1.total_cmp(&x.1).then_with(|| x.0.cmp(y.0)));
-        let grown: Vec<&(&str, f64)> = ranked
-            .iter()
-            .filter(|(_, d)| *d > 0.05)
-            .take(GROWTH_TOP)
-            .collect();
-        let mark = if per_op { "" } else { " †" };
-        let family_cells = |first: bool| -> Vec<Cell> {
-            if first {
-                vec![
-                    Cell::new(f.clone()),
-                    Cell::new(busy.clone()),
-                    Cell::new(idle.clone()),
-                    Cell::new(spin.clone()),
-                ]
-            } else {
-                (0..4).map(|_| Cell::new("")).collect()
-            }
-        };
-        if grown.is_empty() {
-            let mut cells = family_cells(true);
-            cells.extend([
-                Cell::tone("nothing grew", Tone::Dim),
-                Cell::new(""),
-                Cell::new(""),
-            ]);
-            t.push(RowKind::Data, cells);
-            continue;
-        }
-        for (i, (r, d)) in grown.iter().enumerate() {
-            let (where_, most) = fam
-                .iter()
-                .zip(&growth)
-                .map(|(p, g)| (p.label.as_str(), g.routines.get(*r).copied().unwrap_or(0.0)))
-                .max_by(|x, y| x.1.total_cmp(&y.1))
-                .unwrap_or(("", 0.0));
-            let mut cells = family_cells(i == 0);
-            cells.push(Cell::new(r.to_string()));
-            cells.push(Cell::tone(format!("{d:+.1}{mark}"), Tone::Bad));
-            cells.push(Cell::new(if fam.len() > 1 && most > *d + 0.05 {
-                where_.to_string()
-            } else {
-                "–".to_string()
-            }));
+        for cells in family_growth(&f, &fam, per_op) {
             t.push(RowKind::Data, cells);
         }
     }
@@ -507,6 +428,93 @@ fn growth_table(
         );
     }
     Some(t)
+}
+
+/// One family's rows of the growth table: the routines that grew most, a
+/// row each, the first also with the family's busy time, idle and
+/// spin-lock shares; "nothing grew" where none did. `per_op`: every pair
+/// has operation counts, so changes are per operation, not of shares.
+fn family_growth(f: &str, fam: &[&Pair], per_op: bool) -> Vec<Vec<Cell>> {
+    let growth: Vec<PairGrowth> = fam.iter().map(|p| pair_growth(p.a, p.b, per_op)).collect();
+    let n = fam.len() as f64;
+    let mean = |f: &dyn Fn(&Pair) -> f64| fam.iter().map(|p| f(p)).sum::<f64>() / n;
+    let busy = if per_op {
+        let ratios: Vec<f64> = growth.iter().filter_map(|g| g.busy_ratio).collect();
+        kscale_core::stats::geomean(&ratios)
+            .map(|r| format!("{:+.0}%", (r - 1.0) * 100.0))
+            .unwrap_or_else(|| "–".into())
+    } else {
+        "–".into()
+    };
+    let idle = format!(
+        "{:.1} → {:.1}",
+        mean(&|p| p.a.idle_share()),
+        mean(&|p| p.b.idle_share())
+    );
+    let spin = format!(
+        "{:.1} → {:.1}",
+        mean(&|p| p.a.spinlock_kernel_share()),
+        mean(&|p| p.b.spinlock_kernel_share())
+    );
+    let family_cells = |first: bool| -> Vec<Cell> {
+        if first {
+            vec![
+                Cell::new(f),
+                Cell::new(busy.clone()),
+                Cell::new(idle.clone()),
+                Cell::new(spin.clone()),
+            ]
+        } else {
+            (0..4).map(|_| Cell::blank()).collect()
+        }
+    };
+    let grown = grew_most(&growth);
+    if grown.is_empty() {
+        let mut cells = family_cells(true);
+        cells.extend([Cell::dim("nothing grew"), Cell::blank(), Cell::blank()]);
+        return vec![cells];
+    }
+    let mark = if per_op { "" } else { " †" };
+    let mut rows = Vec::new();
+    for (i, (r, d)) in grown.iter().enumerate() {
+        let (where_, most) = fam
+            .iter()
+            .zip(&growth)
+            .map(|(p, g)| (p.label.as_str(), g.routines.get(*r).copied().unwrap_or(0.0)))
+            .max_by(|x, y| x.1.total_cmp(&y.1))
+            .unwrap_or(("", 0.0));
+        let mut cells = family_cells(i == 0);
+        cells.push(Cell::new(r.to_string()));
+        cells.push(Cell::tone(format!("{d:+.1}{mark}"), Tone::Bad));
+        cells.push(Cell::new(if fam.len() > 1 && most > *d + 0.05 {
+            where_.to_string()
+        } else {
+            "–".to_string()
+        }));
+        rows.push(cells);
+    }
+    rows
+}
+
+/// The routines that grew most over the family's pairs, most first (by
+/// name where equal), at most [`GROWTH_TOP`]: each routine's mean change
+/// over the family's cases, a case where it was never sampled counting as
+/// no change.
+fn grew_most(growth: &[PairGrowth]) -> Vec<(&str, f64)> {
+    let n = growth.len() as f64;
+    let mut total: BTreeMap<&str, f64> = BTreeMap::new();
+    for g in growth {
+        for (r, d) in &g.routines {
+            *total.entry(r.as_str()).or_default() += d;
+        }
+    }
+    let mut ranked: Vec<(&str, f64)> = total.into_iter().map(|(r, d)| (r, d / n)).collect();
+    ranked.sort_by(|x, y| y.1.total_cmp(&x.1).then_with(|| x.0.cmp(y.0)));
+    ranked
+        .into_iter()
+        .filter(|(_, d)| *d > 0.05)
+        .take(GROWTH_TOP)
+        .collect()
 }
 
 /// Groups of a run's cases by configuration, fewest CPUs first.

@@ -7,7 +7,7 @@ use crate::table::{Cell, RowKind, Table, Tone};
 use crate::{Catalog, WorkloadInfo};
 use kscale_core::stats::geomean;
 use kscale_core::{CaseKey, RunRule};
-use kscale_store::{CaseData, CaseStatus, RunData};
+use kscale_store::{CaseData, CaseStatus, MetricRow, RunData};
 use std::collections::BTreeMap;
 
 /// Confidence and width the run was measured with, for the legend and CIs.
@@ -67,12 +67,12 @@ pub fn cpus_header(name: &str, count: usize) -> String {
 /// Cases grouped as (params without cpus) → per-config case, in run order.
 pub(crate) struct Grouped<'a> {
     pub(crate) configs: Vec<(String, usize)>,
-    pub(crate) rows: Vec<(CaseKey, BTreeMap<String, &'a CaseData>)>,
+    pub(crate) rows: Vec<GroupedRow<'a>>,
 }
 
 pub(crate) fn group<'a>(cases: &[&'a CaseData]) -> Grouped<'a> {
     let mut configs: Vec<(String, usize)> = Vec::new();
-    let mut rows: Vec<(CaseKey, BTreeMap<String, &'a CaseData>)> = Vec::new();
+    let mut rows: Vec<GroupedRow<'a>> = Vec::new();
     for c in cases {
         if !configs.iter().any(|(n, _)| *n == c.key.cpus) {
             configs.push((c.key.cpus.clone(), c.cpus.len()));
@@ -101,9 +101,6 @@ fn complete_geomean(vals: &[f64], rows: usize) -> String {
         .map(|v| sig(v, 4))
         .unwrap_or_else(|| "–".into())
 }
-
-/// Params other than the `geomean_over` one → per-configuration means.
-type GeomeanGroups = Vec<(BTreeMap<String, String>, Vec<Vec<f64>>)>;
 
 /// Whether tables give `c` a row: every case but the steps of a capacity
 /// search whose answer the run holds — the answer's row is the figure,
@@ -138,16 +135,26 @@ pub(crate) fn family_cases<'a>(
             .or_default()
             .push(c);
     }
+    families_in_order(cat, by_family.keys())
+        .into_iter()
+        .filter_map(|f| by_family.remove(&f).map(|cases| (f, cases)))
+        .collect()
+}
+
+/// The catalogue's families in its display order, then the `found` ones it
+/// does not know (a run stored by another version) in the order given:
+/// every view lists families alike.
+pub(crate) fn families_in_order<'a>(
+    cat: &dyn Catalog,
+    found: impl IntoIterator<Item = &'a String>,
+) -> Vec<String> {
     let mut order = cat.family_order();
-    for f in by_family.keys() {
+    for f in found {
         if !order.contains(f) {
             order.push(f.clone());
         }
     }
     order
-        .into_iter()
-        .filter_map(|f| by_family.remove(&f).map(|cases| (f, cases)))
-        .collect()
 }
 
 /// The cases a family's "Geometric mean" row is over: its primary metric,
@@ -214,261 +221,370 @@ pub(crate) fn like_cases<'a>(g: &Grouped<'a>, rule: RuleInfo) -> Option<GeomeanC
     })
 }
 
+/// A family's table: a column group (value, ±CI, trials) per CPU
+/// configuration, a row per case with its secondary metrics under it, each
+/// workload's means over its `geomean_over` param, the family's geometric
+/// mean, and the notes that explain the rows' marks.
 fn family_table(cases: &[&CaseData], cat: &dyn Catalog, rule: RuleInfo) -> Table {
     let first = cat.info(&cases[0].key.workload);
     let g = group(cases);
     let mut headers = vec!["Case".to_string(), "Unit".to_string()];
     for (name, count) in &g.configs {
-        let h = cpus_header(name, *count);
-        headers.push(h);
-        headers.push("±CI".into());
-        headers.push("n".into());
+        headers.extend([cpus_header(name, *count), "±CI".into(), "n".into()]);
     }
-    let mut table = Table::new(
-        format!("{} ({})", first.family_title, first.family),
-        headers,
-    );
-    let mut failures = Vec::new();
-    let mut stolen: Vec<String> = Vec::new();
-    let mut fitted = 0;
-    let mut skipped = Vec::new();
-    let mut not_converged = 0;
-    let (mut medians, mut load_bound) = (None, 0);
-
-    let mut workload_order: Vec<String> = Vec::new();
+    let mut family = FamilyRows {
+        table: Table::new(
+            format!("{} ({})", first.family_title, first.family),
+            headers,
+        ),
+        configs: &g.configs,
+        rule,
+        marks: Marks::default(),
+    };
+    let mut workload_order: Vec<&str> = Vec::new();
     for (k, _) in &g.rows {
-        if !workload_order.contains(&k.workload) {
-            workload_order.push(k.workload.clone());
+        if !workload_order.contains(&k.workload.as_str()) {
+            workload_order.push(&k.workload);
         }
     }
-    for wid in &workload_order {
-        let info = cat.info(wid);
-        let rows: Vec<&(CaseKey, BTreeMap<String, &CaseData>)> =
-            g.rows.iter().filter(|(k, _)| &k.workload == wid).collect();
-        // Geomean groups: params other than `geomean_over` → per-config values.
-        let mut gm: GeomeanGroups = Vec::new();
-        let mut gm_rows: Vec<usize> = Vec::new();
+    for wid in workload_order {
+        let rows: Vec<&GroupedRow> = g.rows.iter().filter(|(k, _)| k.workload == wid).collect();
+        family.workload(&cat.info(wid), &rows);
+    }
+    let FamilyRows {
+        mut table, marks, ..
+    } = family;
+    if let Some(gm) = geomean_cases(&g, rule) {
+        table.push(RowKind::Summary, geomean_row(&gm, rule));
+    }
+    marks.write(&mut table, cases, rule);
+    table
+}
+
+/// One row of [`Grouped`]: a case's key without its configuration, and
+/// the case on each configuration.
+type GroupedRow<'a> = (CaseKey, BTreeMap<String, &'a CaseData>);
+
+/// A family table being filled, with what its rows' marks will need said
+/// under it.
+struct FamilyRows<'a> {
+    table: Table,
+    configs: &'a [(String, usize)],
+    rule: RuleInfo,
+    marks: Marks,
+}
+
+/// What a family table's notes say, gathered as its rows are filled: how
+/// many cases carry each mark, and a line for each case that needs one.
+#[derive(Default)]
+struct Marks {
+    failures: Vec<String>,
+    /// Cases whose figures followed what the host took from them.
+    host: Vec<String>,
+    fitted: usize,
+    skipped: Vec<String>,
+    not_converged: usize,
+    /// The trials a median-of-N run rule takes.
+    medians: Option<usize>,
+    load_bound: usize,
+}
+
+/// The rows of one mean over a workload's `geomean_over` param: the
+/// workload's other params, and per configuration the values of its cases
+/// there.
+struct OverGroup {
+    rest: BTreeMap<String, String>,
+    per_config: Vec<Vec<f64>>,
+    rows: usize,
+}
+
+impl FamilyRows<'_> {
+    /// One workload's rows: each case with its secondary metrics under it,
+    /// then its means over the `geomean_over` param, one per combination
+    /// of the other params.
+    fn workload(&mut self, info: &WorkloadInfo, rows: &[&GroupedRow]) {
+        let configs = self.configs;
+        let mut over: Vec<OverGroup> = Vec::new();
+        // The unit of the workload's last case heads its means.
         let mut unit = String::new();
-        for (key, per_cfg) in &rows {
-            let mut cells = vec![Cell::new(case_label(&info, key))];
-            let primary = per_cfg.values().next().and_then(|c| c.primary().cloned());
-            unit = primary.as_ref().map(|m| m.unit.clone()).unwrap_or_default();
-            cells.push(Cell::tone(unit.clone(), Tone::Dim));
+        for (key, per_cfg) in rows.iter().copied() {
             let mut rest = key.params.clone();
             if let Some(o) = &info.geomean_over {
                 rest.remove(o);
             }
-            let gi = match gm.iter().position(|(p, _)| *p == rest) {
+            let gi = match over.iter().position(|o| o.rest == rest) {
                 Some(i) => i,
                 None => {
-                    gm.push((rest, vec![Vec::new(); g.configs.len()]));
-                    gm_rows.push(0);
-                    gm.len() - 1
+                    over.push(OverGroup {
+                        rest,
+                        per_config: vec![Vec::new(); configs.len()],
+                        rows: 0,
+                    });
+                    over.len() - 1
                 }
             };
-            gm_rows[gi] += 1;
-            for (ci, (cfg, _)) in g.configs.iter().enumerate() {
+            over[gi].rows += 1;
+            let primary = per_cfg.values().next().and_then(|c| c.primary());
+            unit = primary.map(|m| m.unit.clone()).unwrap_or_default();
+            let label = case_label(info, key);
+            let mut cells = vec![Cell::new(label.clone()), Cell::dim(unit.clone())];
+            for (ci, (cfg, _)) in configs.iter().enumerate() {
                 let Some(case) = per_cfg.get(cfg) else {
-                    cells.extend([Cell::new(""), Cell::new(""), Cell::new("")]);
+                    cells.extend([Cell::blank(), Cell::blank(), Cell::blank()]);
                     continue;
                 };
-                match (case.status, &primary) {
-                    (CaseStatus::Skipped, _) => {
-                        cells.extend([
-                            Cell::tone("skipped", Tone::Dim),
-                            Cell::new(""),
-                            Cell::new(""),
-                        ]);
-                        let s = format!(
-                            "skipped: {}: {}",
-                            case_label(&info, key),
-                            case.error.as_deref().unwrap_or("not runnable here")
-                        );
-                        if !skipped.contains(&s) {
-                            skipped.push(s);
-                        }
-                    }
-                    (CaseStatus::Failed, _) => {
-                        cells.extend([
-                            Cell::tone("failed", Tone::Bad),
-                            Cell::new(""),
-                            Cell::new(""),
-                        ]);
-                        failures.push(format!(
-                            "failed: {} [cpus {cfg}]: {}",
-                            case_label(&info, key),
-                            case.error.as_deref().unwrap_or("unknown error")
-                        ));
-                    }
-                    (_, Some(m)) => {
-                        let (s, fit) = case.summary_and_fit(&m.name, rule.confidence_pct);
-                        let mut mark = match (case.rule, case.converged) {
-                            (RunRule::MedianOf(k), _) => {
-                                medians = Some(k);
-                                // A capacity answer too spread for the
-                                // run's interval takes more windows.
-                                Cell::new(format!("{} median of {}", s.n, s.n.max(k)))
-                            }
-                            (_, Some(true)) => Cell::tone(format!("{} ✓", s.n), Tone::Good),
-                            (_, Some(false)) => {
-                                not_converged += 1;
-                                if let Some(l) = case.steal_link(&m.name) {
-                                    stolen.push(format!(
-                                        "steal: {} [cpus {cfg}]: the hypervisor took {:.0}–{:.0} % \
-                                         of the CPUs during its trials and its figure followed it \
-                                         (r = {:.2}): the host's other work, not the workload, \
-                                         spread its trials (docs/method.md)",
-                                        case_label(&info, key),
-                                        l.low,
-                                        l.high,
-                                        l.r
-                                    ));
-                                }
-                                if let Some(l) = case.others_link(&m.name) {
-                                    stolen.push(format!(
-                                        "others: {} [cpus {cfg}]: other tasks ran {:.0}–{:.0} % \
-                                         of its CPUs during its trials and its figure followed it \
-                                         (r = {:.2}): another program or a noisy neighbour, not \
-                                         the workload, spread its trials (docs/method.md, \
-                                         \"Others on the trial's CPUs\")",
-                                        case_label(&info, key),
-                                        l.low,
-                                        l.high,
-                                        l.r
-                                    ));
-                                }
-                                if let Some(l) = case.line_link(&m.name) {
-                                    stolen.push(format!(
-                                        "placement: {} [cpus {cfg}]: a cache line between two \
-                                         of its CPUs took {:.0}–{:.0} ns there and back around \
-                                         its trials and its figure followed it (r = {:.2}): the \
-                                         host moved its vCPUs between cores, which the guest \
-                                         cannot pin (docs/method.md, \"vCPU placement\")",
-                                        case_label(&info, key),
-                                        l.low,
-                                        l.high,
-                                        l.r
-                                    ));
-                                }
-                                Cell::tone(format!("{} NOT CONVERGED", s.n), Tone::Warn)
-                            }
-                            (_, None) => Cell::tone(format!("{} unfinished", s.n), Tone::Warn),
-                        };
-                        if case.load_bound() {
-                            load_bound += 1;
-                            mark = Cell::tone(format!("{} LOAD-BOUND", mark.text), Tone::Warn);
-                        }
-                        if fit.is_some() {
-                            fitted += 1;
-                            mark.text.push('‡');
-                        }
-                        if s.n > 0 {
-                            cells.push(Cell::new(sig(s.mean, 4)));
-                            cells.push(Cell::tone(
-                                format!("±{}", sig(s.half_width(), 2)),
-                                Tone::Dim,
-                            ));
-                            gm[gi].1[ci].push(s.mean);
-                        } else {
-                            cells.extend([Cell::new("–"), Cell::new("")]);
-                        }
-                        cells.push(mark);
-                    }
-                    (_, None) => cells.extend([Cell::new("–"), Cell::new(""), Cell::new("")]),
-                }
+                let (three, value) = self.config_cells(&label, cfg, case, primary);
+                cells.extend(three);
+                over[gi].per_config[ci].extend(value);
             }
-            table.push(RowKind::Data, cells);
-            secondary_rows(&mut table, &info, per_cfg, &g.configs, rule);
+            self.table.push(RowKind::Data, cells);
+            secondary_rows(&mut self.table, info, per_cfg, configs, self.rule);
         }
-        if let Some(over) = &info.geomean_over {
-            for ((rest, per_cfg), rows) in gm.iter().zip(&gm_rows) {
-                let label = if rest.is_empty() {
-                    format!("{} — geometric mean over {over}", info.title)
-                } else {
-                    let r: Vec<String> = rest.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                    format!(
-                        "{} {} — geometric mean over {over}",
-                        info.title,
-                        r.join(" ")
-                    )
-                };
-                let mut cells = vec![Cell::new(label), Cell::tone(unit.clone(), Tone::Dim)];
-                for vals in per_cfg {
-                    cells.push(Cell::new(complete_geomean(vals, *rows)));
-                    cells.push(Cell::new(""));
-                    cells.push(Cell::new(""));
-                }
-                table.push(RowKind::Summary, cells);
+        if let Some(o) = &info.geomean_over {
+            for group in &over {
+                self.table
+                    .push(RowKind::Summary, over_row(info, o, group, &unit));
             }
         }
     }
-    if let Some(gm) = geomean_cases(&g, rule) {
-        let mut cells = vec![Cell::new("Geometric mean"), Cell::tone(gm.unit, Tone::Dim)];
-        for cases in &gm.per_config {
-            let value = cases.as_ref().and_then(|cs| {
-                let means: Vec<f64> = cs
-                    .iter()
-                    .map(|c| c.summary(&gm.metric, rule.confidence_pct).mean)
-                    .collect();
-                geomean(&means)
-            });
-            cells.push(Cell::new(
-                value.map(|v| sig(v, 4)).unwrap_or_else(|| "–".into()),
+
+    /// A case's three cells on one configuration (value, ±CI, trials), and
+    /// its value for the `geomean_over` means where it has one.
+    fn config_cells(
+        &mut self,
+        label: &str,
+        cfg: &str,
+        case: &CaseData,
+        primary: Option<&MetricRow>,
+    ) -> ([Cell; 3], Option<f64>) {
+        match (case.status, primary) {
+            (CaseStatus::Skipped, _) => {
+                let s = format!(
+                    "skipped: {label}: {}",
+                    case.error.as_deref().unwrap_or("not runnable here")
+                );
+                if !self.marks.skipped.contains(&s) {
+                    self.marks.skipped.push(s);
+                }
+                ([Cell::dim("skipped"), Cell::blank(), Cell::blank()], None)
+            }
+            (CaseStatus::Failed, _) => {
+                self.marks.failures.push(format!(
+                    "failed: {label} [cpus {cfg}]: {}",
+                    case.error.as_deref().unwrap_or("unknown error")
+                ));
+                let failed = Cell::tone("failed", Tone::Bad);
+                ([failed, Cell::blank(), Cell::blank()], None)
+            }
+            (_, Some(m)) => self.measured_cells(label, cfg, case, m),
+            (_, None) => ([Cell::new("–"), Cell::blank(), Cell::blank()], None),
+        }
+    }
+
+    /// A measured case's value, its ±CI and its trials, the last marked
+    /// with how the case finished and what its figure may not show.
+    fn measured_cells(
+        &mut self,
+        label: &str,
+        cfg: &str,
+        case: &CaseData,
+        m: &MetricRow,
+    ) -> ([Cell; 3], Option<f64>) {
+        let (s, fit) = case.summary_and_fit(&m.name, self.rule.confidence_pct);
+        let mut mark = match (case.rule, case.converged) {
+            (RunRule::MedianOf(k), _) => {
+                self.marks.medians = Some(k);
+                // A capacity answer too spread for the run's interval
+                // takes more windows.
+                Cell::new(format!("{} median of {}", s.n, s.n.max(k)))
+            }
+            (_, Some(true)) => Cell::tone(format!("{} ✓", s.n), Tone::Good),
+            (_, Some(false)) => {
+                self.marks.not_converged += 1;
+                self.marks
+                    .host
+                    .extend(host_notes(case, &m.name, &format!("{label} [cpus {cfg}]")));
+                Cell::tone(format!("{} NOT CONVERGED", s.n), Tone::Warn)
+            }
+            (_, None) => Cell::tone(format!("{} unfinished", s.n), Tone::Warn),
+        };
+        if case.load_bound() {
+            self.marks.load_bound += 1;
+            mark = Cell::tone(format!("{} LOAD-BOUND", mark.text), Tone::Warn);
+        }
+        if fit.is_some() {
+            self.marks.fitted += 1;
+            mark.text.push('‡');
+        }
+        if s.n > 0 {
+            let ci = Cell::dim(format!("±{}", sig(s.half_width(), 2)));
+            ([Cell::new(sig(s.mean, 4)), ci, mark], Some(s.mean))
+        } else {
+            ([Cell::new("–"), Cell::blank(), mark], None)
+        }
+    }
+}
+
+/// The note lines for a case that did not converge and whose figure
+/// followed what the host took from it (steal time, other tasks on its
+/// CPUs, its vCPUs' placement), `at` naming the case and configuration:
+/// the spread was the host's, not the workload's.
+fn host_notes(case: &CaseData, metric: &str, at: &str) -> Vec<String> {
+    let links = [
+        (
+            "steal",
+            case.steal_link(metric),
+            "the hypervisor took",
+            "% of the CPUs during its trials",
+            "the host's other work, not the workload, spread its trials (docs/method.md)",
+        ),
+        (
+            "others",
+            case.others_link(metric),
+            "other tasks ran",
+            "% of its CPUs during its trials",
+            "another program or a noisy neighbour, not the workload, spread its trials \
+             (docs/method.md, \"Others on the trial's CPUs\")",
+        ),
+        (
+            "placement",
+            case.line_link(metric),
+            "a cache line between two of its CPUs took",
+            "ns there and back around its trials",
+            "the host moved its vCPUs between cores, which the guest cannot pin \
+             (docs/method.md, \"vCPU placement\")",
+        ),
+    ];
+    links
+        .into_iter()
+        .filter_map(|(kind, link, who, what, why)| {
+            let l = link?;
+            Some(format!(
+                "{kind}: {at}: {who} {:.0}–{:.0} {what} and its figure followed it \
+                 (r = {:.2}): {why}",
+                l.low, l.high, l.r
+            ))
+        })
+        .collect()
+}
+
+/// A summary row over the cases of one [`OverGroup`]: a configuration's
+/// mean only where none of its cases is missing.
+fn over_row(info: &WorkloadInfo, over: &str, group: &OverGroup, unit: &str) -> Vec<Cell> {
+    let label = geomean_over_label(&info.title, &group.rest, over);
+    let mut cells = vec![Cell::new(label), Cell::dim(unit)];
+    for vals in &group.per_config {
+        cells.extend([
+            Cell::new(complete_geomean(vals, group.rows)),
+            Cell::blank(),
+            Cell::blank(),
+        ]);
+    }
+    cells
+}
+
+/// `Title p=v — geometric mean over q`: the label of a mean over one
+/// param, naming the other params it holds.
+pub(crate) fn geomean_over_label(
+    title: &str,
+    rest: &BTreeMap<String, String>,
+    over: &str,
+) -> String {
+    if rest.is_empty() {
+        format!("{title} — geometric mean over {over}")
+    } else {
+        let r: Vec<String> = rest.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        format!("{title} {} — geometric mean over {over}", r.join(" "))
+    }
+}
+
+/// The family's "Geometric mean" row over [`geomean_cases`].
+fn geomean_row(gm: &GeomeanCases<'_>, rule: RuleInfo) -> Vec<Cell> {
+    let mut cells = vec![Cell::new("Geometric mean"), Cell::dim(gm.unit.clone())];
+    for cases in &gm.per_config {
+        let value = cases.as_ref().and_then(|cs| {
+            let means: Vec<f64> = cs
+                .iter()
+                .map(|c| c.summary(&gm.metric, rule.confidence_pct).mean)
+                .collect();
+            geomean(&means)
+        });
+        cells.extend([
+            Cell::new(value.map(|v| sig(v, 4)).unwrap_or_else(|| "–".into())),
+            Cell::blank(),
+            Cell::blank(),
+        ]);
+    }
+    cells
+}
+
+impl Marks {
+    /// The table's notes: the legend with the marks its rows carry, the
+    /// cases' own notes, then the cases the host spread, were skipped or
+    /// failed.
+    fn write(self, table: &mut Table, cases: &[&CaseData], rule: RuleInfo) {
+        let not_converged = self.not_converged;
+        table.notes.push(format!(
+            "Values: {}. ±CI: half-width of the {}% confidence interval; ✓ converged (full CI width ≤ {}% of the value){}",
+            rule.estimator.describe(),
+            rule.confidence_pct,
+            rule.width_pct,
+            if not_converged > 0 { format!("; {not_converged} case(s) NOT CONVERGED") } else { String::new() }
+        ));
+        if let Some(k) = self.medians {
+            table.notes.push(format!(
+                "median of {k}: the workload's run rule takes {k} trials and reports their median \
+                 (a capacity answer too spread for the run's interval takes more); its ± is half \
+                 the range of the trials"
             ));
-            cells.push(Cell::new(""));
-            cells.push(Cell::new(""));
         }
-        table.push(RowKind::Summary, cells);
+        if self.fitted > 0 {
+            table.notes.push(format!(
+                "‡ ({}): the case's trials followed what the host took from it (other tasks on \
+                 its CPUs, the vCPUs' placement, steal time); its ± and its convergence are those of \
+                 its trials with that part fitted out, at the run's own conditions (the decisions \
+                 table says which and at what; docs/method.md, \"Others on the trial's CPUs\")",
+                self.fitted
+            ));
+        }
+        if self.load_bound > 0 {
+            table.notes.push(format!(
+                "LOAD-BOUND ({}): the load generator kept ≥ 90 % of its CPUs busy in the \
+                 counted trials, so the figure may be the load's limit rather than the system's \
+                 (give it more CPUs or --peer hosts)",
+                self.load_bound
+            ));
+        }
+        table.notes.extend(case_notes(cases, |c, n| {
+            format!("note: {}: {n}", c.key.workload)
+        }));
+        table.notes.extend(self.host);
+        if !self.skipped.is_empty() {
+            table.notes.push(format!(
+                "{} case(s) skipped (not runnable on this machine; left out of the geometric mean):",
+                self.skipped.len()
+            ));
+        }
+        table.notes.extend(self.skipped);
+        table.notes.extend(self.failures);
     }
-    table.notes.push(format!(
-        "Values: {}. ±CI: half-width of the {}% confidence interval; ✓ converged (full CI width ≤ {}% of the value){}",
-        rule.estimator.describe(),
-        rule.confidence_pct,
-        rule.width_pct,
-        if not_converged > 0 { format!("; {not_converged} case(s) NOT CONVERGED") } else { String::new() }
-    ));
-    if let Some(k) = medians {
-        table.notes.push(format!(
-            "median of {k}: the workload's run rule takes {k} trials and reports their median \
-             (a capacity answer too spread for the run's interval takes more); its ± is half \
-             the range of the trials"
-        ));
-    }
-    if fitted > 0 {
-        table.notes.push(format!(
-            "‡ ({fitted}): the case's trials followed what the host took from it (other tasks on \
-             its CPUs, the vCPUs' placement, steal time); its ± and its convergence are those of \
-             its trials with that part fitted out, at the run's own conditions (the decisions \
-             table says which and at what; docs/method.md, \"Others on the trial's CPUs\")"
-        ));
-    }
-    if load_bound > 0 {
-        table.notes.push(format!(
-            "LOAD-BOUND ({load_bound}): the load generator kept ≥ 90 % of its CPUs busy in the \
-             counted trials, so the figure may be the load's limit rather than the system's \
-             (give it more CPUs or --peer hosts)"
-        ));
-    }
+}
+
+/// The cases' own notes, each once, as `line` writes them.
+pub(crate) fn case_notes(
+    cases: &[&CaseData],
+    line: impl Fn(&CaseData, &str) -> String,
+) -> Vec<String> {
     let mut notes: Vec<String> = Vec::new();
     for c in cases {
         for n in &c.notes {
-            let n = format!("note: {}: {n}", c.key.workload);
+            let n = line(c, n);
             if !notes.contains(&n) {
                 notes.push(n);
             }
         }
     }
-    table.notes.extend(notes);
-    table.notes.extend(stolen);
-    if !skipped.is_empty() {
-        table.notes.push(format!(
-            "{} case(s) skipped (not runnable on this machine; left out of the geometric mean):",
-            skipped.len()
-        ));
-    }
-    table.notes.extend(skipped);
-    table.notes.extend(failures);
-    table
+    notes
 }
 
 /// One indented row per secondary metric of a case (latency percentiles,

@@ -322,67 +322,15 @@ pub fn table(s: &Staircase) -> Table {
             "vs baseline".into(),
         ],
     );
-    let gain_cell = |g: Option<Gain>| match g {
-        None => Cell::new("–"),
-        Some(g) if !g.significant => Cell::tone(g.label(), Tone::Dim),
-        Some(g) if g.pct >= 0.0 => Cell::tone(g.label(), Tone::Good),
-        Some(g) => Cell::tone(g.label(), Tone::Bad),
-    };
     let last = s.bars.len().saturating_sub(1);
     for (i, b) in s.bars.iter().enumerate() {
-        let (value, ci) = match (b.mean, &b.error) {
-            (Some(m), _) if !b.settled => (
-                Cell::tone(format!("{} NOT CONVERGED", sig(m, 4)), Tone::Warn),
-                Cell::new(b.ci.map_or("–".into(), |(lo, hi)| {
-                    format!("±{}", sig((hi - lo) / 2.0, 2))
-                })),
-            ),
-            (Some(m), _) => (
-                Cell::new(sig(m, 4)),
-                Cell::new(b.ci.map_or("–".into(), |(lo, hi)| {
-                    format!("±{}", sig((hi - lo) / 2.0, 2))
-                })),
-            ),
-            (None, Some(_)) => (Cell::tone("failed", Tone::Bad), Cell::new("")),
-            (None, None) => (Cell::new("–"), Cell::new("")),
+        // The baseline and its re-measure frame the steps.
+        let kind = if i == 0 || i == last {
+            RowKind::Summary
+        } else {
+            RowKind::Data
         };
-        // The last row is the drift check: only its distance from the
-        // first baseline means anything, and its p-value is that one's.
-        let tested = match i {
-            0 => None,
-            i if i == last => b.vs_base,
-            _ => b.vs_prev,
-        };
-        t.push(
-            if i == 0 || i == last {
-                RowKind::Summary
-            } else {
-                RowKind::Data
-            },
-            vec![
-                Cell::new(i.to_string()),
-                Cell::new(b.name.clone()),
-                value,
-                ci,
-                if i == 0 || i == last {
-                    Cell::new("")
-                } else {
-                    gain_cell(b.vs_prev)
-                },
-                tested.map_or(Cell::new(""), |g| Cell::new(g.p_label())),
-                tested.map_or(Cell::new(""), |g| Cell::new(g.verdict_label())),
-                if b.mean.is_some() {
-                    Cell::new(b.measured.word())
-                } else {
-                    Cell::new("")
-                },
-                if i == 0 {
-                    Cell::new("")
-                } else {
-                    gain_cell(b.vs_base)
-                },
-            ],
-        );
+        t.push(kind, step_cells(i, last, b));
     }
     for (i, b) in s.bars.iter().enumerate() {
         if let (None, Some(e)) = (b.mean, &b.error) {
@@ -404,34 +352,7 @@ pub fn table(s: &Staircase) -> Table {
          trials look normal, by rank-sum when either is skewed or has an outlier.",
         if s.higher_better { "higher" } else { "lower" }
     ));
-    let seeds: Vec<String> = s
-        .bars
-        .iter()
-        .filter_map(|b| match b.measured {
-            Measured::Interleaved { seed: Some(x) } => Some(format!("{x:#x}")),
-            _ => None,
-        })
-        .fold(Vec::new(), |mut v, x| {
-            if !v.contains(&x) {
-                v.push(x);
-            }
-            v
-        });
-    if s.bars
-        .iter()
-        .any(|b| matches!(b.measured, Measured::Interleaved { .. }))
-    {
-        t.notes.push(format!(
-            "Interleaved: the step's trials alternated with those of the states next to it, \
-             its settings switched before each, in an order drawn afresh every round{}: drift \
-             falls on both sides of the comparison alike.",
-            if seeds.is_empty() {
-                String::new()
-            } else {
-                format!(" (seed {})", seeds.join(", "))
-            }
-        ));
-    }
+    t.notes.extend(interleaved_note(s));
     for (i, b) in s.bars.iter().enumerate().skip(1) {
         if let (Some(_), Measured::Sequential(why)) = (b.mean, &b.measured) {
             t.notes.push(format!("{i} {} sequential: {why}", b.name));
@@ -441,6 +362,97 @@ pub fn table(s: &Staircase) -> Table {
         t.notes.push(d);
     }
     t
+}
+
+/// A gain's cell: green better, red worse, dim where within the noise.
+fn gain_cell(g: Option<Gain>) -> Cell {
+    match g {
+        None => Cell::new("–"),
+        Some(g) if !g.significant => Cell::dim(g.label()),
+        Some(g) if g.pct >= 0.0 => Cell::tone(g.label(), Tone::Good),
+        Some(g) => Cell::tone(g.label(), Tone::Bad),
+    }
+}
+
+/// Step `i`'s row (`last` is the baseline measured again): its value and
+/// interval, its gain over the step before with that test's p-value and
+/// verdict, how its trials were taken, and its gain over the baseline.
+fn step_cells(i: usize, last: usize, b: &Bar) -> Vec<Cell> {
+    let ci = || {
+        Cell::new(b.ci.map_or("–".into(), |(lo, hi)| {
+            format!("±{}", sig((hi - lo) / 2.0, 2))
+        }))
+    };
+    let (value, ci) = match (b.mean, &b.error) {
+        (Some(m), _) if !b.settled => (
+            Cell::tone(format!("{} NOT CONVERGED", sig(m, 4)), Tone::Warn),
+            ci(),
+        ),
+        (Some(m), _) => (Cell::new(sig(m, 4)), ci()),
+        (None, Some(_)) => (Cell::tone("failed", Tone::Bad), Cell::blank()),
+        (None, None) => (Cell::new("–"), Cell::blank()),
+    };
+    // The last row is the drift check: only its distance from the
+    // first baseline means anything, and its p-value is that one's.
+    let tested = match i {
+        0 => None,
+        i if i == last => b.vs_base,
+        _ => b.vs_prev,
+    };
+    vec![
+        Cell::new(i.to_string()),
+        Cell::new(b.name.clone()),
+        value,
+        ci,
+        if i == 0 || i == last {
+            Cell::blank()
+        } else {
+            gain_cell(b.vs_prev)
+        },
+        tested.map_or(Cell::blank(), |g| Cell::new(g.p_label())),
+        tested.map_or(Cell::blank(), |g| Cell::new(g.verdict_label())),
+        if b.mean.is_some() {
+            Cell::new(b.measured.word())
+        } else {
+            Cell::blank()
+        },
+        if i == 0 {
+            Cell::blank()
+        } else {
+            gain_cell(b.vs_base)
+        },
+    ]
+}
+
+/// What interleaving did, with the seeds of its orders, where any step
+/// was interleaved.
+fn interleaved_note(s: &Staircase) -> Option<String> {
+    if !s
+        .bars
+        .iter()
+        .any(|b| matches!(b.measured, Measured::Interleaved { .. }))
+    {
+        return None;
+    }
+    let mut seeds: Vec<String> = Vec::new();
+    for b in &s.bars {
+        if let Measured::Interleaved { seed: Some(x) } = b.measured {
+            let x = format!("{x:#x}");
+            if !seeds.contains(&x) {
+                seeds.push(x);
+            }
+        }
+    }
+    Some(format!(
+        "Interleaved: the step's trials alternated with those of the states next to it, \
+         its settings switched before each, in an order drawn afresh every round{}: drift \
+         falls on both sides of the comparison alike.",
+        if seeds.is_empty() {
+            String::new()
+        } else {
+            format!(" (seed {})", seeds.join(", "))
+        }
+    ))
 }
 
 /// The report section: a staircase chart and table per case.

@@ -34,6 +34,15 @@ impl Cell {
             tone,
         }
     }
+    /// A unit, an interval or a mark: what a reader's eye should pass over
+    /// on the way to the value.
+    pub fn dim(text: impl Into<String>) -> Self {
+        Cell::tone(text, Tone::Dim)
+    }
+    /// An empty cell, where a column has nothing to say for a row.
+    pub fn blank() -> Self {
+        Cell::new("")
+    }
 }
 
 impl From<String> for Cell {

@@ -73,35 +73,17 @@ impl HistoryChart {
             &drawn.iter().map(|(_, r)| &r.point).collect::<Vec<_>>(),
             &levels.iter().map(|l| l.value).collect::<Vec<_>>(),
         );
-        let (yt, ystep) = ticks(ymin, ymax, 5);
-        let (y0, y1) = (yt[0], yt[yt.len() - 1]);
-        let (xt, xstep) = if n <= 10 {
-            ((1..=n).map(|i| i as f64).collect(), 1.0)
-        } else {
-            ticks(1.0, n as f64, 6)
+        let axes = XyAxes {
+            y: ticks(ymin, ymax, 5),
+            x: if n <= 10 {
+                ((1..=n).map(|i| i as f64).collect(), 1.0)
+            } else {
+                ticks(1.0, n as f64, 6)
+            },
+            x_label: &self.x_label,
+            y_label: &self.y_label,
+            log_x: false,
         };
-        let (mut x0, mut x1) = (xt[0], xt[xt.len() - 1]);
-        if x1 - x0 <= 0.0 {
-            x0 -= 1.0;
-            x1 += 1.0;
-        }
-
-        let ylabels: Vec<String> = yt.iter().map(|v| tick_label(*v, ystep)).collect();
-        let xlabels: Vec<String> = xt.iter().map(|v| tick_label(*v, xstep)).collect();
-        let xw: Vec<f64> = xlabels.iter().map(|l| text_width(l, FONT)).collect();
-        let yw = ylabels
-            .iter()
-            .map(|l| text_width(l, FONT))
-            .fold(0.0, f64::max);
-        let axis_label_x = PAD + FONT;
-        let left = (axis_label_x + 6.0 + yw + 8.0)
-            .max(PAD + xw[0] / 2.0 - INSET)
-            .ceil();
-        let right = (PAD + xw[xw.len() - 1] / 2.0 - INSET)
-            .max(PAD + 10.0)
-            .ceil();
-        let pw = WIDTH - left - right;
-
         let mut body = String::new();
         let mut top = title(&mut body, &self.title);
         // A row above the plot for the change points' run names.
@@ -109,103 +91,12 @@ impl HistoryChart {
         if !changes.is_empty() {
             top += FONT * LINE_GAP + 4.0;
         }
-        let ph = PLOT_H;
-        let bottom = top + ph;
-        let sx = |x: f64| left + INSET + (x - x0) / (x1 - x0) * (pw - 2.0 * INSET);
-        let sy = |y: f64| bottom - (y - y0) / (y1 - y0) * ph;
-
-        let frame = Frame {
-            left,
-            top,
-            width: pw,
-            height: ph,
-            y_title_x: axis_label_x,
-            x_label: &self.x_label,
-            y_label: &self.y_label,
-        };
-        let x_title_y = plot_frame(
-            &mut body,
-            &frame,
-            (&sx, &sy),
-            (&yt, &ylabels),
-            (&xt, &xlabels),
-        );
-
+        let plot = axes.draw(&mut body, top);
         // The runs, each in a group naming it, then the levels and the
         // change points over them so that many runs do not hide them.
-        let place = |x: f64| Place {
-            to_px: &sy,
-            ends: (bottom, top),
-            vertical: true,
-            across: sx(x),
-        };
-        let mut hollow = false;
-        for (i, r) in &drawn {
-            hollow |= !r.point.converged;
-            let _ = write!(
-                body,
-                r#"<g class="run" data-run="{}" data-index="{i}">"#,
-                r.run
-            );
-            draw_point(
-                &mut body,
-                &r.point,
-                &place(*i as f64 + 1.0),
-                Shape::Dot,
-                color(0),
-                &r.what,
-            );
-            body.push_str("</g>");
-        }
-        for l in &levels {
-            let y = sy(l.value);
-            let _ = write!(
-                body,
-                r#"<path class="level mark" data-level="{}" data-from="{}" data-to="{}" d="M{:.2},{y:.2}L{:.2},{y:.2}" fill="none" stroke="{LEVEL_COLOR}" stroke-width="2.5"><title>{}</title></path>"#,
-                attr_num(l.value),
-                l.from,
-                l.to,
-                sx(l.from as f64 + 1.0),
-                sx(l.to as f64),
-                esc(&format!(
-                    "level of runs {} to {}: {}",
-                    l.from + 1,
-                    l.to,
-                    sig(l.value, 4)
-                ))
-            );
-        }
-        let marker_x: Vec<f64> = changes.iter().map(|c| sx(c.at as f64 + 0.5)).collect();
-        for (c, x) in changes.iter().zip(&marker_x) {
-            let _ = write!(
-                body,
-                r#"<path class="change mark" data-change-run="{}" data-change-index="{}" d="M{x:.2},{top:.2}L{x:.2},{bottom:.2}" fill="none" stroke="{CHANGE_COLOR}" stroke-width="1.5" stroke-dasharray="{CHANGE_DASH}"><title>{}</title></path>"#,
-                c.run,
-                c.at,
-                esc(&c.tip)
-            );
-        }
-        // The names above the plot, thinned so none overlaps the one
-        // before; each marker keeps its tooltip.
-        let names: Vec<String> = changes.iter().map(|c| fit(&c.label, 120.0, FONT)).collect();
-        let widths: Vec<f64> = names.iter().map(|s| text_width(s, FONT)).collect();
-        let centres: Vec<f64> = marker_x
-            .iter()
-            .zip(&widths)
-            .map(|(x, w)| x.clamp(PAD + w / 2.0, WIDTH - PAD - w / 2.0))
-            .collect();
-        let keep = thin(&centres, &widths, 6.0);
-        for (((c, name), x), k) in changes.iter().zip(&names).zip(&centres).zip(&keep) {
-            if *k {
-                let _ = write!(
-                    body,
-                    r##"<text class="change-name" x="{x:.2}" y="{names_y:.2}" text-anchor="middle" fill="{CHANGE_COLOR}"><title>{}</title>{}</text>"##,
-                    esc(&c.tip),
-                    esc(name)
-                );
-            }
-        }
-
+        let hollow = draw_runs(&mut body, &plot, &drawn);
+        draw_levels(&mut body, &plot, &levels);
+        draw_changes(&mut body, &plot, &changes, names_y);
         let mut entries = vec![
             Entry {
                 label: "each run's result".into(),
@@ -225,12 +116,88 @@ impl HistoryChart {
                 dash: CHANGE_DASH,
             });
         }
-        let (leg, leg_h) = legend(&entries, x_title_y + 10.0);
-        body.push_str(&leg);
-        let key_top = x_title_y + 10.0 + leg_h + 4.0;
-        let (k, key_h) = key(&self.uncertainty, hollow, key_top);
-        body.push_str(&k);
-        let height = (key_top + key_h + PAD).ceil();
+        let height = legend_and_key(&mut body, &entries, plot.under, &self.uncertainty, hollow);
         document("history", &self.title, height, &body)
+    }
+}
+
+/// Each drawn run's point (its index in the series, the run) in a group
+/// naming the run; returns whether any is drawn hollow.
+fn draw_runs(body: &mut String, plot: &XyPlot, drawn: &[(usize, &RunPoint)]) -> bool {
+    let sy = |y: f64| plot.sy(y);
+    let mut hollow = false;
+    for (i, r) in drawn {
+        hollow |= !r.point.converged;
+        let _ = write!(
+            body,
+            r#"<g class="run" data-run="{}" data-index="{i}">"#,
+            r.run
+        );
+        let place = Place {
+            to_px: &sy,
+            ends: (plot.bottom(), plot.top),
+            vertical: true,
+            across: plot.sx(*i as f64 + 1.0),
+        };
+        draw_point(body, &r.point, &place, Shape::Dot, color(0), &r.what);
+        body.push_str("</g>");
+    }
+    hollow
+}
+
+/// Each level as a line across the runs it is the mean of.
+fn draw_levels(body: &mut String, plot: &XyPlot, levels: &[&Level]) {
+    for l in levels {
+        let y = plot.sy(l.value);
+        let _ = write!(
+            body,
+            r#"<path class="level mark" data-level="{}" data-from="{}" data-to="{}" d="M{:.2},{y:.2}L{:.2},{y:.2}" fill="none" stroke="{LEVEL_COLOR}" stroke-width="2.5"><title>{}</title></path>"#,
+            attr_num(l.value),
+            l.from,
+            l.to,
+            plot.sx(l.from as f64 + 1.0),
+            plot.sx(l.to as f64),
+            esc(&format!(
+                "level of runs {} to {}: {}",
+                l.from + 1,
+                l.to,
+                sig(l.value, 4)
+            ))
+        );
+    }
+}
+
+/// Each change point as a dashed line down the plot between its runs, and
+/// its name in the row above the plot (at `names_y`), thinned so none
+/// overlaps the one before; each marker keeps its tooltip.
+fn draw_changes(body: &mut String, plot: &XyPlot, changes: &[&ChangeMark], names_y: f64) {
+    let (top, bottom) = (plot.top, plot.bottom());
+    let marker_x: Vec<f64> = changes.iter().map(|c| plot.sx(c.at as f64 + 0.5)).collect();
+    for (c, x) in changes.iter().zip(&marker_x) {
+        let _ = write!(
+            body,
+            r#"<path class="change mark" data-change-run="{}" data-change-index="{}" d="M{x:.2},{top:.2}L{x:.2},{bottom:.2}" fill="none" stroke="{CHANGE_COLOR}" stroke-width="1.5" stroke-dasharray="{CHANGE_DASH}"><title>{}</title></path>"#,
+            c.run,
+            c.at,
+            esc(&c.tip)
+        );
+    }
+    let names: Vec<String> = changes.iter().map(|c| fit(&c.label, 120.0, FONT)).collect();
+    let widths: Vec<f64> = names.iter().map(|s| text_width(s, FONT)).collect();
+    let centres: Vec<f64> = marker_x
+        .iter()
+        .zip(&widths)
+        .map(|(x, w)| x.clamp(PAD + w / 2.0, WIDTH - PAD - w / 2.0))
+        .collect();
+    let keep = thin(&centres, &widths, 6.0);
+    for (((c, name), x), k) in changes.iter().zip(&names).zip(&centres).zip(&keep) {
+        if *k {
+            let _ = write!(
+                body,
+                r##"<text class="change-name" x="{x:.2}" y="{names_y:.2}" text-anchor="middle" fill="{CHANGE_COLOR}"><title>{}</title>{}</text>"##,
+                esc(&c.tip),
+                esc(name)
+            );
+        }
     }
 }

@@ -235,6 +235,127 @@ pub(super) fn plot_frame(
     x_title_y
 }
 
+/// What an x–y chart's axes show: the ticks along each with the step their
+/// labels are written to, the axis titles, and whether x is placed on a
+/// log scale.
+pub(super) struct XyAxes<'a> {
+    pub y: (Vec<f64>, f64),
+    pub x: (Vec<f64>, f64),
+    pub x_label: &'a str,
+    pub y_label: &'a str,
+    pub log_x: bool,
+}
+
+/// An x–y chart's plot area as drawn, and the scales that place values in
+/// it: the line and history charts lay theirs out alike.
+pub(super) struct XyPlot {
+    pub left: f64,
+    pub top: f64,
+    pub width: f64,
+    pub height: f64,
+    /// The x (as placed: its log on a log axis) and y at the plot's edges.
+    x_span: (f64, f64),
+    y_span: (f64, f64),
+    log_x: bool,
+    /// The baseline of the x title, below which the legend goes.
+    pub under: f64,
+}
+
+impl XyAxes<'_> {
+    /// Draws the plot area with its top at `top` ([`plot_frame`]), its
+    /// margins wide enough for the tick labels beside and under it.
+    pub(super) fn draw(&self, body: &mut String, top: f64) -> XyPlot {
+        let (yt, xt) = (&self.y.0, &self.x.0);
+        let ylabels: Vec<String> = yt.iter().map(|v| tick_label(*v, self.y.1)).collect();
+        let xlabels: Vec<String> = xt.iter().map(|v| tick_label(*v, self.x.1)).collect();
+        let xw: Vec<f64> = xlabels.iter().map(|l| text_width(l, FONT)).collect();
+        let yw = ylabels
+            .iter()
+            .map(|l| text_width(l, FONT))
+            .fold(0.0, f64::max);
+        // Margins from what must fit beside the plot.
+        let axis_label_x = PAD + FONT;
+        let left = (axis_label_x + 6.0 + yw + 8.0)
+            .max(PAD + xw[0] / 2.0 - INSET)
+            .ceil();
+        let right = (PAD + xw[xw.len() - 1] / 2.0 - INSET)
+            .max(PAD + 10.0)
+            .ceil();
+        let mut plot = XyPlot {
+            left,
+            top,
+            width: WIDTH - left - right,
+            height: PLOT_H,
+            x_span: (0.0, 0.0),
+            y_span: (yt[0], yt[yt.len() - 1]),
+            log_x: self.log_x,
+            under: 0.0,
+        };
+        let (mut x0, mut x1) = (plot.fx(xt[0]), plot.fx(xt[xt.len() - 1]));
+        if x1 - x0 <= 0.0 || !(x1 - x0).is_finite() {
+            x0 -= 1.0;
+            x1 += 1.0;
+        }
+        plot.x_span = (x0, x1);
+        let frame = Frame {
+            left,
+            top,
+            width: plot.width,
+            height: plot.height,
+            y_title_x: axis_label_x,
+            x_label: self.x_label,
+            y_label: self.y_label,
+        };
+        let (sx, sy) = (|x| plot.sx(x), |y| plot.sy(y));
+        let under = plot_frame(body, &frame, (&sx, &sy), (yt, &ylabels), (xt, &xlabels));
+        plot.under = under;
+        plot
+    }
+}
+
+impl XyPlot {
+    /// An x as placed along the axis.
+    fn fx(&self, x: f64) -> f64 {
+        if self.log_x {
+            x.log2()
+        } else {
+            x
+        }
+    }
+    /// The plot's lower edge, where the x axis runs.
+    pub(super) fn bottom(&self) -> f64 {
+        self.top + self.height
+    }
+    /// An x → pixels, kept [`INSET`] inside the plot's sides.
+    pub(super) fn sx(&self, x: f64) -> f64 {
+        let (x0, x1) = self.x_span;
+        self.left + INSET + (self.fx(x) - x0) / (x1 - x0) * (self.width - 2.0 * INSET)
+    }
+    /// A y → pixels.
+    pub(super) fn sy(&self, y: f64) -> f64 {
+        let (y0, y1) = self.y_span;
+        self.bottom() - (y - y0) / (y1 - y0) * self.height
+    }
+}
+
+/// Draws the legend and the key under a chart, the legend from just below
+/// `under` (the plot's lowest text), and returns the height the chart
+/// needs to hold them.
+pub(super) fn legend_and_key(
+    body: &mut String,
+    entries: &[Entry],
+    under: f64,
+    u: &Uncertainty,
+    hollow: bool,
+) -> f64 {
+    let (leg, leg_h) = legend(entries, under + 10.0);
+    body.push_str(&leg);
+    let key_top = under + 10.0 + leg_h + 4.0;
+    let (k, key_h) = key(u, hollow, key_top);
+    body.push_str(&k);
+    (key_top + key_h + PAD).ceil()
+}
+
 /// Ticks along the x axis: a line from `span.0` to `span.1` at each, with
 /// `data-tick`, and its label under the line's end unless it would overlap
 /// its left neighbour.
