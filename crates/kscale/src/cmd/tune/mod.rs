@@ -68,36 +68,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let path = args.plan.clone().unwrap_or_default();
     let (plan, text) = plan::load(&path)?;
     if args.check {
-        out!(
-            "{}: {} workload(s), {} step(s): {}\n",
-            path.display(),
-            plan.workloads.len(),
-            plan.steps.len(),
-            plan.steps
-                .iter()
-                .map(|s| s.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )?;
-        let hotplug = args.run.cpu_mode == CpuMode::Hotplug;
-        for (first, last) in plan.groups(hotplug) {
-            let name = |i: usize| match i {
-                0 => "baseline",
-                i => plan.steps[i - 1].name.as_str(),
-            };
-            if first > 0 {
-                let why = plan.steps[first - 1].slow_switch(hotplug);
-                out!(
-                    "  {} sequential: {}\n",
-                    name(first),
-                    why.unwrap_or_default()
-                )?;
-            }
-            if last > first {
-                let names: Vec<&str> = (first..=last).map(name).collect();
-                out!("  interleaved: {}\n", names.join(", "))?;
-            }
-        }
+        print_check(&path, &plan, args.run.cpu_mode == CpuMode::Hotplug)?;
         return Ok(ExitCode::SUCCESS);
     }
     let label = match &args.run.label {
@@ -140,35 +111,15 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         store.path().display()
     );
     let outcome = measure_all(&args, &plan, &label, &dir, tune_id, &journal);
-    // Every ending comes through here: normal, failed, interrupted.
-    let restore_errors = journal.restore_all();
-    for e in &restore_errors {
-        eprintln!("kscale: could not restore: {e}");
-    }
-    let status = match &outcome {
-        Ok(_) => RunStatus::Complete,
-        Err(e) if e.downcast_ref::<crate::error::Interrupted>().is_some() => RunStatus::Interrupted,
-        Err(_) => RunStatus::Failed,
-    };
-    store.set_tune_status(tune_id, status)?;
-    if !restore_errors.is_empty() {
-        anyhow::bail!(
-            "{} setting(s) could not be restored; `kscale tune --restore` retries them",
-            restore_errors.len()
-        );
-    }
-    match outcome {
-        Ok(()) => {}
-        Err(e) => {
-            if let Some(i) = e.downcast_ref::<crate::error::Interrupted>() {
-                eprintln!(
-                    "kscale: interrupted by signal {}; every setting was restored",
-                    i.0
-                );
-                return Ok(ExitCode::from((128 + i.0).clamp(0, 255) as u8));
-            }
-            return Err(e);
+    if let Err(e) = close(&store, tune_id, &journal, outcome) {
+        if let Some(i) = e.downcast_ref::<crate::error::Interrupted>() {
+            eprintln!(
+                "kscale: interrupted by signal {}; every setting was restored",
+                i.0
+            );
+            return Ok(ExitCode::from((128 + i.0).clamp(0, 255) as u8));
         }
+        return Err(e);
     }
     let steps = load_steps(&store, tune_id)?;
     let stairs = staircase::build(&steps, &super::Registry);
@@ -187,6 +138,64 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         output.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--check`: the plan's steps, and how they would be measured — which
+/// are interleaved and which wait for a slow switch, and why.
+fn print_check(path: &Path, plan: &Plan, hotplug: bool) -> Result<()> {
+    out!(
+        "{}: {} workload(s), {} step(s): {}\n",
+        path.display(),
+        plan.workloads.len(),
+        plan.steps.len(),
+        plan.steps
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )?;
+    for (first, last) in plan.groups(hotplug) {
+        let name = |i: usize| match i {
+            0 => "baseline",
+            i => plan.steps[i - 1].name.as_str(),
+        };
+        if first > 0 {
+            let why = plan.steps[first - 1].slow_switch(hotplug);
+            out!(
+                "  {} sequential: {}\n",
+                name(first),
+                why.unwrap_or_default()
+            )?;
+        }
+        if last > first {
+            let names: Vec<&str> = (first..=last).map(name).collect();
+            out!("  interleaved: {}\n", names.join(", "))?;
+        }
+    }
+    Ok(())
+}
+
+/// Every ending of a study comes through here — normal, failed,
+/// interrupted: every setting restored, the study's status stored. A
+/// setting that could not be restored outweighs how the measuring ended.
+fn close(store: &Store, tune_id: i64, journal: &Journal<'_>, outcome: Result<()>) -> Result<()> {
+    let restore_errors = journal.restore_all();
+    for e in &restore_errors {
+        eprintln!("kscale: could not restore: {e}");
+    }
+    let status = match &outcome {
+        Ok(_) => RunStatus::Complete,
+        Err(e) if e.downcast_ref::<crate::error::Interrupted>().is_some() => RunStatus::Interrupted,
+        Err(_) => RunStatus::Failed,
+    };
+    store.set_tune_status(tune_id, status)?;
+    if !restore_errors.is_empty() {
+        anyhow::bail!(
+            "{} setting(s) could not be restored; `kscale tune --restore` retries them",
+            restore_errors.len()
+        );
+    }
+    outcome
 }
 
 /// The steps of a stored study with their runs, as the report takes them.
