@@ -7,7 +7,7 @@
 //! restored however the study ends; `--restore` replays what a SIGKILL left
 //! behind.
 
-pub mod plan;
+pub mod steps;
 mod switch;
 
 use crate::engine::args::{options, RunArgs, RunOptions, Targets};
@@ -20,7 +20,7 @@ use anyhow::Result;
 use kscale_report::staircase::{self, Measured, StepData};
 use kscale_store::{RunStatus, Store, TuneStep};
 use kscale_sys::settings::{self, LoopFs, Restore};
-use plan::{Plan, Setting};
+use steps::{Plan, Setting};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use switch::Switcher;
@@ -66,7 +66,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         )));
     }
     let path = args.plan.clone().unwrap_or_default();
-    let (plan, text) = plan::load(&path)?;
+    let (plan, text) = steps::load(&path)?;
     if args.check {
         print_check(&path, &plan, args.run.cpu_mode == CpuMode::Hotplug)?;
         return Ok(ExitCode::SUCCESS);
@@ -201,7 +201,7 @@ fn close(store: &Store, tune_id: i64, journal: &Journal<'_>, outcome: Result<()>
 /// The steps of a stored study with their runs, as the report takes them.
 pub fn load_steps(store: &Store, tune_id: i64) -> Result<Vec<StepData>> {
     let tune = store.tune(tune_id)?;
-    let plan = plan::parse(&tune.plan_file, &tune.plan).ok();
+    let plan = steps::parse(&tune.plan_file, &tune.plan).ok();
     let mut out = Vec::new();
     for s in store.tune_steps(tune_id)? {
         let settings = plan
@@ -594,7 +594,7 @@ impl Study<'_> {
 /// Each file written goes to `writes` with its value before, for the
 /// switches of an interleaved group.
 fn apply_step(
-    step: &plan::Step,
+    step: &steps::Step,
     state: &mut State,
     journal: &Journal<'_>,
     writes: &mut Vec<switch::Write>,
@@ -640,7 +640,7 @@ fn apply_step(
                     .fs
                     .as_ref()
                     .ok_or("a mount setting needs [target.fs]")?;
-                let new = plan::merge_mount_options(&state.mount_options, o);
+                let new = steps::merge_mount_options(&state.mount_options, o);
                 journal.remount(fs, &state.mount_options, &new)?;
                 state.mount_options = new;
             }
