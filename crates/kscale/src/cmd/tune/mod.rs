@@ -20,9 +20,9 @@ use anyhow::Result;
 use kscale_report::staircase::{self, Measured, StepData};
 use kscale_store::{RunStatus, Store, TuneStep};
 use kscale_sys::settings::{self, LoopFs, Restore};
-use steps::{Plan, Setting};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use steps::{Plan, Setting};
 use switch::Switcher;
 
 #[derive(clap::Args)]
