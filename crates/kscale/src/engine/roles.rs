@@ -318,6 +318,9 @@ fn start_server(
     Ok((p, ep))
 }
 
+/// A trial's load generators, local or on peers.
+type Loads<'a> = Vec<Box<dyn LoadHandle + 'a>>;
+
 /// The load generators where `place` says, each ready. Local ones also
 /// give every CPU the trial's processes run on — the share others took of
 /// them is the trial's (`others_pct`) — and a note when the load had to
@@ -328,8 +331,8 @@ fn start_loads<'a>(
     endpoint: Option<&Endpoint>,
     deadline: Instant,
     notes: &mut Vec<String>,
-) -> Result<(Vec<Box<dyn LoadHandle + 'a>>, Option<Vec<usize>>), String> {
-    let mut loads: Vec<Box<dyn LoadHandle + 'a>> = Vec::new();
+) -> Result<(Loads<'a>, Option<Vec<usize>>), String> {
+    let mut loads: Loads<'a> = Vec::new();
     let mut all_cpus: Option<Vec<usize>> = None;
     match place {
         LoadPlace::Local { available, fixed } => {
@@ -366,7 +369,7 @@ fn start_loads<'a>(
 /// A trial's roles once they are ready. The loads come first so that,
 /// dropped on an error, they are killed before the server they drive.
 struct Running<'a> {
-    loads: Vec<Box<dyn LoadHandle + 'a>>,
+    loads: Loads<'a>,
     server: Option<RoleProc>,
     deadline: Instant,
 }
