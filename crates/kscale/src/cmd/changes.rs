@@ -99,21 +99,25 @@ struct Found {
 
 fn found(s: &Series, c: &Change, threshold: f64) -> Found {
     let (p_after, p_before) = (&s.points[c.at], &s.points[c.at - 1]);
-    let worse = c.worse(s.direction);
+    let worse = c.worse(s.case.direction);
     // The change's interval, worse above 0, read by the comparisons' rule
     // (docs/verdicts.md).
     let ln = |r: f64| (1.0 + r).ln();
-    let (est, lo, hi) =
-        kscale_core::verdict::worse_interval(ln(c.rel), ln(c.rel_low), ln(c.rel_high), s.direction);
+    let (est, lo, hi) = kscale_core::verdict::worse_interval(
+        ln(c.rel),
+        ln(c.rel_low),
+        ln(c.rel_high),
+        s.case.direction,
+    );
     let verdict = kscale_core::verdict::classify(est, lo, hi, threshold);
     Found {
         case: s.title(),
-        workload: s.workload.clone(),
-        params: s.params.clone(),
-        cpus: s.cpus.clone(),
-        metric: s.metric.clone(),
-        unit: s.unit.clone(),
-        direction: s.direction,
+        workload: s.case.workload.clone(),
+        params: s.case.params.clone(),
+        cpus: s.case.cpus.clone(),
+        metric: s.case.metric.clone(),
+        unit: s.case.unit.clone(),
+        direction: s.case.direction,
         run: p_after.run.id,
         label: p_after.run.label.clone(),
         started_at: p_after.run.started_at.clone(),
@@ -220,7 +224,7 @@ pub fn detect_series(s: &Series) -> Vec<Change> {
         .iter()
         .map(|p| Point {
             value: p.value,
-            trials: p.trials(&s.metric),
+            trials: p.trials(&s.case.metric),
         })
         .collect();
     let settings = Settings {

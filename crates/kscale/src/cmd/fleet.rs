@@ -145,31 +145,16 @@ enum Event {
     Done(usize, Result<serde_json::Value, Failure>),
 }
 
+/// A host's end: the id of its imported run, or why there is none (`None`
+/// when its thread never reported).
+type Outcome = Option<Result<i64, Failure>>;
+
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
-    let hosts = match &args.hosts_file {
-        Some(f) => ssh::parse_file(f)?,
-        None => ssh::parse_list(&args.hosts)?,
-    };
-    for (i, h) in hosts.iter().enumerate() {
-        if hosts[..i].iter().any(|o| o.name == h.name) {
-            return Err(user(format!("host `{}` is named twice", h.name)));
-        }
-    }
+    let hosts = distinct_hosts(&args)?;
     if args.parallel == 0 {
         return Err(user("bad --parallel 0: at least 1 host at a time"));
     }
-    let labels: Vec<String> = hosts
-        .iter()
-        .map(|h| {
-            args.label
-                .as_deref()
-                .unwrap_or("{host}")
-                .replace("{host}", &h.name)
-        })
-        .collect();
-    for l in &labels {
-        crate::engine::args::check_label(l)?;
-    }
+    let labels = labels(&args, &hosts)?;
     if !args.remote_dir.starts_with('/') {
         return Err(user(format!(
             "bad --remote-dir `{}`: must be an absolute path",
@@ -190,35 +175,128 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         command,
         local_exe: std::env::current_exe()?,
     });
-    use std::io::IsTerminal;
-    let draw = !args.no_progress && std::io::stderr().is_terminal();
-    let multi = MultiProgress::with_draw_target(if draw {
-        ProgressDrawTarget::stderr()
-    } else {
-        ProgressDrawTarget::hidden()
-    });
-    let width = hosts.iter().map(|h| h.name.len()).max().unwrap_or(4);
-    let style = ProgressStyle::with_template(&format!(
-        "{{prefix:{width}}} {{bar:25}} {{pos:>4}}/{{len:4}} trials {{msg}}"
-    ))
-    .unwrap_or_else(|_| ProgressStyle::default_bar());
-    let bars: Vec<ProgressBar> = hosts
+    let display = Display::new(&hosts, args.no_progress);
+    let (threads, rx) = start_hosts(job, &hosts, args.parallel);
+    let outcome = gather(rx, &hosts, &labels, &display, &store);
+    for t in threads {
+        let _ = t.join();
+    }
+    let _ = display.multi.clear();
+    finish(&args, &hosts, &labels, &outcome, &store, display.width)
+}
+
+/// The hosts from `--hosts` or `--hosts-file`; a host named twice would
+/// import two runs under one label, so it is refused.
+fn distinct_hosts(args: &Args) -> Result<Vec<Host>> {
+    let hosts = match &args.hosts_file {
+        Some(f) => ssh::parse_file(f)?,
+        None => ssh::parse_list(&args.hosts)?,
+    };
+    for (i, h) in hosts.iter().enumerate() {
+        if hosts[..i].iter().any(|o| o.name == h.name) {
+            return Err(user(format!("host `{}` is named twice", h.name)));
+        }
+    }
+    Ok(hosts)
+}
+
+/// Each host's label for its imported run, checked before any host is
+/// contacted so that a bad `--label` costs no measurement.
+fn labels(args: &Args, hosts: &[Host]) -> Result<Vec<String>> {
+    let labels: Vec<String> = hosts
         .iter()
         .map(|h| {
-            let b = multi.add(ProgressBar::new(0));
-            b.set_style(style.clone());
-            b.set_prefix(h.name.clone());
-            b.set_message("connecting");
-            b
+            args.label
+                .as_deref()
+                .unwrap_or("{host}")
+                .replace("{host}", &h.name)
         })
         .collect();
+    for l in &labels {
+        crate::engine::args::check_label(l)?;
+    }
+    Ok(labels)
+}
 
+/// The progress display: a bar per host, drawn only on a terminal; without
+/// it the hosts' lines go to stderr with a `kscale: fleet:` prefix.
+struct Display {
+    multi: MultiProgress,
+    bars: Vec<ProgressBar>,
+    draw: bool,
+    /// The longest host name, so that bars and summary rows line up.
+    width: usize,
+}
+
+impl Display {
+    /// A bar per host, each saying "connecting" until its thread reports.
+    fn new(hosts: &[Host], no_progress: bool) -> Display {
+        use std::io::IsTerminal;
+        let draw = !no_progress && std::io::stderr().is_terminal();
+        let multi = MultiProgress::with_draw_target(if draw {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        });
+        let width = hosts.iter().map(|h| h.name.len()).max().unwrap_or(4);
+        let style = ProgressStyle::with_template(&format!(
+            "{{prefix:{width}}} {{bar:25}} {{pos:>4}}/{{len:4}} trials {{msg}}"
+        ))
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+        let bars: Vec<ProgressBar> = hosts
+            .iter()
+            .map(|h| {
+                let b = multi.add(ProgressBar::new(0));
+                b.set_style(style.clone());
+                b.set_prefix(h.name.clone());
+                b.set_message("connecting");
+                b
+            })
+            .collect();
+        Display {
+            multi,
+            bars,
+            draw,
+            width,
+        }
+    }
+
+    /// A line a host's run printed, above the bars so they are not torn.
+    fn line(&self, host: &str, l: &str) {
+        let line = format!("{host}: {l}");
+        if self.draw {
+            self.multi.suspend(|| eprintln!("{line}"));
+        } else {
+            eprintln!("kscale: fleet: {line}");
+        }
+    }
+
+    /// A host's end on its bar. Failures are named once, in the summary (or
+    /// the one-line error when no host could be reached).
+    fn done(&self, i: usize, host: &str, r: &Result<i64, Failure>) {
+        match r {
+            Ok(id) => self.bars[i].finish_with_message(format!("done: run {id}")),
+            Err(e) => self.bars[i].abandon_with_message(format!("FAILED: {e}")),
+        }
+        if let (false, Ok(id)) = (self.draw, r) {
+            eprintln!("kscale: fleet: {host}: done, imported as run {id}");
+        }
+    }
+}
+
+/// `--parallel` threads that take hosts from one queue until it is empty;
+/// each host ends in one `Event::Done` on the returned channel.
+fn start_hosts(
+    job: Arc<Job>,
+    hosts: &[Host],
+    parallel: usize,
+) -> (Vec<std::thread::JoinHandle<()>>, mpsc::Receiver<Event>) {
     let queue = Arc::new(Mutex::new(
         hosts.iter().cloned().enumerate().collect::<VecDeque<_>>(),
     ));
     let (tx, rx) = mpsc::channel();
     let mut threads = Vec::new();
-    for _ in 0..args.parallel.min(hosts.len()) {
+    for _ in 0..parallel.min(hosts.len()) {
         let (queue, tx, job) = (queue.clone(), tx.clone(), job.clone());
         threads.push(std::thread::spawn(move || loop {
             let next = queue.lock().ok().and_then(|mut q| q.pop_front());
@@ -231,61 +309,61 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
             let _ = tx.send(Event::Done(i, result));
         }));
     }
-    drop(tx);
+    (threads, rx)
+}
 
-    let mut outcome: Vec<Option<Result<i64, Failure>>> = vec![None; hosts.len()];
+/// The hosts' events until every thread is gone: lines and progress to the
+/// display, each export imported here as it arrives.
+fn gather(
+    rx: mpsc::Receiver<Event>,
+    hosts: &[Host],
+    labels: &[String],
+    display: &Display,
+    store: &kscale_store::Store,
+) -> Vec<Outcome> {
+    let mut outcome: Vec<Outcome> = vec![None; hosts.len()];
     for ev in rx {
         match ev {
-            Event::Line(i, l) => {
-                let line = format!("{}: {l}", hosts[i].name);
-                if draw {
-                    multi.suspend(|| eprintln!("{line}"));
-                } else {
-                    eprintln!("kscale: fleet: {line}");
-                }
-            }
+            Event::Line(i, l) => display.line(&hosts[i].name, &l),
             Event::Progress(i, pos, len, msg) => {
-                bars[i].set_length(len);
-                bars[i].set_position(pos);
-                bars[i].set_message(msg);
+                display.bars[i].set_length(len);
+                display.bars[i].set_position(pos);
+                display.bars[i].set_message(msg);
             }
             Event::Done(i, r) => {
                 let r = r.and_then(|v| {
-                    super::import::import_value(&store, &v, Some(&labels[i]))
+                    super::import::import_value(store, &v, Some(&labels[i]))
                         .map_err(|e| Failure::Failed(format!("import failed: {e}")))
                         .map(|o| match o {
                             kscale_store::ImportOutcome::Imported(id)
                             | kscale_store::ImportOutcome::AlreadyThere(id) => id,
                         })
                 });
-                match &r {
-                    Ok(id) => bars[i].finish_with_message(format!("done: run {id}")),
-                    Err(e) => bars[i].abandon_with_message(format!("FAILED: {e}")),
-                }
-                // Failures are named once, in the summary (or the one-line
-                // error when no host could be reached).
-                if let (false, Ok(id)) = (draw, &r) {
-                    eprintln!(
-                        "kscale: fleet: {}: done, imported as run {id}",
-                        hosts[i].name
-                    );
-                }
+                display.done(i, &hosts[i].name, &r);
                 outcome[i] = Some(r);
             }
         }
     }
-    for t in threads {
-        let _ = t.join();
-    }
-    let _ = multi.clear();
+    outcome
+}
 
+/// The summary and the exit status: the signal's status when interrupted,
+/// one error when no host could be reached, 1 when some host failed.
+fn finish(
+    args: &Args,
+    hosts: &[Host],
+    labels: &[String],
+    outcome: &[Outcome],
+    store: &kscale_store::Store,
+    width: usize,
+) -> Result<ExitCode> {
     let ok: Vec<i64> = outcome
         .iter()
         .filter_map(|o| o.as_ref().and_then(|r| r.as_ref().ok()).copied())
         .collect();
     let failures: Vec<(String, Failure)> = hosts
         .iter()
-        .zip(&outcome)
+        .zip(outcome)
         .filter_map(|(h, o)| match o {
             Some(Ok(_)) => None,
             Some(Err(e)) => Some((h.name.clone(), e.clone())),
@@ -311,7 +389,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     }
 
     outln!("fleet of {} hosts:", hosts.len())?;
-    for ((h, o), label) in hosts.iter().zip(&outcome).zip(&labels) {
+    for ((h, o), label) in hosts.iter().zip(outcome).zip(labels) {
         match o {
             Some(Ok(id)) => {
                 let row = store.run(*id)?;
@@ -327,25 +405,8 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
             None => outln!("  {:width$}  FAILED: no result", h.name)?,
         }
     }
-    if args.compare && ok.len() >= 2 {
-        let data = ok
-            .iter()
-            .map(|id| store.load_run(*id))
-            .collect::<Result<Vec<_>, _>>()?;
-        let refs: Vec<&kscale_store::RunData> = data.iter().collect();
-        match kscale_report::compare::compare(&refs, &super::Registry) {
-            Ok(cmp) => {
-                outln!()?;
-                let tables = kscale_report::compare::tables(&cmp);
-                out!("{}", Format::Terminal.exporter().tables(&tables))?
-            }
-            Err(e) => outln!("\ncannot compare the hosts' runs: {e}")?,
-        }
-    } else if args.compare {
-        outln!(
-            "\n--compare needs at least two hosts' runs; got {}",
-            ok.len()
-        )?;
+    if args.compare {
+        compare_hosts(store, &ok)?;
     }
     if failures.is_empty() {
         Ok(ExitCode::SUCCESS)
@@ -359,6 +420,32 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         );
         Ok(ExitCode::from(1))
     }
+}
+
+/// `--compare`: the hosts' runs side by side; a comparison that cannot be
+/// made is said in the output, since the runs themselves are imported.
+fn compare_hosts(store: &kscale_store::Store, ok: &[i64]) -> Result<()> {
+    if ok.len() < 2 {
+        outln!(
+            "\n--compare needs at least two hosts' runs; got {}",
+            ok.len()
+        )?;
+        return Ok(());
+    }
+    let data = ok
+        .iter()
+        .map(|id| store.load_run(*id))
+        .collect::<Result<Vec<_>, _>>()?;
+    let refs: Vec<&kscale_store::RunData> = data.iter().collect();
+    match kscale_report::compare::compare(&refs, &super::Registry) {
+        Ok(cmp) => {
+            outln!()?;
+            let tables = kscale_report::compare::tables(&cmp);
+            out!("{}", Format::Terminal.exporter().tables(&tables))?
+        }
+        Err(e) => outln!("\ncannot compare the hosts' runs: {e}")?,
+    }
+    Ok(())
 }
 
 /// The remote scratch directory; removed (and any process of the run
@@ -454,6 +541,68 @@ fn one_host(
         let _ = tx.send(Event::Progress(i, 0, 0, m.to_string()));
     };
     say("connecting");
+    let (scratch, there) = make_scratch(job, host)?;
+    let d = quote(&scratch.dir);
+    let bin = match &job.remote_bin {
+        Some(b) => quote(b),
+        None => {
+            there.check_room(job)?;
+            say("copying kscale");
+            job.ssh.output_with_input(
+                host,
+                &format!("cat > {d}/kscale && chmod 755 {d}/kscale"),
+                &job.local_exe,
+            )?;
+            format!("{d}/kscale")
+        }
+    };
+    if crate::signals::interrupted().is_some() {
+        return Err(Failure::Failed("interrupted".into()));
+    }
+    run_there(job, host, &d, &bin, i, tx)?;
+    say("fetching results");
+    let text = job.ssh.output(
+        host,
+        &format!("{bin} --db {d}/k.db export latest --format json"),
+    )?;
+    serde_json::from_str(&text)
+        .map_err(|e| Failure::Failed(format!("the host's export is not JSON: {e}")))
+}
+
+/// What the probe learnt of a host, to decide whether this kscale can be
+/// copied there.
+struct There {
+    arch: String,
+    libc: String,
+    /// Free space in the scratch directory's file system.
+    free_kb: u64,
+}
+
+impl There {
+    /// Can this kscale run there, and is there room for it, its store and
+    /// the workloads' scratch files?
+    fn check_room(&self, job: &Job) -> Result<(), Failure> {
+        compatible(&job.local_exe, &self.arch, &self.libc).map_err(Failure::Failed)?;
+        let size_kb = std::fs::metadata(&job.local_exe)
+            .map(|m| m.len() / 1024)
+            .unwrap_or(0);
+        let need = size_kb + 256 * 1024;
+        if self.free_kb < need {
+            return Err(Failure::Failed(format!(
+                "lacks space: {} MiB free under {}, {} MiB needed",
+                self.free_kb / 1024,
+                job.remote_dir,
+                need / 1024
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// One ssh round trip for the machine type, the glibc and a fresh scratch
+/// directory with its free space; from here on the directory is removed
+/// however the host's part ends.
+fn make_scratch<'a>(job: &'a Job, host: &'a Host) -> Result<(Scratch<'a>, There), Failure> {
     let parent = quote(&job.remote_dir);
     let probe = format!(
         "uname -m; getconf GNU_LIBC_VERSION 2>/dev/null || echo none; \
@@ -473,42 +622,29 @@ fn one_host(
         host,
         dir: dir.trim().to_string(),
     };
-    let d = quote(&scratch.dir);
     let free_kb: u64 = df
         .split_whitespace()
         .nth(3)
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    let bin = match &job.remote_bin {
-        Some(b) => quote(b),
-        None => {
-            compatible(&job.local_exe, arch.trim(), libc.trim()).map_err(Failure::Failed)?;
-            let size_kb = std::fs::metadata(&job.local_exe)
-                .map(|m| m.len() / 1024)
-                .unwrap_or(0);
-            // The binary, the store and the workloads' scratch files.
-            let need = size_kb + 256 * 1024;
-            if free_kb < need {
-                return Err(Failure::Failed(format!(
-                    "lacks space: {} MiB free under {}, {} MiB needed",
-                    free_kb / 1024,
-                    job.remote_dir,
-                    need / 1024
-                )));
-            }
-            say("copying kscale");
-            job.ssh.output_with_input(
-                host,
-                &format!("cat > {d}/kscale && chmod 755 {d}/kscale"),
-                &job.local_exe,
-            )?;
-            format!("{d}/kscale")
-        }
+    let there = There {
+        arch: arch.trim().to_string(),
+        libc: libc.trim().to_string(),
+        free_kb,
     };
-    if crate::signals::interrupted().is_some() {
-        return Err(Failure::Failed("interrupted".into()));
-    }
+    Ok((scratch, there))
+}
 
+/// The run in the scratch directory `d`, its progress relayed to the main
+/// thread; an exit other than 0 is the host's failure.
+fn run_there(
+    job: &Job,
+    host: &Host,
+    d: &str,
+    bin: &str,
+    i: usize,
+    tx: &mpsc::Sender<Event>,
+) -> Result<(), Failure> {
     // The run, with a watchdog on ssh's standard input: when the ssh
     // connection goes (Ctrl-C here, a lost network), the watchdog sends the
     // run SIGTERM and the run stops and cleans up as on a local Ctrl-C.
@@ -534,29 +670,10 @@ fn one_host(
     // Ctrl-C here kills ssh's process group; the watchdog does the rest.
     let _registered = crate::signals::Registered::new(child.id() as i32);
     let _stdin = child.stdin.take();
-    let mut last = String::new();
-    if let Some(err) = child.stderr.take() {
-        for line in BufReader::new(err).lines() {
-            let Ok(line) = line else { break };
-            match line.strip_prefix(progress::PREFIX) {
-                Some(p) => match progress::parse(p) {
-                    Some((pos, len, msg)) => {
-                        let _ = tx.send(Event::Progress(i, pos, len, msg));
-                    }
-                    None => {
-                        let _ = tx.send(Event::Line(i, p.trim().to_string()));
-                    }
-                },
-                None if line.trim().is_empty() => {}
-                None => {
-                    last = line.trim().to_string();
-                    if !line.starts_with("kscale: run ") {
-                        let _ = tx.send(Event::Line(i, last.clone()));
-                    }
-                }
-            }
-        }
-    }
+    let last = match child.stderr.take() {
+        Some(err) => relay(err, i, tx),
+        None => String::new(),
+    };
     let status = child
         .wait()
         .map_err(|e| Failure::Failed(format!("ssh: {e}")))?;
@@ -564,22 +681,41 @@ fn one_host(
         return Err(Failure::Failed("interrupted".into()));
     }
     match status.code() {
-        Some(0) => {}
-        Some(255) => return Err(Failure::Unreachable(format!("connection lost: {last}"))),
-        code => {
-            return Err(Failure::Failed(format!(
-                "the run failed ({}): {last}",
-                code.map_or("killed".to_string(), |c| format!("exit {c}"))
-            )))
+        Some(0) => Ok(()),
+        Some(255) => Err(Failure::Unreachable(format!("connection lost: {last}"))),
+        code => Err(Failure::Failed(format!(
+            "the run failed ({}): {last}",
+            code.map_or("killed".to_string(), |c| format!("exit {c}"))
+        ))),
+    }
+}
+
+/// The remote run's stderr as events: progress lines to the host's bar,
+/// other lines as they are. Returns the last line, which says why when the
+/// run fails.
+fn relay(err: impl std::io::Read, i: usize, tx: &mpsc::Sender<Event>) -> String {
+    let mut last = String::new();
+    for line in BufReader::new(err).lines() {
+        let Ok(line) = line else { break };
+        match line.strip_prefix(progress::PREFIX) {
+            Some(p) => match progress::parse(p) {
+                Some((pos, len, msg)) => {
+                    let _ = tx.send(Event::Progress(i, pos, len, msg));
+                }
+                None => {
+                    let _ = tx.send(Event::Line(i, p.trim().to_string()));
+                }
+            },
+            None if line.trim().is_empty() => {}
+            None => {
+                last = line.trim().to_string();
+                if !line.starts_with("kscale: run ") {
+                    let _ = tx.send(Event::Line(i, last.clone()));
+                }
+            }
         }
     }
-    say("fetching results");
-    let text = job.ssh.output(
-        host,
-        &format!("{bin} --db {d}/k.db export latest --format json"),
-    )?;
-    serde_json::from_str(&text)
-        .map_err(|e| Failure::Failed(format!("the host's export is not JSON: {e}")))
+    last
 }
 
 #[cfg(test)]

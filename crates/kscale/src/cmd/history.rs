@@ -3,11 +3,11 @@
 //! order are shared with `kscale changes`, which looks for the shifts in
 //! the same series.
 
+use crate::engine::gate;
 use crate::error::user;
 use crate::output::{csv_record, print, Format, Json};
 use anyhow::Result;
 use kscale_core::cpus::base_name;
-use kscale_core::Direction;
 use kscale_report::format::sig;
 use kscale_report::history::{run_cells, run_headings, HistoryPoint};
 use kscale_report::{Cell, RowKind, Table, Tone};
@@ -132,12 +132,9 @@ impl Point {
 /// One case (workload, params, CPU configuration) across runs.
 #[derive(Clone, Debug, Serialize)]
 pub struct Series {
-    pub workload: String,
-    pub params: BTreeMap<String, String>,
-    pub cpus: String,
-    pub metric: String,
-    pub unit: String,
-    pub direction: Direction,
+    /// The case and its metric, as a regression gate names them.
+    #[serde(flatten)]
+    pub case: gate::Target,
     pub points: Vec<Point>,
 }
 
@@ -145,16 +142,17 @@ impl Series {
     /// `mem.rd size=4k [1]`.
     pub fn title(&self) -> String {
         let params: Vec<String> = self
+            .case
             .params
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
-        let mut t = self.workload.clone();
+        let mut t = self.case.workload.clone();
         if !params.is_empty() {
             t.push(' ');
             t.push_str(&params.join(","));
         }
-        format!("{t} [{}]", self.cpus)
+        format!("{t} [{}]", self.case.cpus)
     }
 }
 
@@ -419,12 +417,14 @@ impl RunFilter {
             }
             let key = (c.key.workload.clone(), c.key.params_json(), cpus.clone());
             let series = by_case.entry(key).or_insert_with(|| Series {
-                workload: c.key.workload.clone(),
-                params: c.key.params.clone(),
-                cpus,
-                metric: m.name.clone(),
-                unit: m.unit.clone(),
-                direction: m.direction,
+                case: gate::Target {
+                    workload: c.key.workload.clone(),
+                    params: c.key.params.clone(),
+                    cpus,
+                    metric: m.name.clone(),
+                    unit: m.unit.clone(),
+                    direction: m.direction,
+                },
                 points: Vec::new(),
             });
             series.points.push(Point {
@@ -481,9 +481,9 @@ fn table(s: &Series) -> Table {
     let title = format!(
         "{} — {} ({}, {} is better)",
         s.title(),
-        s.metric,
-        s.unit,
-        s.direction
+        s.case.metric,
+        s.case.unit,
+        s.case.direction
     );
     let mut t = Table::new(
         title,
@@ -514,15 +514,20 @@ fn csv(series: &[Series]) -> String {
         "workload,params,cpus,metric,unit,direction,run_id,label,started_at,host,kernel,commit,value,ci_low,ci_high,n,converged\n",
     );
     for s in series {
-        let params: Vec<String> = s.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let params: Vec<String> = s
+            .case
+            .params
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
         for p in &s.points {
             let fields = [
-                s.workload.clone(),
+                s.case.workload.clone(),
                 params.join(" "),
-                s.cpus.clone(),
-                s.metric.clone(),
-                s.unit.clone(),
-                s.direction.to_string(),
+                s.case.cpus.clone(),
+                s.case.metric.clone(),
+                s.case.unit.clone(),
+                s.case.direction.to_string(),
                 p.run.id.to_string(),
                 p.run.label.clone(),
                 p.run.started_at.clone(),

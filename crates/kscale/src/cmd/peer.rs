@@ -125,36 +125,11 @@ fn serve(
     let mut out = stream.try_clone().map_err(|e| e.to_string())?;
     let mut input =
         LineReader::new(stream, Duration::from_millis(50)).map_err(|e| e.to_string())?;
-    let greeted = Instant::now();
-    let hello: Hello = loop {
-        match input.read() {
-            Read::Line(l) => match serde_json::from_str::<ToPeer>(&l) {
-                Ok(ToPeer::Hello(h)) => break h,
-                _ => {
-                    let _ = reply(&mut out, &FromPeer::Refused("expected a greeting".into()));
-                    return Err("did not greet".into());
-                }
-            },
-            Read::Closed => return Ok(()),
-            Read::Idle if greeted.elapsed() > Duration::from_secs(10) => {
-                return Err("no greeting within 10 s".into())
-            }
-            Read::Idle => {}
-        }
+    let Some(hello) = greeting(&mut input, &mut out)? else {
+        return Ok(());
     };
     let mine = version();
-    let refusal = if hello.protocol != PROTOCOL || hello.kscale != mine {
-        Some(format!(
-            "version mismatch: this peer runs kscale {mine} (protocol {PROTOCOL}), the run kscale {} (protocol {})",
-            hello.kscale,
-            hello.protocol
-        ))
-    } else if token.is_some() && hello.token.as_deref() != token {
-        Some("wrong token".to_string())
-    } else {
-        None
-    };
-    if let Some(why) = refusal {
+    if let Some(why) = refusal(&hello, token, &mine) {
         let _ = reply(&mut out, &FromPeer::Refused(why.clone()));
         return Err(why);
     }
@@ -182,37 +157,18 @@ fn serve(
         .prefix(".kscale-peer-")
         .tempdir()
         .map_err(|e| format!("cannot create a scratch directory: {e}"))?;
-
-    let mut load: Option<RoleProc> = None;
+    let mut session = Session {
+        out: &mut out,
+        load: None,
+        cpus,
+        dir: scratch.path(),
+    };
     let mut heard = Instant::now();
     loop {
         match input.read() {
             Read::Line(l) => {
                 heard = Instant::now();
-                match serde_json::from_str::<ToPeer>(&l) {
-                    Ok(ToPeer::Cmd(c)) if c == "ping" => {}
-                    Ok(ToPeer::Cmd(c)) => {
-                        if let Some(p) = load.as_mut() {
-                            p.send(&c);
-                        }
-                    }
-                    Ok(ToPeer::Load(req)) => {
-                        let started = if load.is_some() {
-                            Err("a load is already running on this connection".to_string())
-                        } else {
-                            admit(*req, cpus, scratch.path()).and_then(|r| RoleProc::spawn(&r))
-                        };
-                        match started {
-                            Ok(p) => load = Some(p),
-                            Err(e) => {
-                                reply(&mut out, &FromPeer::Error(e)).map_err(|e| e.to_string())?
-                            }
-                        }
-                    }
-                    Ok(ToPeer::Hello(_)) | Err(_) => {
-                        return Err(format!("unexpected message {:?}", l.trim()));
-                    }
-                }
+                session.message(&l)?;
             }
             // The run is gone: whatever it started goes with it.
             Read::Closed => return Ok(()),
@@ -224,24 +180,108 @@ fn serve(
         if crate::signals::interrupted().is_some() {
             return Ok(());
         }
-        // Forward the load's lines; its output ends it.
-        while let Some(p) = load.as_mut() {
+        session.forward()?;
+    }
+}
+
+/// The run's greeting, waited for 10 s at most; `None` when the run
+/// closed the connection first. Anything else is refused.
+fn greeting(input: &mut LineReader, out: &mut TcpStream) -> Result<Option<Hello>, String> {
+    let greeted = Instant::now();
+    loop {
+        match input.read() {
+            Read::Line(l) => match serde_json::from_str::<ToPeer>(&l) {
+                Ok(ToPeer::Hello(h)) => return Ok(Some(h)),
+                _ => {
+                    let _ = reply(out, &FromPeer::Refused("expected a greeting".into()));
+                    return Err("did not greet".into());
+                }
+            },
+            Read::Closed => return Ok(None),
+            Read::Idle if greeted.elapsed() > Duration::from_secs(10) => {
+                return Err("no greeting within 10 s".into())
+            }
+            Read::Idle => {}
+        }
+    }
+}
+
+/// Why this peer will not serve the run that greeted it: another kscale
+/// (whose roles may speak otherwise) or the wrong token.
+fn refusal(hello: &Hello, token: Option<&str>, mine: &str) -> Option<String> {
+    if hello.protocol != PROTOCOL || hello.kscale != mine {
+        Some(format!(
+            "version mismatch: this peer runs kscale {mine} (protocol {PROTOCOL}), the run kscale {} (protocol {})",
+            hello.kscale,
+            hello.protocol
+        ))
+    } else if token.is_some() && hello.token.as_deref() != token {
+        Some("wrong token".to_string())
+    } else {
+        None
+    }
+}
+
+/// A welcomed run's connection: where its replies go, the load it has
+/// running, and where loads run here.
+struct Session<'a> {
+    out: &'a mut TcpStream,
+    load: Option<RoleProc>,
+    cpus: &'a [usize],
+    dir: &'a std::path::Path,
+}
+
+impl Session<'_> {
+    /// One message from the run: a ping, a control line for the load, or
+    /// a load to start — refused in a reply, not by hanging up, when it is
+    /// not admitted or one is already running.
+    fn message(&mut self, l: &str) -> Result<(), String> {
+        match serde_json::from_str::<ToPeer>(l) {
+            Ok(ToPeer::Cmd(c)) if c == "ping" => {}
+            Ok(ToPeer::Cmd(c)) => {
+                if let Some(p) = self.load.as_mut() {
+                    p.send(&c);
+                }
+            }
+            Ok(ToPeer::Load(req)) => {
+                let started = if self.load.is_some() {
+                    Err("a load is already running on this connection".to_string())
+                } else {
+                    admit(*req, self.cpus, self.dir).and_then(|r| RoleProc::spawn(&r))
+                };
+                match started {
+                    Ok(p) => self.load = Some(p),
+                    Err(e) => reply(self.out, &FromPeer::Error(e)).map_err(|e| e.to_string())?,
+                }
+            }
+            Ok(ToPeer::Hello(_)) | Err(_) => {
+                return Err(format!("unexpected message {:?}", l.trim()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Forwards the load's lines that have arrived; its output ends it.
+    fn forward(&mut self) -> Result<(), String> {
+        while let Some(p) = self.load.as_mut() {
             match p.try_line("the load generator") {
                 Ok(Some(line)) => {
                     let done = line.starts_with("{\"output\"");
-                    out.write_all(format!("{}\n", line.trim_end()).as_bytes())
+                    self.out
+                        .write_all(format!("{}\n", line.trim_end()).as_bytes())
                         .map_err(|e| e.to_string())?;
                     if done {
-                        load = None;
+                        self.load = None;
                     }
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    load = None;
-                    reply(&mut out, &FromPeer::Error(e)).map_err(|e| e.to_string())?;
+                    self.load = None;
+                    reply(self.out, &FromPeer::Error(e)).map_err(|e| e.to_string())?;
                 }
             }
         }
+        Ok(())
     }
 }
 

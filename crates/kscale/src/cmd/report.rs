@@ -66,9 +66,9 @@ fn write_history(
         .iter()
         .map(|s| HistorySeries {
             title: s.title(),
-            metric: s.metric.clone(),
-            unit: s.unit.clone(),
-            direction: s.direction,
+            metric: s.case.metric.clone(),
+            unit: s.case.unit.clone(),
+            direction: s.case.direction,
             confidence_pct: CONFIDENCE_PCT,
             points: s.points.iter().map(|p| p.at.clone()).collect(),
             changes: super::changes::detect_series(s),

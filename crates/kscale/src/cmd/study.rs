@@ -5,7 +5,7 @@
 //! (web's `conns`) is measured by its capacity, searched within a share of
 //! the budget, rather than by a sweep that every offered load passes.
 
-use crate::engine::args::{options, RunArgs, Targets};
+use crate::engine::args::{options, RunArgs, RunOptions, Targets};
 use crate::engine::lifecycle::{self, Start};
 use crate::engine::{gauge, plan};
 use crate::output::{out, outln};
@@ -91,11 +91,59 @@ fn moved_line(dir: &std::path::Path, place: &std::path::Path, why: &[String]) ->
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     // The budget is the whole study's: its setup and its report count.
     let started = std::time::Instant::now();
+    let select = selection(&args);
+    // `--quick` spends five minutes on the whole study unless told otherwise.
+    let mut run = args.run.clone();
+    if run.quick && run.budget.is_none() {
+        run.budget = Some(QUICK_BUDGET.to_string());
+    }
+    let mut opts = options(&select, &run)?;
+    // Where nobody named the directory, file cases that cannot settle in
+    // this one are measured where they can, not left out (`--dir` wins).
+    if args.run.dir.is_none() {
+        if let Some((place, why)) = plan::settling_dir(&opts.plan, &opts.dir) {
+            let line = moved_line(&opts.dir, &place, &why);
+            eprintln!("kscale: {line}");
+            opts.dir_moved = Some(line);
+            opts.dir = place;
+        }
+    }
+    opts.budget = opts
+        .budget_s
+        .map(|t| crate::engine::budget::Budget::since(started, t, REPORT_S));
+    if opts.budget_s.is_some() {
+        plan_to_the_noise(&mut opts);
+    }
+    let start = Start::New {
+        opts: Box::new(opts),
+        label: super::run::label(&args.run),
+        // A sweep of offered connections restates its input when every one
+        // conforms: web's figure is its capacity, searched within a share
+        // of the budget (docs/budget.md, "The run's budget").
+        capacity: true,
+    };
+    let (store, run_id) =
+        lifecycle::measure(start, None, args.run.progress(), |_| super::open_store(db))?;
+    let data = store.load_run(run_id)?;
+    print_results(&data)?;
+    let path = args.output.unwrap_or_else(|| report_path(&data.run.label));
+    super::report::write(std::slice::from_ref(&data), &path)?;
+    outln!(
+        "\nreport: {}",
+        std::path::absolute(&path).unwrap_or(path).display()
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What the study measures: the suites on one CPU and on all, profiled
+/// unless told not to; `--quick` narrows the macro sweep to
+/// [`QUICK_MACRO`].
+fn selection(args: &Args) -> Targets {
     // The quick macro sweep adds the trace replay, which is not in
     // fileserver's own quick set: it is the workload that agrees with
     // dbench (docs/validation.md).
     let macro_too = args.suite.split(',').any(|s| s.trim() == "macro");
-    let select = Targets {
+    Targets {
         targets: if args.run.quick && macro_too {
             vec!["fileserver.trace".into()]
         } else {
@@ -119,109 +167,85 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
             vec![]
         },
         ..Targets::default()
-    };
-    // `--quick` spends five minutes on the whole study unless told otherwise.
-    let mut run = args.run.clone();
-    if run.quick && run.budget.is_none() {
-        run.budget = Some(QUICK_BUDGET.to_string());
     }
-    let mut opts = options(&select, &run)?;
-    // Where nobody named the directory, file cases that cannot settle in
-    // this one are measured where they can, not left out (`--dir` wins).
-    if args.run.dir.is_none() {
-        if let Some((place, why)) = plan::settling_dir(&opts.plan, &opts.dir) {
-            let line = moved_line(&opts.dir, &place, &why);
-            eprintln!("kscale: {line}");
-            opts.dir_moved = Some(line);
-            opts.dir = place;
+}
+
+/// Under a budget the study plans to the machine's noise: on a noisy
+/// machine it measures each workload's representative sizes, with the
+/// trials they need, and names what it left out (docs/planning.md,
+/// "Planning to the noise").
+fn plan_to_the_noise(opts: &mut RunOptions) {
+    // The study searches capacities (see `run`); the plan's outlook keeps
+    // their share.
+    opts.capacity = true;
+    // And past the gauge, the cases' own first trials: one whose
+    // spread the budget cannot fund after the cases ranked before it
+    // is left out, and named.
+    opts.leave_out = true;
+    let whole = opts.plan.len();
+    // Time spent on a case that cannot settle in this directory is time
+    // the others lack: such cases go first, each named with its reason.
+    let mut left_out = plan::leave_unsettled(&mut opts.plan, &opts.dir);
+    if !left_out.is_empty() {
+        eprintln!(
+            "kscale: the study leaves out the cases that cannot settle in {}:",
+            opts.dir.display()
+        );
+        for l in &left_out {
+            eprintln!("  {l}");
         }
     }
-    opts.budget = opts
-        .budget_s
-        .map(|t| crate::engine::budget::Budget::since(started, t, REPORT_S));
-    // Under a budget the study plans to the machine's noise: on a noisy
-    // machine it measures each workload's representative sizes, with the
-    // trials they need, and names what it left out (docs/planning.md,
-    // "Planning to the noise").
-    if opts.budget_s.is_some() {
-        // The study searches capacities (below); the plan's outlook keeps
-        // their share.
-        opts.capacity = true;
-        // And past the gauge, the cases' own first trials: one whose
-        // spread the budget cannot fund after the cases ranked before it
-        // is left out, and named.
-        opts.leave_out = true;
-        let whole = opts.plan.len();
-        // Time spent on a case that cannot settle in this directory is time
-        // the others lack: such cases go first, each named with its reason.
-        let mut left_out = plan::leave_unsettled(&mut opts.plan, &opts.dir);
-        if !left_out.is_empty() {
+    let mut noisy = Vec::new();
+    if let Some(readings) = gauge::before_plan(opts) {
+        noisy = gauge::fit_plan(opts, &readings, true).0;
+        let planned = gauge::plan_wall_cv(&readings);
+        if noisy.is_empty() && planned > gauge::QUIET_CV && gauge::whole_plan(&readings) {
             eprintln!(
-                "kscale: the study leaves out the cases that cannot settle in {}:",
-                opts.dir.display()
+                "kscale: the kernel crossing reads a CV of {:.0} % and the CPU loop {:.0} %: the study measures its whole plan, and its pilot leaves out the cases whose own trials spread too far to converge",
+                planned * 100.0,
+                gauge::worst_loop_cv(&readings) * 100.0
             );
-            for l in &left_out {
-                eprintln!("  {l}");
-            }
         }
-        let mut noisy = Vec::new();
-        if let Some(readings) = gauge::before_plan(&opts) {
-            noisy = gauge::fit_plan(&mut opts, &readings, true).0;
-            let planned = gauge::plan_wall_cv(&readings);
-            if noisy.is_empty() && planned > gauge::QUIET_CV && gauge::whole_plan(&readings) {
-                eprintln!(
-                    "kscale: the kernel crossing reads a CV of {:.0} % and the CPU loop {:.0} %: the study measures its whole plan, and its pilot leaves out the cases whose own trials spread too far to converge",
-                    planned * 100.0,
-                    gauge::worst_loop_cv(&readings) * 100.0
-                );
-            }
-            if !noisy.is_empty() {
-                eprintln!(
-                    "kscale: the machine is noisy (planned at a CV of {:.0} %): the study measures {} of its {} cases, each workload's representative sizes; it leaves out, unless its pilot finds room for them:",
-                    gauge::plan_wall_cv(&readings) * 100.0,
-                    opts.plan.len(),
-                    whole
-                );
-                for l in &noisy {
-                    eprintln!("  {l}");
-                }
-            }
-        }
-        if noisy.is_empty() && !left_out.is_empty() {
+        if !noisy.is_empty() {
             eprintln!(
-                "kscale: the study measures {} of its {} cases",
+                "kscale: the machine is noisy (planned at a CV of {:.0} %): the study measures {} of its {} cases, each workload's representative sizes; it leaves out, unless its pilot finds room for them:",
+                gauge::plan_wall_cv(&readings) * 100.0,
                 opts.plan.len(),
                 whole
             );
+            for l in &noisy {
+                eprintln!("  {l}");
+            }
         }
-        left_out.extend(noisy);
-        opts.left_out = left_out;
     }
-    let start = Start::New {
-        opts: Box::new(opts),
-        label: super::run::label(&args.run),
-        // A sweep of offered connections restates its input when every one
-        // conforms: web's figure is its capacity, searched within a share
-        // of the budget (docs/budget.md, "The run's budget").
-        capacity: true,
-    };
-    let (store, run_id) =
-        lifecycle::measure(start, None, args.run.progress(), |_| super::open_store(db))?;
-    let data = store.load_run(run_id)?;
+    if noisy.is_empty() && !left_out.is_empty() {
+        eprintln!(
+            "kscale: the study measures {} of its {} cases",
+            opts.plan.len(),
+            whole
+        );
+    }
+    left_out.extend(noisy);
+    opts.left_out = left_out;
+}
+
+/// The study's answer on the terminal: decisions, direct results,
+/// scalability and what the profiles saw grow.
+fn print_results(data: &kscale_store::RunData) -> Result<()> {
     let color = super::use_color();
-    outln!("{}", super::show::header(&data))?;
-    if let Some(t) = kscale_report::decision::decision_table(&data, &super::Registry) {
+    outln!("{}", super::show::header(data))?;
+    if let Some(t) = kscale_report::decision::decision_table(data, &super::Registry) {
         outln!("== Decisions\n")?;
         out!("{}", t.to_terminal(color))?;
         outln!()?;
     }
     outln!("== Direct results")?;
-    for t in run_tables(&data, &super::Registry) {
+    for t in run_tables(data, &super::Registry) {
         outln!()?;
         out!("{}", t.to_terminal(color))?;
     }
     outln!("\n== Scalability (all CPUs ÷ 1 CPU)")?;
-    match scale(&data, None, &super::Registry) {
+    match scale(data, None, &super::Registry) {
         Ok(s) => {
             for t in scale_tables(&s) {
                 outln!()?;
@@ -232,7 +256,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     }
     // The profiles' answer in a screen: what grew from 1 CPU to all, per
     // family; every case's routines are in `show` and the report.
-    if let Some(t) = kscale_report::profile::cpu_growth(&data, &super::Registry) {
+    if let Some(t) = kscale_report::profile::cpu_growth(data, &super::Registry) {
         outln!("\n== Kernel profiles")?;
         outln!()?;
         out!("{}", t.to_terminal(color))?;
@@ -241,27 +265,23 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
             data.run.id
         )?;
     }
-    let path = args.output.unwrap_or_else(|| {
-        let safe: String = data
-            .run
-            .label
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        PathBuf::from(format!("kscale-study-{safe}.html"))
-    });
-    super::report::write(std::slice::from_ref(&data), &path)?;
-    outln!(
-        "\nreport: {}",
-        std::path::absolute(&path).unwrap_or(path).display()
-    )?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
+}
+
+/// The default report file, named for the label with anything a shell or
+/// a file system might trip on replaced.
+fn report_path(label: &str) -> PathBuf {
+    let safe: String = label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    PathBuf::from(format!("kscale-study-{safe}.html"))
 }
 
 #[cfg(test)]

@@ -92,12 +92,6 @@ impl RunArgs {
     }
 }
 
-/// The run flags `run --resume` accepts: neither is part of the stored
-/// run (`--no-progress` only draws, and the peers' token is never stored,
-/// so a resumed run that uses peers needs it again). Every other run flag
-/// is restored from the stored run's options, so `--resume` refuses it
-/// rather than drop it silently; a flag added to [`RunArgs`] or
-/// [`Targets`] is refused until it is named here.
 /// The shortest gap between a paced case's trials: on the 2-vCPU VM two
 /// trials of `syscall.null` 0.1 s apart correlate at 0.78, 0.5 s apart at
 /// 0.38, and 1 to 3 s apart at about 0.1 (docs/noise.md, "Paced trials").
@@ -106,6 +100,12 @@ pub const PACE_S: f64 = 1.0;
 /// The longest `--span`.
 const MAX_SPAN_S: f64 = 3600.0;
 
+/// The run flags `run --resume` accepts: neither is part of the stored
+/// run (`--no-progress` only draws, and the peers' token is never stored,
+/// so a resumed run that uses peers needs it again). Every other run flag
+/// is restored from the stored run's options, so `--resume` refuses it
+/// rather than drop it silently; a flag added to [`RunArgs`] or
+/// [`Targets`] is refused until it is named here.
 pub const GIVEN_WITH_RESUME: &[&str] = &["no_progress", "token"];
 
 /// The ids of the run flags `--resume` refuses: every argument of
@@ -319,6 +319,57 @@ pub fn options(sel: &Targets, args: &RunArgs) -> Result<RunOptions> {
     if let Some(l) = &args.label {
         check_label(l)?;
     }
+    let mut rule = stop_rule(args)?;
+    let budget_s = budget(args, &mut rule)?;
+    let span_s = span(args, budget_s.is_some(), &mut rule)?;
+    let trial_time_s = args
+        .trial_time
+        .unwrap_or(if args.quick { 0.05 } else { 0.5 });
+    if !(trial_time_s.is_finite() && (0.001..=3600.0).contains(&trial_time_s)) {
+        return Err(user(format!(
+            "bad --trial-time {trial_time_s}: expected seconds between 0.001 and 3600"
+        )));
+    }
+    let dir = run_dir(args)?;
+    let (plan, load_cpus) = cases(sel, args)?;
+    Ok(RunOptions {
+        targets: sel.targets.clone(),
+        suite: sel.suite.clone(),
+        rule,
+        trial_time_s,
+        quick: args.quick,
+        dir,
+        cpus: if sel.cpus.is_empty() {
+            vec!["all".into()]
+        } else {
+            sel.cpus.clone()
+        },
+        plan,
+        profile: sel.profile,
+        budget_s,
+        budget: None,
+        span_s,
+        peers: sel.peers.clone(),
+        cpu_mode: args.cpu_mode,
+        cpu_idle: args.cpu_idle,
+        cpu_order: args.cpu_order,
+        load_cpus,
+        capacity: sel.capacity,
+        dir_moved: None,
+        left_out: Vec::new(),
+        held: Vec::new(),
+        kept_back_s: 0.0,
+        confirm_s: 0.0,
+        leave_out: false,
+        search_rest_s: None,
+        step: Step::Whole,
+        after_s: 0.0,
+    })
+}
+
+/// When a case stops: `--quick`'s or the default rule with the flags that
+/// change it, refused when no interval could come of it.
+fn stop_rule(args: &RunArgs) -> Result<StopRule> {
     let mut rule = if args.quick {
         StopRule::QUICK
     } else {
@@ -366,68 +417,78 @@ pub fn options(sel: &Targets, args: &RunArgs) -> Result<RunOptions> {
         }
         rule.case_budget_s = Some(b);
     }
-    let budget_s = match &args.budget {
-        None => None,
-        Some(b) => Some(kscale_core::budget::parse_duration(b).ok_or_else(|| {
-            user(format!(
-                "bad --budget `{b}`: expected a duration like 90s, 5m or 1h"
-            ))
-        })?),
+    Ok(rule)
+}
+
+/// `--budget` in seconds; a budgeted run lets the budget, not the rule's
+/// per-case limits, bound its cases.
+fn budget(args: &RunArgs, rule: &mut StopRule) -> Result<Option<f64>> {
+    let Some(b) = &args.budget else {
+        return Ok(None);
     };
-    if budget_s.is_some() {
-        // The run's budget replaces the per-case one, and bounds the time
-        // better than a trial count: a case may take as many trials as its
-        // spread needs and the budget buys.
-        rule.case_budget_s = args.case_budget;
-        // The budget spreads every case's trials over the whole run itself.
-        rule.min_span_s = None;
-        if args.max_trials.is_none() {
-            rule.max_trials = MAX_TRIALS;
-        }
+    let budget_s = kscale_core::budget::parse_duration(b).ok_or_else(|| {
+        user(format!(
+            "bad --budget `{b}`: expected a duration like 90s, 5m or 1h"
+        ))
+    })?;
+    // The run's budget replaces the per-case one, and bounds the time
+    // better than a trial count: a case may take as many trials as its
+    // spread needs and the budget buys.
+    rule.case_budget_s = args.case_budget;
+    // The budget spreads every case's trials over the whole run itself.
+    rule.min_span_s = None;
+    if args.max_trials.is_none() {
+        rule.max_trials = MAX_TRIALS;
     }
-    let span_s = match &args.span {
-        None => None,
-        Some(d) if budget_s.is_some() => {
-            return Err(user(format!(
-                "--span {d} cannot pace a run under a budget (--budget, study --quick): the budget plans its trials itself"
-            )))
-        }
-        Some(d) => {
-            let s = kscale_core::budget::parse_duration(d)
-                .filter(|s| *s > 0.0 && *s <= MAX_SPAN_S)
-                .ok_or_else(|| {
-                    user(format!(
-                        "bad --span `{d}`: expected a duration like 20s, 1m or 5m, at most 1h"
-                    ))
-                })?;
-            // Trials closer than PACE_S follow the same host spell: the
-            // span is filled with trials that far apart, at least.
-            let n = (s / PACE_S).floor() as usize + 1;
-            rule.min_trials = rule.min_trials.max(n);
-            rule.max_trials = rule.max_trials.max(rule.min_trials);
-            Some(s)
-        }
+    Ok(Some(budget_s))
+}
+
+/// `--span` in seconds, with the rule's trial counts raised so that its
+/// trials fill it at the pace.
+fn span(args: &RunArgs, budgeted: bool, rule: &mut StopRule) -> Result<Option<f64>> {
+    let Some(d) = &args.span else {
+        return Ok(None);
     };
-    let trial_time_s = args
-        .trial_time
-        .unwrap_or(if args.quick { 0.05 } else { 0.5 });
-    if !(trial_time_s.is_finite() && (0.001..=3600.0).contains(&trial_time_s)) {
+    if budgeted {
         return Err(user(format!(
-            "bad --trial-time {trial_time_s}: expected seconds between 0.001 and 3600"
+            "--span {d} cannot pace a run under a budget (--budget, study --quick): the budget plans its trials itself"
         )));
     }
-    let dir = match &args.dir {
+    let s = kscale_core::budget::parse_duration(d)
+        .filter(|s| *s > 0.0 && *s <= MAX_SPAN_S)
+        .ok_or_else(|| {
+            user(format!(
+                "bad --span `{d}`: expected a duration like 20s, 1m or 5m, at most 1h"
+            ))
+        })?;
+    // Trials closer than PACE_S follow the same host spell: the
+    // span is filled with trials that far apart, at least.
+    let n = (s / PACE_S).floor() as usize + 1;
+    rule.min_trials = rule.min_trials.max(n);
+    rule.max_trials = rule.max_trials.max(rule.min_trials);
+    Ok(Some(s))
+}
+
+/// `--dir`, or the current directory, once it is known to hold the run's
+/// scratch files.
+fn run_dir(args: &RunArgs) -> Result<PathBuf> {
+    match &args.dir {
         Some(d) => {
             usable_dir(d, "--dir")?;
-            d.clone()
+            Ok(d.clone())
         }
         None => {
             let d = std::env::current_dir()
                 .map_err(|e| user(format!("cannot use the current directory: {e}")))?;
             usable_dir(&d, "the current directory")?;
-            d
+            Ok(d)
         }
-    };
+    }
+}
+
+/// The run's plan and `--load-cpus`: the selected workloads' cases on the
+/// CPU configurations, refused here when this machine cannot make them.
+fn cases(sel: &Targets, args: &RunArgs) -> Result<(Vec<PlanEntry>, Option<Vec<usize>>)> {
     let mut overrides = sel
         .params
         .iter()
@@ -465,53 +526,29 @@ pub fn options(sel: &Targets, args: &RunArgs) -> Result<RunOptions> {
             .all(|(w, p, vs)| &e.workload != w || e.params.get(p).is_none_or(|v| vs.contains(v)))
     });
     if sel.capacity {
-        if workloads.iter().all(|w| plan::param_of(w).is_none()) {
-            let names: Vec<String> = workloads.iter().map(|w| w.id()).collect();
-            return Err(user(format!(
-                "--capacity: {} has no capacity to search (web's workloads have: conns)",
-                names.join(", ")
-            )));
-        }
-        // The searches' seeds, and the other workloads' cases as planned:
-        // measured after the searches, as a study measures them.
-        let (searched, rest): (Vec<PlanEntry>, Vec<PlanEntry>) =
-            plan.into_iter().partition(plan::searched);
-        plan = plan::seeds(&searched);
-        plan.extend(rest);
+        plan = searches_first(&workloads, plan)?;
     }
-    Ok(RunOptions {
-        targets: sel.targets.clone(),
-        suite: sel.suite.clone(),
-        rule,
-        trial_time_s,
-        quick: args.quick,
-        dir,
-        cpus: if sel.cpus.is_empty() {
-            vec!["all".into()]
-        } else {
-            sel.cpus.clone()
-        },
-        plan,
-        profile: sel.profile,
-        budget_s,
-        budget: None,
-        span_s,
-        peers: sel.peers.clone(),
-        cpu_mode: args.cpu_mode,
-        cpu_idle: args.cpu_idle,
-        cpu_order: args.cpu_order,
-        load_cpus,
-        capacity: sel.capacity,
-        dir_moved: None,
-        left_out: Vec::new(),
-        held: Vec::new(),
-        kept_back_s: 0.0,
-        confirm_s: 0.0,
-        leave_out: false,
-        search_rest_s: None,
-        step: Step::Whole,
-        after_s: 0.0,
-    })
+    Ok((plan, load_cpus))
+}
+
+/// `--capacity`'s plan: the searches' seeds, and the other workloads'
+/// cases as planned, measured after the searches as a study measures them.
+fn searches_first(
+    workloads: &[&'static kscale_workloads::WorkloadDef],
+    plan: Vec<PlanEntry>,
+) -> Result<Vec<PlanEntry>> {
+    if workloads.iter().all(|w| plan::param_of(w).is_none()) {
+        let names: Vec<String> = workloads.iter().map(|w| w.id()).collect();
+        return Err(user(format!(
+            "--capacity: {} has no capacity to search (web's workloads have: conns)",
+            names.join(", ")
+        )));
+    }
+    let (searched, rest): (Vec<PlanEntry>, Vec<PlanEntry>) =
+        plan.into_iter().partition(plan::searched);
+    let mut plan = plan::seeds(&searched);
+    plan.extend(rest);
+    Ok(plan)
 }
 
 /// The CPUs kscale may use, with their topology: this machine bounded by

@@ -34,7 +34,9 @@ fn machine_of(snapshot: &serde_json::Value) -> Machine {
 }
 
 /// One case the gate compares: what names it and its primary metric.
-#[derive(Clone, Debug)]
+/// `history` follows a case by the same fields (its series' JSON has them
+/// at the top level).
+#[derive(Clone, Debug, serde::Serialize)]
 pub struct Target {
     pub workload: String,
     pub params: BTreeMap<String, String>,

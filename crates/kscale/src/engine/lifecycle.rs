@@ -347,32 +347,64 @@ fn say_noise(
     } else {
         format!("~{} trials", o.trials)
     };
-    // Cases timed on their thread's CPU clock meet the machine on that
-    // clock (docs/host.md, "The thread's own clock").
+    let thread = on_thread_clock(readings, opts, &o);
+    let wall_cv = gauge::worst_cv(readings);
+    let planned = planned_at(readings, &o, wall_cv);
+    eprintln!(
+        "kscale: gauge: at a gauge CV of {:.0} % (the CPU loop's or the system call's, the larger){planned} a {} % interval needs {trials} a case here{thread}{}",
+        wall_cv * 100.0,
+        rule.width_pct,
+        match opts.budget_s {
+            Some(b) => format!(
+                "; the {b:.0} s budget can decide about {} of {} converging cases (predicted converged: {:.0} %)",
+                o.decidable,
+                o.of,
+                100.0 * o.decidable as f64 / o.of as f64
+            ),
+            None => how_long(readings, opts, earlier, resumed, searches),
+        }
+    );
+}
+
+/// [`say_noise`]'s clause for cases timed on their thread's CPU clock,
+/// which meet the machine on that clock (docs/host.md, "The thread's own
+/// clock"); empty when the plan has none or that clock is no steadier.
+fn on_thread_clock(
+    readings: &[kscale_core::noise::Reading],
+    opts: &RunOptions,
+    o: &kscale_core::noise::Outlook,
+) -> String {
+    let rule = &opts.rule;
     let on_thread = opts
         .plan
         .iter()
         .filter_map(|e| kscale_workloads::find(&e.workload))
         .any(|w| w.clock == kscale_workloads::Clock::Thread);
     let thread_cv = gauge::planned_cvs(readings).1;
-    let thread = if on_thread && thread_cv < o.cv {
-        let n = kscale_core::noise::trials_needed(
-            thread_cv,
-            rule.width_pct / 100.0,
-            rule.confidence_pct / 100.0,
-            rule.max_trials,
-        );
-        format!(
-            " (cases timed on their thread's CPU clock: CV {:.0} %, ~{n} trials)",
-            thread_cv * 100.0
-        )
-    } else {
-        String::new()
-    };
-    // Planned below the wall's spread: say why (gauge::plan_wall_cv).
-    let wall_cv = gauge::worst_cv(readings);
-    // Said where the two differ as printed, to the percent.
-    let planned = if gauge::loop_keeps_whole(readings) {
+    if !(on_thread && thread_cv < o.cv) {
+        return String::new();
+    }
+    let n = kscale_core::noise::trials_needed(
+        thread_cv,
+        rule.width_pct / 100.0,
+        rule.confidence_pct / 100.0,
+        rule.max_trials,
+    );
+    format!(
+        " (cases timed on their thread's CPU clock: CV {:.0} %, ~{n} trials)",
+        thread_cv * 100.0
+    )
+}
+
+/// [`say_noise`]'s clause on the spread a case is planned at, where it is
+/// below the wall's (`wall_cv`): why (gauge::plan_wall_cv). Said only
+/// where the two differ as printed, to the percent.
+fn planned_at(
+    readings: &[kscale_core::noise::Reading],
+    o: &kscale_core::noise::Outlook,
+    wall_cv: f64,
+) -> String {
+    if gauge::loop_keeps_whole(readings) {
         format!(
             ", a case is planned at the CPU loop's {:.0} %, as steady as keeps the plan whole; its pilot reads what the kernel paths add (docs/method.md, \"Planning to the noise\"):",
             o.cv * 100.0
@@ -385,57 +417,51 @@ fn say_noise(
         )
     } else {
         ",".into()
+    }
+}
+
+/// [`say_noise`]'s clause without a budget, where every case runs to its
+/// rule: how long that takes at this noise, said before it starts, with
+/// what the searches have left of their bounded shares.
+fn how_long(
+    readings: &[kscale_core::noise::Reading],
+    opts: &RunOptions,
+    earlier: &EarlierCosts,
+    resumed: Option<f64>,
+    searches: (usize, Option<f64>),
+) -> String {
+    let rest = not_searched(opts);
+    let (rest_s, known) = expected_s(&rest, Some(readings), earlier);
+    let search = match searches {
+        (0, _) => String::new(),
+        (n, Some(s)) => format!(
+            ", and its {n} capacity {} at most {} more",
+            if n == 1 { "search" } else { "searches" },
+            duration(s)
+        ),
+        (_, None) => ", capacity searches aside".into(),
     };
-    eprintln!(
-        "kscale: gauge: at a gauge CV of {:.0} % (the CPU loop's or the system call's, the larger){planned} a {} % interval needs {trials} a case here{thread}{}",
-        wall_cv * 100.0,
-        rule.width_pct,
-        match opts.budget_s {
-            Some(b) => format!(
-                "; the {b:.0} s budget can decide about {} of {} converging cases (predicted converged: {:.0} %)",
-                o.decidable,
-                o.of,
-                100.0 * o.decidable as f64 / o.of as f64
-            ),
-            None => {
-                // Without a budget every case runs to its rule: how long
-                // that takes at this noise, said before it starts, with
-                // what the searches have left of their bounded shares.
-                let rest = not_searched(opts);
-                let (rest_s, known) = expected_s(&rest, Some(readings), earlier);
-                let search = match searches {
-                    (0, _) => String::new(),
-                    (n, Some(s)) => format!(
-                        ", and its {n} capacity {} at most {} more",
-                        if n == 1 { "search" } else { "searches" },
-                        duration(s)
-                    ),
-                    (_, None) => ", capacity searches aside".into(),
-                };
-                let (rest_s, at) = match resumed {
-                    Some(s) => (s, " at what its finished cases took".to_string()),
-                    None if known > 0 => (
-                        rest_s,
-                        format!(" at that ({known} of them at what they took in this machine's earlier runs)"),
-                    ),
-                    // Nothing here says what the cases' own spread asks:
-                    // `ctx.lat`'s processes waiting on each other took 5.2
-                    // trials a case where the gauge asked 3 (docs/budget.md,
-                    // "How long").
-                    None => (
-                        rest_s,
-                        " at that, if no case's own spread asks more (none was measured on this machine before; the progress lines revise it)".into(),
-                    ),
-                };
-                let n = rest.plan.len();
-                format!(
-                    "; its {n} {} about {}{at}{search}",
-                    if n == 1 { "case takes" } else { "cases take" },
-                    duration(rest_s),
-                )
-            }
-        }
-    );
+    let (rest_s, at) = match resumed {
+        Some(s) => (s, " at what its finished cases took".to_string()),
+        None if known > 0 => (
+            rest_s,
+            format!(" at that ({known} of them at what they took in this machine's earlier runs)"),
+        ),
+        // Nothing here says what the cases' own spread asks:
+        // `ctx.lat`'s processes waiting on each other took 5.2
+        // trials a case where the gauge asked 3 (docs/budget.md,
+        // "How long").
+        None => (
+            rest_s,
+            " at that, if no case's own spread asks more (none was measured on this machine before; the progress lines revise it)".into(),
+        ),
+    };
+    let n = rest.plan.len();
+    format!(
+        "; its {n} {} about {}{at}{search}",
+        if n == 1 { "case takes" } else { "cases take" },
+        duration(rest_s),
+    )
 }
 
 /// The other cases' seconds the searches' shares are of: those the run's

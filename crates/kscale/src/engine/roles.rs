@@ -9,6 +9,7 @@
 use super::load::LoadHandle;
 use super::peers::PeerSet;
 use crate::signals;
+use kscale_sys::procstat::Snapshot;
 use kscale_workloads::roles::{
     self, Endpoint, Role, RoleLine, RoleOutput, RoleRequest, Roles, Share, Timing,
 };
@@ -261,120 +262,22 @@ pub fn run_trial(
     let deadline = Instant::now() + timeout;
     let peers = matches!(place, LoadPlace::Peers(_));
     let mut notes = Vec::new();
-
-    let mut server = match roles.server {
+    let (server, endpoint) = match roles.server {
         Some(_) => {
-            let mut r = req.clone();
-            r.role = Some(RoleRequest {
-                role: Role::Server,
-                config_cpus: req.cpus.clone(),
-                endpoint: None,
-                bind: if peers { "0.0.0.0" } else { "127.0.0.1" }.into(),
-                share: Share::default(),
-            });
-            let mut p = RoleProc::spawn(&r)?;
-            let ep = expect_ready(p.next_line(deadline, "the server"), "the server")?;
-            Some((p, ep))
+            let (p, ep) = start_server(req, peers, deadline)?;
+            (Some(p), Some(ep))
         }
-        None => None,
+        None => (None, None),
     };
-    let endpoint = server.as_ref().map(|(_, e)| e.clone());
-
-    let mut loads: Vec<Box<dyn LoadHandle + '_>> = Vec::new();
-    // Every CPU the trial's processes run on, where they are all local:
-    // the share others took of them is the trial's (`others_pct`).
-    let mut all_cpus: Option<Vec<usize>> = None;
-    match &mut place {
-        LoadPlace::Local { available, fixed } => {
-            let plan = load_cpus(available, &req.cpus, fixed.as_deref());
-            let mut cpus = req.cpus.clone();
-            cpus.extend(plan.cpus.iter().filter(|c| !req.cpus.contains(c)));
-            all_cpus = Some(cpus);
-            if let Some(what) = plan.shared {
-                notes.push(format!("load generator shared {what}"));
-            }
-            let mut r = req.clone();
-            r.cpus = plan.cpus;
-            r.role = Some(RoleRequest {
-                role: Role::Load,
-                config_cpus: req.cpus.clone(),
-                endpoint: endpoint.clone().map(|mut e| {
-                    e.host = "127.0.0.1".into();
-                    e
-                }),
-                bind: String::new(),
-                share: Share::default(),
-            });
-            loads.push(Box::new(LocalLoad(RoleProc::spawn(&r)?)));
-        }
-        LoadPlace::Peers(set) => loads.extend(set.start_loads(req, endpoint.as_ref())?),
-    }
-    for l in loads.iter_mut() {
-        let what = format!("the load generator ({})", l.host());
-        expect_ready(l.next_line(deadline), &what)?;
-    }
-
-    let send_all = |cmd: &str,
-                    server: &mut Option<(RoleProc, Endpoint)>,
-                    loads: &mut Vec<Box<dyn LoadHandle + '_>>| {
-        if let Some((s, _)) = server.as_mut() {
-            s.send(cmd);
-        }
-        for l in loads.iter_mut() {
-            l.send(cmd);
-        }
+    let (loads, all_cpus) = start_loads(&mut place, req, endpoint.as_ref(), deadline, &mut notes)?;
+    let mut running = Running {
+        loads,
+        server,
+        deadline,
     };
-
-    let (before, after);
-    let mut outputs = Vec::with_capacity(loads.len());
-    match roles.timing {
-        Timing::Duration => {
-            let duration = kscale_core::Params(req.params.clone())
-                .seconds(roles::DURATION.name)
-                .map_err(|e| e.to_string())?;
-            sleep_until(Instant::now() + roles::ramp(duration))?;
-            before = kscale_sys::procstat::read();
-            send_all("begin", &mut server, &mut loads);
-            sleep_until(Instant::now() + Duration::from_secs_f64(duration))?;
-            send_all("end", &mut server, &mut loads);
-            after = kscale_sys::procstat::read();
-            for l in loads.iter_mut() {
-                let what = format!("the load generator ({})", l.host());
-                outputs.push(with_host(
-                    expect_output(l.next_line(deadline), &what)?,
-                    l.host(),
-                ));
-            }
-        }
-        Timing::Work => {
-            before = kscale_sys::procstat::read();
-            send_all("begin", &mut server, &mut loads);
-            for l in loads.iter_mut() {
-                let what = format!("the load generator ({})", l.host());
-                outputs.push(with_host(
-                    expect_output(l.next_line(deadline), &what)?,
-                    l.host(),
-                ));
-            }
-            if let Some((s, _)) = server.as_mut() {
-                s.send("end");
-            }
-            after = kscale_sys::procstat::read();
-        }
-    }
-    let server_out = match server.as_mut() {
-        Some((s, _)) => {
-            s.send("stop");
-            let limit = deadline.min(Instant::now() + Duration::from_secs(10));
-            Some(expect_output(
-                s.next_line(limit, "the server"),
-                "the server",
-            )?)
-        }
-        None => None,
-    };
+    let (before, after, outputs) = running.window(roles, req)?;
     let combined = roles::Combined {
-        server: server_out,
+        server: running.stop_server()?,
         loads: outputs,
     };
     let ours = combined.server_cpu_s().unwrap_or(0.0) + combined.load_cpu_s();
@@ -393,6 +296,156 @@ pub fn run_trial(
         a
     });
     Ok(out)
+}
+
+/// The server role on the case's CPUs, once it says where it listens:
+/// on every address when peers bring the load, else on loopback only.
+fn start_server(
+    req: &TrialRequest,
+    peers: bool,
+    deadline: Instant,
+) -> Result<(RoleProc, Endpoint), String> {
+    let mut r = req.clone();
+    r.role = Some(RoleRequest {
+        role: Role::Server,
+        config_cpus: req.cpus.clone(),
+        endpoint: None,
+        bind: if peers { "0.0.0.0" } else { "127.0.0.1" }.into(),
+        share: Share::default(),
+    });
+    let mut p = RoleProc::spawn(&r)?;
+    let ep = expect_ready(p.next_line(deadline, "the server"), "the server")?;
+    Ok((p, ep))
+}
+
+/// A trial's load generators, local or on peers.
+type Loads<'a> = Vec<Box<dyn LoadHandle + 'a>>;
+
+/// The load generators where `place` says, each ready. Local ones also
+/// give every CPU the trial's processes run on — the share others took of
+/// them is the trial's (`others_pct`) — and a note when the load had to
+/// share the measured CPUs.
+fn start_loads<'a>(
+    place: &'a mut LoadPlace<'_>,
+    req: &TrialRequest,
+    endpoint: Option<&Endpoint>,
+    deadline: Instant,
+    notes: &mut Vec<String>,
+) -> Result<(Loads<'a>, Option<Vec<usize>>), String> {
+    let mut loads: Loads<'a> = Vec::new();
+    let mut all_cpus: Option<Vec<usize>> = None;
+    match place {
+        LoadPlace::Local { available, fixed } => {
+            let plan = load_cpus(available, &req.cpus, fixed.as_deref());
+            let mut cpus = req.cpus.clone();
+            cpus.extend(plan.cpus.iter().filter(|c| !req.cpus.contains(c)));
+            all_cpus = Some(cpus);
+            if let Some(what) = plan.shared {
+                notes.push(format!("load generator shared {what}"));
+            }
+            let mut r = req.clone();
+            r.cpus = plan.cpus;
+            r.role = Some(RoleRequest {
+                role: Role::Load,
+                config_cpus: req.cpus.clone(),
+                endpoint: endpoint.cloned().map(|mut e| {
+                    e.host = "127.0.0.1".into();
+                    e
+                }),
+                bind: String::new(),
+                share: Share::default(),
+            });
+            loads.push(Box::new(LocalLoad(RoleProc::spawn(&r)?)));
+        }
+        LoadPlace::Peers(set) => loads.extend(set.start_loads(req, endpoint)?),
+    }
+    for l in loads.iter_mut() {
+        let what = format!("the load generator ({})", l.host());
+        expect_ready(l.next_line(deadline), &what)?;
+    }
+    Ok((loads, all_cpus))
+}
+
+/// A trial's roles once they are ready. The loads come first so that,
+/// dropped on an error, they are killed before the server they drive.
+struct Running<'a> {
+    loads: Loads<'a>,
+    server: Option<RoleProc>,
+    deadline: Instant,
+}
+
+impl Running<'_> {
+    /// A control line to the server and every load generator.
+    fn send_all(&mut self, cmd: &str) {
+        if let Some(s) = self.server.as_mut() {
+            s.send(cmd);
+        }
+        for l in self.loads.iter_mut() {
+            l.send(cmd);
+        }
+    }
+
+    /// The measured window as the workload keeps time — a ramp-up and a
+    /// fixed duration, or until the loads have done their work — with
+    /// /proc/stat at its start and end, and the loads' outputs.
+    fn window(
+        &mut self,
+        roles: &Roles,
+        req: &TrialRequest,
+    ) -> Result<(Snapshot, Snapshot, Vec<RoleOutput>), String> {
+        match roles.timing {
+            Timing::Duration => {
+                let duration = kscale_core::Params(req.params.clone())
+                    .seconds(roles::DURATION.name)
+                    .map_err(|e| e.to_string())?;
+                sleep_until(Instant::now() + roles::ramp(duration))?;
+                let before = kscale_sys::procstat::read();
+                self.send_all("begin");
+                sleep_until(Instant::now() + Duration::from_secs_f64(duration))?;
+                self.send_all("end");
+                let after = kscale_sys::procstat::read();
+                let outputs = self.load_outputs()?;
+                Ok((before, after, outputs))
+            }
+            Timing::Work => {
+                let before = kscale_sys::procstat::read();
+                self.send_all("begin");
+                let outputs = self.load_outputs()?;
+                if let Some(s) = self.server.as_mut() {
+                    s.send("end");
+                }
+                let after = kscale_sys::procstat::read();
+                Ok((before, after, outputs))
+            }
+        }
+    }
+
+    /// Each load generator's output, with the host its CPU times are of.
+    fn load_outputs(&mut self) -> Result<Vec<RoleOutput>, String> {
+        let mut outputs = Vec::with_capacity(self.loads.len());
+        for l in self.loads.iter_mut() {
+            let what = format!("the load generator ({})", l.host());
+            outputs.push(with_host(
+                expect_output(l.next_line(self.deadline), &what)?,
+                l.host(),
+            ));
+        }
+        Ok(outputs)
+    }
+
+    /// Stops the server and takes its output; within 10 s, since the load
+    /// that kept it busy is over.
+    fn stop_server(&mut self) -> Result<Option<RoleOutput>, String> {
+        let Some(s) = self.server.as_mut() else {
+            return Ok(None);
+        };
+        s.send("stop");
+        let limit = self.deadline.min(Instant::now() + Duration::from_secs(10));
+        Ok(Some(expect_output(
+            s.next_line(limit, "the server"),
+            "the server",
+        )?))
+    }
 }
 
 fn with_host(mut o: RoleOutput, host: String) -> RoleOutput {

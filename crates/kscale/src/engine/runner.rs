@@ -180,10 +180,10 @@ fn execute_with(
     // closed the same way: said, removed, written back.
     let result = {
         let env = Env::new(scratch.path(), &bar, &available, opts, hotplug);
-        let scale = opts
+        let mut runner = Runner::new(store, run_id, opts, &env, &mut profiler).with_peers(peers);
+        runner.profile_scale = opts
             .budget_s
             .map_or(1.0, |b| profile_scale(&units, opts, b));
-        let mut runner = Runner::new(store, run_id, opts, &env, &mut profiler, peers, scale);
         match opts.budget_s {
             Some(budget_s) => budgeted::run_budgeted(&mut runner, &mut units, budget_s),
             None => run_groups(&mut runner, &mut units),
@@ -641,15 +641,14 @@ const FINISH_S: f64 = 0.02;
 const UNLINK_S: f64 = 100e-6;
 
 impl<'a, 'p> Runner<'a, 'p> {
-    /// A runner with nothing measured yet.
+    /// A runner with nothing measured yet, its load on this host and its
+    /// profiled trials at their own length until told otherwise.
     fn new(
         store: &'a Store,
         run_id: i64,
         opts: &'a RunOptions,
         env: &'a Env<'a>,
         profiler: &'a mut Profiler,
-        peers: Option<&'p mut PeerSet>,
-        profile_scale: f64,
     ) -> Self {
         Runner {
             store,
@@ -657,8 +656,8 @@ impl<'a, 'p> Runner<'a, 'p> {
             opts,
             env,
             profiler,
-            peers,
-            profile_scale,
+            peers: None,
+            profile_scale: 1.0,
             profile_extra: Tally::default(),
             finish_cost: Tally::default(),
             started: Instant::now(),
@@ -669,6 +668,11 @@ impl<'a, 'p> Runner<'a, 'p> {
                 super::budget::Spender::CapacitySteps
             },
         }
+    }
+
+    /// The runner with macro workloads' load on `peers`, when the run has them.
+    fn with_peers(self, peers: Option<&'p mut PeerSet>) -> Self {
+        Runner { peers, ..self }
     }
 
     /// How long the unfinished cases of `units` still take: each finished

@@ -7,7 +7,7 @@
 //! restored however the study ends; `--restore` replays what a SIGKILL left
 //! behind.
 
-pub mod plan;
+pub mod steps;
 mod switch;
 
 use crate::engine::args::{options, RunArgs, RunOptions, Targets};
@@ -20,9 +20,9 @@ use anyhow::Result;
 use kscale_report::staircase::{self, Measured, StepData};
 use kscale_store::{RunStatus, Store, TuneStep};
 use kscale_sys::settings::{self, LoopFs, Restore};
-use plan::{Plan, Setting};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use steps::{Plan, Setting};
 use switch::Switcher;
 
 #[derive(clap::Args)]
@@ -66,38 +66,9 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         )));
     }
     let path = args.plan.clone().unwrap_or_default();
-    let (plan, text) = plan::load(&path)?;
+    let (plan, text) = steps::load(&path)?;
     if args.check {
-        out!(
-            "{}: {} workload(s), {} step(s): {}\n",
-            path.display(),
-            plan.workloads.len(),
-            plan.steps.len(),
-            plan.steps
-                .iter()
-                .map(|s| s.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )?;
-        let hotplug = args.run.cpu_mode == CpuMode::Hotplug;
-        for (first, last) in plan.groups(hotplug) {
-            let name = |i: usize| match i {
-                0 => "baseline",
-                i => plan.steps[i - 1].name.as_str(),
-            };
-            if first > 0 {
-                let why = plan.steps[first - 1].slow_switch(hotplug);
-                out!(
-                    "  {} sequential: {}\n",
-                    name(first),
-                    why.unwrap_or_default()
-                )?;
-            }
-            if last > first {
-                let names: Vec<&str> = (first..=last).map(name).collect();
-                out!("  interleaved: {}\n", names.join(", "))?;
-            }
-        }
+        print_check(&path, &plan, args.run.cpu_mode == CpuMode::Hotplug)?;
         return Ok(ExitCode::SUCCESS);
     }
     let label = match &args.run.label {
@@ -140,35 +111,15 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         store.path().display()
     );
     let outcome = measure_all(&args, &plan, &label, &dir, tune_id, &journal);
-    // Every ending comes through here: normal, failed, interrupted.
-    let restore_errors = journal.restore_all();
-    for e in &restore_errors {
-        eprintln!("kscale: could not restore: {e}");
-    }
-    let status = match &outcome {
-        Ok(_) => RunStatus::Complete,
-        Err(e) if e.downcast_ref::<crate::error::Interrupted>().is_some() => RunStatus::Interrupted,
-        Err(_) => RunStatus::Failed,
-    };
-    store.set_tune_status(tune_id, status)?;
-    if !restore_errors.is_empty() {
-        anyhow::bail!(
-            "{} setting(s) could not be restored; `kscale tune --restore` retries them",
-            restore_errors.len()
-        );
-    }
-    match outcome {
-        Ok(()) => {}
-        Err(e) => {
-            if let Some(i) = e.downcast_ref::<crate::error::Interrupted>() {
-                eprintln!(
-                    "kscale: interrupted by signal {}; every setting was restored",
-                    i.0
-                );
-                return Ok(ExitCode::from((128 + i.0).clamp(0, 255) as u8));
-            }
-            return Err(e);
+    if let Err(e) = close(&store, tune_id, &journal, outcome) {
+        if let Some(i) = e.downcast_ref::<crate::error::Interrupted>() {
+            eprintln!(
+                "kscale: interrupted by signal {}; every setting was restored",
+                i.0
+            );
+            return Ok(ExitCode::from((128 + i.0).clamp(0, 255) as u8));
         }
+        return Err(e);
     }
     let steps = load_steps(&store, tune_id)?;
     let stairs = staircase::build(&steps, &super::Registry);
@@ -186,10 +137,68 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `--check`: the plan's steps, and how they would be measured — which
+/// are interleaved and which wait for a slow switch, and why.
+fn print_check(path: &Path, plan: &Plan, hotplug: bool) -> Result<()> {
+    out!(
+        "{}: {} workload(s), {} step(s): {}\n",
+        path.display(),
+        plan.workloads.len(),
+        plan.steps.len(),
+        plan.steps
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )?;
+    for (first, last) in plan.groups(hotplug) {
+        let name = |i: usize| match i {
+            0 => "baseline",
+            i => plan.steps[i - 1].name.as_str(),
+        };
+        if first > 0 {
+            let why = plan.steps[first - 1].slow_switch(hotplug);
+            out!(
+                "  {} sequential: {}\n",
+                name(first),
+                why.unwrap_or_default()
+            )?;
+        }
+        if last > first {
+            let names: Vec<&str> = (first..=last).map(name).collect();
+            out!("  interleaved: {}\n", names.join(", "))?;
+        }
+    }
+    Ok(())
+}
+
+/// Every ending of a study comes through here — normal, failed,
+/// interrupted: every setting restored, the study's status stored. A
+/// setting that could not be restored outweighs how the measuring ended.
+fn close(store: &Store, tune_id: i64, journal: &Journal<'_>, outcome: Result<()>) -> Result<()> {
+    let restore_errors = journal.restore_all();
+    for e in &restore_errors {
+        eprintln!("kscale: could not restore: {e}");
+    }
+    let status = match &outcome {
+        Ok(_) => RunStatus::Complete,
+        Err(e) if e.downcast_ref::<crate::error::Interrupted>().is_some() => RunStatus::Interrupted,
+        Err(_) => RunStatus::Failed,
+    };
+    store.set_tune_status(tune_id, status)?;
+    if !restore_errors.is_empty() {
+        anyhow::bail!(
+            "{} setting(s) could not be restored; `kscale tune --restore` retries them",
+            restore_errors.len()
+        );
+    }
+    outcome
+}
+
 /// The steps of a stored study with their runs, as the report takes them.
 pub fn load_steps(store: &Store, tune_id: i64) -> Result<Vec<StepData>> {
     let tune = store.tune(tune_id)?;
-    let plan = plan::parse(&tune.plan_file, &tune.plan).ok();
+    let plan = steps::parse(&tune.plan_file, &tune.plan).ok();
     let mut out = Vec::new();
     for s in store.tune_steps(tune_id)? {
         let settings = plan
@@ -582,7 +591,7 @@ impl Study<'_> {
 /// Each file written goes to `writes` with its value before, for the
 /// switches of an interleaved group.
 fn apply_step(
-    step: &plan::Step,
+    step: &steps::Step,
     state: &mut State,
     journal: &Journal<'_>,
     writes: &mut Vec<switch::Write>,
@@ -628,7 +637,7 @@ fn apply_step(
                     .fs
                     .as_ref()
                     .ok_or("a mount setting needs [target.fs]")?;
-                let new = plan::merge_mount_options(&state.mount_options, o);
+                let new = steps::merge_mount_options(&state.mount_options, o);
                 journal.remount(fs, &state.mount_options, &new)?;
                 state.mount_options = new;
             }

@@ -85,15 +85,8 @@ fn execute_with(
             let arm = &mut arms[a];
             // A case's profiled trial is one of its turns: switched too.
             (arm.switch)()?;
-            let mut r = Runner::new(
-                store,
-                arm.run_id,
-                arm.opts,
-                &env,
-                &mut profilers[a],
-                arm.peers.as_deref_mut(),
-                1.0,
-            );
+            let mut r = Runner::new(store, arm.run_id, arm.opts, &env, &mut profilers[a])
+                .with_peers(arm.peers.as_deref_mut());
             r.spender = crate::engine::budget::Spender::TuneArms;
             for u in sets[a].iter_mut().filter(|u| !u.finished) {
                 if spent {

@@ -254,7 +254,50 @@ pub fn parse(file: &str, text: &str) -> Result<Plan> {
         }
     })?;
     let t = &raw.target;
+    let workloads = target_workloads(&cx, t)?;
+    let mut params: Vec<(String, Vec<String>)> = Vec::new();
+    for (k, v) in &t.params {
+        let values: Vec<String> = match v.get_ref() {
+            toml::Value::Array(a) => a
+                .iter()
+                .map(|x| scalar(&cx, &Spanned::new(v.span(), x.clone())))
+                .collect::<Result<_>>()?,
+            _ => vec![scalar(&cx, v)?],
+        };
+        check_param(&cx, &workloads, k, &values, v.span())?;
+        params.push((k.get_ref().clone(), values));
+    }
+    let cpus = match &t.cpus {
+        Some(c) => {
+            check_cpus(&cx, c.get_ref(), c.span())?;
+            c.get_ref().trim().to_string()
+        }
+        None => "all".into(),
+    };
+    let fs = t.fs.as_ref().map(|f| fs_spec(&cx, f)).transpose()?;
+    let mut steps: Vec<Step> = Vec::new();
+    for s in &raw.step {
+        let step = step(&cx, s, &workloads, fs.is_some(), &steps)?;
+        steps.push(step);
+    }
+    if steps.is_empty() {
+        return Err(user(format!(
+            "{file}: no steps: add at least one [[step]] with a name, a rationale and settings"
+        )));
+    }
+    Ok(Plan {
+        workloads,
+        params,
+        cpus,
+        netns: t.netns,
+        fs,
+        steps,
+    })
+}
 
+/// The target's workloads, families expanded, each once however often it
+/// is named.
+fn target_workloads(cx: &Ctx<'_>, t: &RawTarget) -> Result<Vec<&'static WorkloadDef>> {
     let mut workloads: Vec<&'static WorkloadDef> = Vec::new();
     if t.workloads.get_ref().is_empty() {
         return Err(cx.err(
@@ -272,105 +315,80 @@ pub fn parse(file: &str, text: &str) -> Result<Plan> {
             }
         }
     }
+    Ok(workloads)
+}
 
-    let mut params: Vec<(String, Vec<String>)> = Vec::new();
-    for (k, v) in &t.params {
-        let values: Vec<String> = match v.get_ref() {
-            toml::Value::Array(a) => a
-                .iter()
-                .map(|x| scalar(&cx, &Spanned::new(v.span(), x.clone())))
-                .collect::<Result<_>>()?,
-            _ => vec![scalar(&cx, v)?],
-        };
-        check_param(&cx, &workloads, k, &values, v.span())?;
-        params.push((k.get_ref().clone(), values));
-    }
-
-    let cpus = match &t.cpus {
-        Some(c) => {
-            check_cpus(&cx, c.get_ref(), c.span())?;
-            c.get_ref().trim().to_string()
-        }
-        None => "all".into(),
-    };
-
-    let fs = match &t.fs {
-        None => None,
-        Some(f) => {
-            let size = parse_size(f.size.get_ref())
-                .filter(|s| (16 << 20..=1 << 40).contains(s))
-                .ok_or_else(|| {
-                    cx.err(
-                        f.size.span(),
-                        format!(
-                            "bad fs size `{}`: expected a size from 16m to 1t, e.g. 512m",
-                            f.size.get_ref()
-                        ),
-                    )
-                })?;
-            let options = match &f.options {
-                Some(o) => {
-                    check_mount_options(&cx, o)?;
-                    o.get_ref().trim().to_string()
-                }
-                None => String::new(),
-            };
-            Some(FsSpec { size, options })
-        }
-    };
-
-    let mut steps: Vec<Step> = Vec::new();
-    for s in &raw.step {
-        let name = s.name.get_ref().trim();
-        let ok_name = !name.is_empty()
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "_-".contains(c));
-        if !ok_name {
-            return Err(cx.err(
-                s.name.span(),
+/// `[target.fs]`: a size a loop device can be made of, and mount options
+/// kscale may pass on.
+fn fs_spec(cx: &Ctx<'_>, f: &RawFs) -> Result<FsSpec> {
+    let size = parse_size(f.size.get_ref())
+        .filter(|s| (16 << 20..=1 << 40).contains(s))
+        .ok_or_else(|| {
+            cx.err(
+                f.size.span(),
                 format!(
-                    "bad step name `{name}`: use letters, digits, `-` and `_` (it becomes part of a run label)"
+                    "bad fs size `{}`: expected a size from 16m to 1t, e.g. 512m",
+                    f.size.get_ref()
                 ),
-            ));
+            )
+        })?;
+    let options = match &f.options {
+        Some(o) => {
+            check_mount_options(cx, o)?;
+            o.get_ref().trim().to_string()
         }
-        if name == "baseline" || steps.iter().any(|o| o.name == name) {
-            return Err(cx.err(
-                s.name.span(),
-                format!("duplicate step `{name}`: every step needs its own name (and `baseline` is taken)"),
-            ));
-        }
-        if s.rationale.get_ref().trim().is_empty() {
-            return Err(cx.err(
-                s.rationale.span(),
-                "empty rationale: say in one line why this step should help",
-            ));
-        }
-        if s.settings.get_ref().is_empty() {
-            return Err(cx.err(s.settings.span(), "a step needs at least one setting"));
-        }
-        let mut out = Vec::new();
-        for raw in s.settings.get_ref() {
-            out.push(setting(&cx, raw, &workloads, fs.is_some())?);
-        }
-        steps.push(Step {
-            name: name.to_string(),
-            rationale: s.rationale.get_ref().trim().to_string(),
-            settings: out,
-        });
+        None => String::new(),
+    };
+    Ok(FsSpec { size, options })
+}
+
+/// One `[[step]]`: a name that can be part of a run label and is not
+/// taken by the steps `before` it, a rationale, and its settings.
+fn step(
+    cx: &Ctx<'_>,
+    s: &RawStep,
+    workloads: &[&'static WorkloadDef],
+    has_fs: bool,
+    before: &[Step],
+) -> Result<Step> {
+    let name = s.name.get_ref().trim();
+    let ok_name = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-".contains(c));
+    if !ok_name {
+        return Err(cx.err(
+            s.name.span(),
+            format!(
+                "bad step name `{name}`: use letters, digits, `-` and `_` (it becomes part of a run label)"
+            ),
+        ));
     }
-    if steps.is_empty() {
-        return Err(user(format!(
-            "{file}: no steps: add at least one [[step]] with a name, a rationale and settings"
-        )));
+    if name == "baseline" || before.iter().any(|o| o.name == name) {
+        return Err(cx.err(
+            s.name.span(),
+            format!(
+                "duplicate step `{name}`: every step needs its own name (and `baseline` is taken)"
+            ),
+        ));
     }
-    Ok(Plan {
-        workloads,
-        params,
-        cpus,
-        netns: t.netns,
-        fs,
-        steps,
+    if s.rationale.get_ref().trim().is_empty() {
+        return Err(cx.err(
+            s.rationale.span(),
+            "empty rationale: say in one line why this step should help",
+        ));
+    }
+    if s.settings.get_ref().is_empty() {
+        return Err(cx.err(s.settings.span(), "a step needs at least one setting"));
+    }
+    let mut out = Vec::new();
+    for raw in s.settings.get_ref() {
+        out.push(setting(cx, raw, workloads, has_fs)?);
+    }
+    Ok(Step {
+        name: name.to_string(),
+        rationale: s.rationale.get_ref().trim().to_string(),
+        settings: out,
     })
 }
 
@@ -456,86 +474,17 @@ fn setting(
     if value.is_empty() || value.contains('\n') {
         return Err(cx.err(raw.value.span(), "empty or multi-line value"));
     }
-    let need_key = |what: &str| -> Result<&Spanned<String>> {
-        raw.key.as_ref().ok_or_else(|| {
-            cx.err(
-                raw.kind.span(),
-                format!("a `{kind}` setting needs key = {what}"),
-            )
-        })
-    };
-    let no_key = || -> Result<()> {
-        match &raw.key {
-            Some(k) => Err(cx.err(
-                k.span(),
-                format!("a `{kind}` setting has no key, only a value"),
-            )),
-            None => Ok(()),
-        }
-    };
-    let key_err = |k: &Spanned<String>, msg: String| cx.err(k.span(), msg);
-    let value_err = |msg: String| cx.err(raw.value.span(), msg);
-    Ok(match kind {
-        "sysctl" | "thp" | "sched" => {
-            // A file under /proc/sys or /sys the key names, written the value.
-            type PathOf = fn(&str) -> std::result::Result<std::path::PathBuf, String>;
-            let (kind, hint, path): (&'static str, &str, PathOf) = match kind {
-                "sysctl" => (
-                    "sysctl",
-                    "a sysctl name like \"net.core.rmem_max\"",
-                    settings::sysctl_path,
-                ),
-                "thp" => ("thp", "\"enabled\" or \"defrag\"", settings::thp_path),
-                _ => (
-                    "sched",
-                    "a knob like \"sched_rr_timeslice_ms\" or \"base_slice_ns\"",
-                    settings::sched_path,
-                ),
-            };
-            let k = need_key(hint)?;
-            path(k.get_ref()).map_err(|e| key_err(k, e))?;
-            if kind == "thp" {
-                let allowed: &[&str] = if k.get_ref() == "enabled" {
-                    &["always", "madvise", "never"]
-                } else {
-                    &["always", "defer", "defer+madvise", "madvise", "never"]
-                };
-                if !allowed.contains(&value.as_str()) {
-                    return Err(value_err(format!(
-                        "bad thp {} value `{value}` (accepted: {})",
-                        k.get_ref(),
-                        allowed.join(", ")
-                    )));
-                }
-            }
-            Setting::File {
-                kind,
-                key: k.get_ref().clone(),
-                value,
-            }
-        }
-        "irq_affinity" => {
-            let k = need_key("an IRQ number or a /proc/interrupts name like \"virtio0\"")?;
-            if k.get_ref().trim().is_empty() {
-                return Err(key_err(k, "empty IRQ name".into()));
-            }
-            if kscale_core::cpus::parse_cpulist(&value).is_none() {
-                return Err(value_err(format!(
-                    "bad CPU list `{value}`: expected e.g. 0 or 0-1"
-                )));
-            }
-            Setting::Irq {
-                spec: k.get_ref().trim().to_string(),
-                cpus: value,
-            }
-        }
+    let s = RawOne { cx, raw, kind };
+    match kind {
+        "sysctl" | "thp" | "sched" => s.file(value),
+        "irq_affinity" => s.irq(value),
         "affinity" => {
-            no_key()?;
+            s.no_key()?;
             check_cpus(cx, &value, raw.value.span())?;
-            Setting::Affinity(value)
+            Ok(Setting::Affinity(value))
         }
         "param" => {
-            let k = need_key("a param of the target's workloads")?;
+            let k = s.key("a param of the target's workloads")?;
             check_param(
                 cx,
                 workloads,
@@ -543,10 +492,10 @@ fn setting(
                 std::slice::from_ref(&value),
                 raw.value.span(),
             )?;
-            Setting::Param(k.get_ref().clone(), value)
+            Ok(Setting::Param(k.get_ref().clone(), value))
         }
         "mount" => {
-            no_key()?;
+            s.no_key()?;
             if !has_fs {
                 return Err(cx.err(
                     raw.kind.span(),
@@ -554,66 +503,160 @@ fn setting(
                 ));
             }
             check_mount_options(cx, &Spanned::new(raw.value.span(), value.clone()))?;
-            Setting::Mount(value)
+            Ok(Setting::Mount(value))
         }
-        "nic" => {
-            let k = need_key("DEV.ATTR, e.g. \"lo.mtu\" or \"veth0.gro\"")?;
-            let (dev, what) = k.get_ref().rsplit_once('.').ok_or_else(|| {
-                key_err(
-                    k,
-                    format!(
-                        "bad nic key `{}`: expected DEV.ATTR, e.g. lo.mtu",
-                        k.get_ref()
-                    ),
-                )
-            })?;
-            settings::check_dev(dev).map_err(|e| key_err(k, e))?;
-            match what {
-                "mtu" => {
-                    let ok = value
-                        .parse::<u32>()
-                        .is_ok_and(|m| (68..=65536).contains(&m));
-                    if !ok {
-                        return Err(value_err(format!(
-                            "bad MTU `{value}`: expected 68 to 65536"
-                        )));
-                    }
-                    Setting::File {
-                        kind: "nic",
-                        key: dev.to_string(),
-                        value,
-                    }
-                }
-                "gro" | "gso" | "tso" => {
-                    if !["on", "off"].contains(&value.as_str()) {
-                        return Err(value_err(format!(
-                            "bad {what} value `{value}`: expected on or off (or true/false)"
-                        )));
-                    }
-                    Setting::NicOffload {
-                        dev: dev.to_string(),
-                        what: what.to_string(),
-                        value,
-                    }
-                }
-                other => {
-                    return Err(key_err(
-                        k,
-                        format!("unknown NIC setting `{other}` (accepted: mtu, gro, gso, tso)"),
-                    ))
-                }
+        "nic" => s.nic(value),
+        other => Err(cx.err(
+            raw.kind.span(),
+            format!(
+                "unknown setting kind `{other}` (accepted: {})",
+                KINDS.join(", ")
+            ),
+        )),
+    }
+}
+
+/// One setting as the plan wrote it, with what its errors point at: the
+/// kind when a key is missing, the key or the value when it is wrong.
+struct RawOne<'a> {
+    cx: &'a Ctx<'a>,
+    raw: &'a RawSetting,
+    kind: &'a str,
+}
+
+impl<'a> RawOne<'a> {
+    /// The key this kind needs; `what` says what one looks like.
+    fn key(&self, what: &str) -> Result<&'a Spanned<String>> {
+        self.raw.key.as_ref().ok_or_else(|| {
+            self.cx.err(
+                self.raw.kind.span(),
+                format!("a `{}` setting needs key = {what}", self.kind),
+            )
+        })
+    }
+
+    /// Refuses a key on a kind that has none, rather than ignore it.
+    fn no_key(&self) -> Result<()> {
+        match &self.raw.key {
+            Some(k) => Err(self.cx.err(
+                k.span(),
+                format!("a `{}` setting has no key, only a value", self.kind),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// An error at the key, where a wrong name is.
+    fn key_err(&self, k: &Spanned<String>, msg: String) -> anyhow::Error {
+        self.cx.err(k.span(), msg)
+    }
+
+    /// An error at the value, where a wrong value is.
+    fn value_err(&self, msg: String) -> anyhow::Error {
+        self.cx.err(self.raw.value.span(), msg)
+    }
+
+    /// A sysctl, THP or scheduler setting: a file under /proc/sys or /sys
+    /// the key names, written the value.
+    fn file(&self, value: String) -> Result<Setting> {
+        type PathOf = fn(&str) -> std::result::Result<std::path::PathBuf, String>;
+        let (kind, hint, path): (&'static str, &str, PathOf) = match self.kind {
+            "sysctl" => (
+                "sysctl",
+                "a sysctl name like \"net.core.rmem_max\"",
+                settings::sysctl_path,
+            ),
+            "thp" => ("thp", "\"enabled\" or \"defrag\"", settings::thp_path),
+            _ => (
+                "sched",
+                "a knob like \"sched_rr_timeslice_ms\" or \"base_slice_ns\"",
+                settings::sched_path,
+            ),
+        };
+        let k = self.key(hint)?;
+        path(k.get_ref()).map_err(|e| self.key_err(k, e))?;
+        if kind == "thp" {
+            let allowed: &[&str] = if k.get_ref() == "enabled" {
+                &["always", "madvise", "never"]
+            } else {
+                &["always", "defer", "defer+madvise", "madvise", "never"]
+            };
+            if !allowed.contains(&value.as_str()) {
+                return Err(self.value_err(format!(
+                    "bad thp {} value `{value}` (accepted: {})",
+                    k.get_ref(),
+                    allowed.join(", ")
+                )));
             }
         }
-        other => {
-            return Err(cx.err(
-                raw.kind.span(),
-                format!(
-                    "unknown setting kind `{other}` (accepted: {})",
-                    KINDS.join(", ")
-                ),
-            ))
+        Ok(Setting::File {
+            kind,
+            key: k.get_ref().clone(),
+            value,
+        })
+    }
+
+    /// `irq_affinity`: IRQs the key names, to the value's CPU list.
+    fn irq(&self, value: String) -> Result<Setting> {
+        let k = self.key("an IRQ number or a /proc/interrupts name like \"virtio0\"")?;
+        if k.get_ref().trim().is_empty() {
+            return Err(self.key_err(k, "empty IRQ name".into()));
         }
-    })
+        if kscale_core::cpus::parse_cpulist(&value).is_none() {
+            return Err(self.value_err(format!("bad CPU list `{value}`: expected e.g. 0 or 0-1")));
+        }
+        Ok(Setting::Irq {
+            spec: k.get_ref().trim().to_string(),
+            cpus: value,
+        })
+    }
+
+    /// `nic`: a device's MTU, which is a file, or an offload, which kscale
+    /// names but cannot set.
+    fn nic(&self, value: String) -> Result<Setting> {
+        let k = self.key("DEV.ATTR, e.g. \"lo.mtu\" or \"veth0.gro\"")?;
+        let (dev, what) = k.get_ref().rsplit_once('.').ok_or_else(|| {
+            self.key_err(
+                k,
+                format!(
+                    "bad nic key `{}`: expected DEV.ATTR, e.g. lo.mtu",
+                    k.get_ref()
+                ),
+            )
+        })?;
+        settings::check_dev(dev).map_err(|e| self.key_err(k, e))?;
+        match what {
+            "mtu" => {
+                let ok = value
+                    .parse::<u32>()
+                    .is_ok_and(|m| (68..=65536).contains(&m));
+                if !ok {
+                    return Err(self.value_err(format!("bad MTU `{value}`: expected 68 to 65536")));
+                }
+                Ok(Setting::File {
+                    kind: "nic",
+                    key: dev.to_string(),
+                    value,
+                })
+            }
+            "gro" | "gso" | "tso" => {
+                if !["on", "off"].contains(&value.as_str()) {
+                    return Err(self.value_err(format!(
+                        "bad {what} value `{value}`: expected on or off (or true/false)"
+                    )));
+                }
+                Ok(Setting::NicOffload {
+                    dev: dev.to_string(),
+                    what: what.to_string(),
+                    value,
+                })
+            }
+            other => Err(self.key_err(
+                k,
+                format!("unknown NIC setting `{other}` (accepted: mtu, gro, gso, tso)"),
+            )),
+        }
+    }
 }
 
 /// Mount options after a step: each new option replaces the one with the
