@@ -12,7 +12,7 @@ use crate::error::user;
 use crate::output::{outln, print, Format, Json};
 use anyhow::Result;
 use kscale_core::noise::{self, Reading};
-use kscale_workloads::gauge::GaugeRequest;
+use kscale_workloads::machine_probe::GaugeRequest;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -188,7 +188,7 @@ fn spread(rs: &[Reading], seconds: f64) -> Vec<Finding> {
             ..*r
         })
         .collect();
-    // What `study --quick` would make of these readings (gauge::fit_plan).
+    // What `study --quick` would make of these readings (gauge::fit_to_noise).
     let whole = gauge::whole_plan(&scaled);
     let mut found = Vec::new();
     for (line, n) in gauge::describe(&scaled)

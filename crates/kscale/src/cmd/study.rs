@@ -197,7 +197,7 @@ fn plan_to_the_noise(opts: &mut RunOptions) {
     }
     let mut noisy = Vec::new();
     if let Some(readings) = gauge::before_plan(opts) {
-        noisy = gauge::fit_plan(opts, &readings, true).0;
+        noisy = gauge::fit_to_noise(opts, &readings, true).0;
         let planned = gauge::plan_wall_cv(&readings);
         if noisy.is_empty() && planned > gauge::QUIET_CV && gauge::whole_plan(&readings) {
             eprintln!(

@@ -69,7 +69,7 @@ pub fn main() -> ExitCode {
 }
 
 /// The gauge's worker (`kscale __gauge`): reads a
-/// [`kscale_workloads::gauge::GaugeRequest`] line, prints the readings as
+/// [`kscale_workloads::machine_probe::GaugeRequest`] line, prints the readings as
 /// one JSON line. It pins itself to each CPU in turn.
 pub fn gauge_main() -> ExitCode {
     kscale_sys::process::die_with_parent();
@@ -79,14 +79,14 @@ pub fn gauge_main() -> ExitCode {
         eprintln!("gauge: cannot read request: {e}");
         return ExitCode::from(2);
     }
-    let req: kscale_workloads::gauge::GaugeRequest = match serde_json::from_str(&first) {
+    let req: kscale_workloads::machine_probe::GaugeRequest = match serde_json::from_str(&first) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("gauge: bad request: {e}");
             return ExitCode::from(2);
         }
     };
-    reply(kscale_workloads::gauge::take(&req).and_then(|r| Ok(serde_json::to_string(&r)?)))
+    reply(kscale_workloads::machine_probe::take(&req).and_then(|r| Ok(serde_json::to_string(&r)?)))
 }
 
 /// A worker's answer: its one line on stdout, or its error on stderr and

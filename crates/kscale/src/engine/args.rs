@@ -236,7 +236,7 @@ pub struct RunOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dir_moved: Option<String>,
     /// Cases a noise-planned study left out, one line per workload
-    /// (engine::gauge::fit_plan); empty when it measured its whole plan.
+    /// (engine::gauge::fit_to_noise); empty when it measured its whole plan.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<String>,
     /// The cases behind the gauge's lines in `left_out`, which the run may

@@ -14,7 +14,7 @@ use crate::signals;
 use anyhow::{Context, Result};
 use kscale_core::noise::{self, Reading};
 use kscale_store::Store;
-use kscale_workloads::gauge::GaugeRequest;
+use kscale_workloads::machine_probe::GaugeRequest;
 use std::cell::RefCell;
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -506,7 +506,7 @@ pub fn used_cpus(opts: &super::args::RunOptions) -> Vec<usize> {
 /// the cases themselves go to `opts.held`, which the run takes back from
 /// after its pilot where the kept cases' spread leaves room
 /// (docs/planning.md, "Taking cases back"). With `fit` false the plan is left whole and only its outlook returned.
-pub fn fit_plan(
+pub fn fit_to_noise(
     opts: &mut super::args::RunOptions,
     readings: &[Reading],
     fit: bool,

@@ -327,7 +327,7 @@ fn say_noise(
     }
     let rule = &opts.rule;
     let Some(o) = (match opts.budget_s {
-        Some(_) => gauge::fit_plan(&mut opts.clone(), readings, false).1,
+        Some(_) => gauge::fit_to_noise(&mut opts.clone(), readings, false).1,
         None => Some(kscale_core::noise::outlook(
             gauge::planned_cvs(readings).0,
             rule.width_pct / 100.0,

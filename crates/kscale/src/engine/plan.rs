@@ -19,13 +19,13 @@ pub struct PlanEntry {
     /// Its place in the run's order, where that is not its place in the
     /// plan: a noise-planned study's cases keep the places they had in the
     /// whole plan, so that a case taken back after the pilot is stored, and
-    /// tabled, among its sweep's neighbours (engine::gauge::fit_plan).
+    /// tabled, among its sweep's neighbours (engine::gauge::fit_to_noise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seq: Option<i64>,
 }
 
 /// A case a noise-planned study left out before its first trial
-/// (engine::gauge::fit_plan), with its rank there: after the pilot, the
+/// (engine::gauge::fit_to_noise), with its rank there: after the pilot, the
 /// run takes back the cases the budget has room for at the spread the
 /// kept ones showed, lowest rank first (docs/planning.md, "Taking cases
 /// back").

@@ -27,7 +27,7 @@ pub mod interleave;
 mod profiled;
 mod unit;
 
-use profiled::{profile_request, profile_scale, profile_target_s, PROFILE_START_S};
+use profiled::{profile_request, profile_scale, profile_target_s, Tally, PROFILE_START_S};
 use unit::Unit;
 
 /// The family a workload id belongs to (`ctx` of `ctx.lat`), as
@@ -556,29 +556,6 @@ struct Runner<'a, 'p> {
     /// Whose time its trials are on the budget's ledger: a capacity
     /// search's windows, tune's arms, or the cases'.
     spender: super::budget::Spender,
-}
-
-/// Seconds something has cost in this run, summed, and how many times.
-#[derive(Clone, Copy, Default)]
-struct Tally {
-    sum: f64,
-    n: usize,
-}
-
-impl Tally {
-    fn add(&mut self, secs: f64) {
-        self.sum += secs;
-        self.n += 1;
-    }
-
-    /// The mean so far, `before` until there is one.
-    fn mean_or(&self, before: f64) -> f64 {
-        if self.n == 0 {
-            before
-        } else {
-            self.sum / self.n as f64
-        }
-    }
 }
 
 /// A workload's cases round-robin (A B A B …) until each has finished.

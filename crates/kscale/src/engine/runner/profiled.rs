@@ -1,6 +1,8 @@
 //! A profiled trial's length under a budget: long enough for a top-10 of
 //! samples, short enough that all of them fit in the share of the budget
-//! profiles may take (docs/placement.md, "Kernel profiles").
+//! profiles may take (docs/placement.md, "Kernel profiles"); and the
+//! tally of what profiles (and cases' ends) have cost, which the budget
+//! keeps for those still to come.
 
 use super::*;
 
@@ -72,4 +74,27 @@ pub(super) fn profile_request(
         }
     }
     req
+}
+
+/// Seconds something has cost in this run, summed, and how many times.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Tally {
+    sum: f64,
+    n: usize,
+}
+
+impl Tally {
+    pub(super) fn add(&mut self, secs: f64) {
+        self.sum += secs;
+        self.n += 1;
+    }
+
+    /// The mean so far, `before` until there is one.
+    pub(super) fn mean_or(&self, before: f64) -> f64 {
+        if self.n == 0 {
+            before
+        } else {
+            self.sum / self.n as f64
+        }
+    }
 }
