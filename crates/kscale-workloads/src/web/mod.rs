@@ -23,6 +23,7 @@ mod fileset;
 mod load;
 mod mix;
 mod nginx;
+mod response;
 pub mod server;
 mod target;
 
@@ -30,9 +31,9 @@ pub use fileset::{
     auto_cap, cap_note, file_path, file_size, fileset_dirs, spec_dirs, write_fileset, DIR_BYTES,
     MANIFEST,
 };
-pub use load::{conforms, credit, parse_response, Parsed};
 pub use mix::{Kind, Mix, MixKind, Request, Rng, Zipf, KIND_SHARE};
 pub use nginx::nginx_conf;
+pub use response::{conforms, credit, parse_response, Parsed};
 pub use server::{next_ad, parse_request, serve, Mode, Served};
 
 use crate::roles::{self, Combined, Roles, Timing};

@@ -6,7 +6,7 @@
 //! says so. No server CPU is measured: the server is not kscale's process.
 
 use super::fileset::MANIFEST;
-use super::load::{parse_response, Parsed};
+use super::response::{parse_response, Parsed};
 use anyhow::{bail, Context, Result};
 use kscale_core::params::parse_http_url;
 use kscale_core::Params;
