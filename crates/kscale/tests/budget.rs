@@ -2,7 +2,7 @@
 //! for the whole run, and every NOT CONVERGED case says what it needed.
 
 mod common;
-use common::{nginx, refused, Env};
+use common::{drawn, nginx, refused, Env};
 use std::time::{Duration, Instant};
 
 #[test]
@@ -60,24 +60,6 @@ fn a_budgeted_run_ends_in_its_budget_and_says_what_each_case_needed() {
         let base = cpus.split_once(" (").map_or(cpus, |(b, _)| b);
         assert!(need.contains(&format!("[cpus {base}]")), "{need}");
     }
-}
-
-/// The seconds a spender drew, from the ledger line a budgeted run ends
-/// with ("the 20 s budget went to: cases 8.1 s, …"), `None` where it drew
-/// nothing.
-fn drawn(err: &str, spender: &str) -> Option<f64> {
-    let line = err
-        .lines()
-        .find(|l| l.contains(" budget went to: "))
-        .unwrap_or_else(|| panic!("no ledger line in:\n{err}"));
-    let list = line.split(" budget went to: ").nth(1)?.split("; ").next()?;
-    list.split(", ")
-        .find_map(|p| {
-            p.strip_prefix(spender)?
-                .strip_prefix(' ')?
-                .strip_suffix(" s")
-        })
-        .and_then(|v| v.parse().ok())
 }
 
 /// Every spender draws on the one budget (docs/budget.md, "One spender"):

@@ -593,31 +593,31 @@ fn sysctl_steps_interleave_their_trials_in_the_seeds_random_order() {
     }
 }
 
+/// `kscale tune --quick ARGS --no-progress PLAN` in the namespace, which
+/// must succeed: its stdout and stderr.
+fn tune_ok(env: &Env, ns: &Netns, args: &[&str], plan: &Path) -> (String, String) {
+    let out = ns
+        .kscale(env, None)
+        .args(["tune", "--quick"])
+        .args(args)
+        .arg("--no-progress")
+        .arg(plan)
+        .output()
+        .expect("tune");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    (String::from_utf8_lossy(&out.stdout).into_owned(), err)
+}
+
 /// Tune's arms draw on the one budget (docs/budget.md, "One spender"): a
 /// budgeted tune ends saying what its interleaved arms took.
 #[test]
 fn a_budgeted_tune_says_what_its_arms_drew() {
     let Some((env, ns)) = setup("tb") else { return };
     let p = plan(env.path(), 26, 3666, false);
-    let out = ns
-        .kscale(&env, None)
-        .args(["tune", "--quick", "--trial-time", "0.02", "--budget", "5s"])
-        .arg("--no-progress")
-        .arg(&p)
-        .output()
-        .expect("tune");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    let line = err
-        .lines()
-        .find(|l| l.contains(" budget went to: "))
-        .unwrap_or_else(|| panic!("no ledger line:\n{err}"));
-    let arms = line
-        .split("tune's arms ")
-        .nth(1)
-        .and_then(|t| t.split(" s").next())
-        .and_then(|v| v.parse::<f64>().ok());
-    assert!(arms.is_some_and(|s| s > 0.0), "{line}");
+    let (_, err) = tune_ok(&env, &ns, &["--trial-time", "0.02", "--budget", "5s"], &p);
+    let arms = common::drawn(&err, "tune's arms");
+    assert!(arms.is_some_and(|s| s > 0.0), "{err}");
 }
 
 #[test]
@@ -634,20 +634,13 @@ settings = [{ kind = "sysctl", key = "net.ipv4.no_such_knob_here", value = 1 }]
 "#;
     let p = env.path().join("plan.toml");
     std::fs::write(&p, text).expect("plan");
-    let out = ns
-        .kscale(&env, None)
-        .args(["tune", "--quick", "--trial-time", "0.05", "--no-progress"])
-        .arg(&p)
-        .output()
-        .expect("tune");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    let (stdout, err) = tune_ok(&env, &ns, &["--trial-time", "0.05"], &p);
     let line = err
         .lines()
         .find(|l| l.contains("step 1 (absent) failed"))
         .unwrap_or_default();
     assert!(line.contains("absent on this kernel"), "{err}");
-    assert!(String::from_utf8_lossy(&out.stdout).contains("failed: cannot read"));
+    assert!(stdout.contains("failed: cannot read"));
 }
 
 #[test]

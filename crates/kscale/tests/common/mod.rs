@@ -585,3 +585,21 @@ pub fn assert_loop_detached(img: &Path) {
 }
 
 pub mod netns;
+
+/// The seconds a spender drew, from the ledger line a budgeted run ends
+/// with ("the 20 s budget went to: cases 8.1 s, …"), `None` where it drew
+/// nothing.
+pub fn drawn(err: &str, spender: &str) -> Option<f64> {
+    let line = err
+        .lines()
+        .find(|l| l.contains(" budget went to: "))
+        .unwrap_or_else(|| panic!("no ledger line in:\n{err}"));
+    let list = line.split(" budget went to: ").nth(1)?.split("; ").next()?;
+    list.split(", ")
+        .find_map(|p| {
+            p.strip_prefix(spender)?
+                .strip_prefix(' ')?
+                .strip_suffix(" s")
+        })
+        .and_then(|v| v.parse().ok())
+}
