@@ -198,6 +198,24 @@ impl CaseData {
                 .map(|t| t.roles.as_slice()),
         )
     }
+    /// The mean pace of the counted trials' cores (a user-space loop timed
+    /// beside each trial, `CpuAccounting::pace_ns`), where every counted
+    /// trial recorded one.
+    pub fn pace_ns(&self) -> Option<f64> {
+        let p: Option<Vec<f64>> = self
+            .trials
+            .iter()
+            .filter(|t| !t.warmup)
+            .map(|t| {
+                t.accounting
+                    .as_ref()?
+                    .pace_ns
+                    .filter(|p| p.is_finite() && *p > 0.0)
+            })
+            .collect();
+        let p = p.filter(|p| !p.is_empty())?;
+        Some(p.iter().sum::<f64>() / p.len() as f64)
+    }
     /// Whether the counted trials' `metric` followed the hypervisor's steal
     /// time ([`kscale_core::Follows::steal`]), over the trials that recorded it.
     pub fn steal_link(&self, metric: &str) -> Option<kscale_core::Follows> {
@@ -299,6 +317,10 @@ impl CaseData {
             others_pct: {
                 let o: Vec<f64> = a.iter().filter_map(|x| x.others_pct).collect();
                 (!o.is_empty()).then(|| o.iter().sum::<f64>() / o.len() as f64)
+            },
+            pace_ns: {
+                let p: Vec<f64> = a.iter().filter_map(|x| x.pace_ns).collect();
+                (!p.is_empty()).then(|| p.iter().sum::<f64>() / p.len() as f64)
             },
         })
     }

@@ -156,6 +156,7 @@ pub fn delta(before: &Snapshot, after: &Snapshot, cpus: &[usize]) -> Option<CpuA
         seconds,
         line_ns: None,
         others_pct: None,
+        pace_ns: None,
     })
 }
 

@@ -58,6 +58,47 @@ fn cpu_loop() {
     std::hint::black_box(x);
 }
 
+/// Iterations of one unit of a pace reading: about 0.5 ms.
+const PACE_UNIT: u64 = 1 << 18;
+
+/// A pace reading's share of its trial's time, on each side of it.
+const PACE_SHARE: f64 = 0.01;
+
+/// The pace the host gives this thread's core now: nanoseconds of
+/// [`LOOP_ITERS`] iterations of the CPU loop on the thread's CPU clock,
+/// timed over about 1 % of a trial of `trial_s` (1–16 units of
+/// [`PACE_UNIT`]; a mean, so a run's pace follows the host's spells in the
+/// proportion its trials met them). The worker reads it just before and
+/// just after each trial on the trial's thread; it runs no system call
+/// between its two clock readings, so no kernel path it could be checking
+/// moves it. `None` where the thread's clock cannot be read.
+pub fn pace_ns(trial_s: f64) -> Option<f64> {
+    let units = ((trial_s * PACE_SHARE / 0.0005).round() as u64).clamp(1, 16);
+    let counted = units * PACE_UNIT;
+    let (_, on_thread) = on_both_clocks(|| {
+        let mut x: u64 = std::hint::black_box(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..counted * test_pace_factor() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+        }
+        std::hint::black_box(x);
+    });
+    let ns = on_thread * LOOP_ITERS as f64 / counted as f64;
+    (ns.is_finite() && ns > 0.0).then_some(ns)
+}
+
+/// `KSCALE_TEST_PACE=F`: the pace reading runs F times the iterations it
+/// counts, so a test can make the pace read F times slower while the case
+/// stays where it is.
+fn test_pace_factor() -> u64 {
+    std::env::var("KSCALE_TEST_PACE")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|f| (1..=100).contains(f))
+        .unwrap_or(1)
+}
+
 /// `n` kernel crossings ([`CROSSINGS`] a reading): `getppid`, the system
 /// call with the least work inside the kernel (glibc does not cache it), so its time is
 /// the entry and exit the host lets a guest's system call have.
@@ -249,6 +290,16 @@ pub fn take(req: &GaugeRequest) -> Result<Vec<Reading>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The pace is a time per the gauge's loop whatever the trial's length,
+    /// so runs of short and long trials read on one scale.
+    #[test]
+    fn the_pace_reads_one_scale_at_any_trial_length() {
+        let short = pace_ns(0.05).expect("the thread's clock");
+        let long = pace_ns(0.5).expect("the thread's clock");
+        assert!(short > 0.0 && long > 0.0);
+        assert!(short / long < 3.0 && long / short < 3.0, "{short} {long}");
+    }
 
     #[test]
     fn a_reading_of_each_cpu_with_its_three_probes() {

@@ -42,7 +42,9 @@ pub fn main() -> ExitCode {
         kscale_sys::procstat::read(),
         kscale_sys::procstat::own_cpu_seconds(),
     );
+    let pace_before = kscale_workloads::machine_probe::pace_ns(req.trial_time_s);
     let result = kscale_workloads::run_trial(&req);
+    let pace_after = kscale_workloads::machine_probe::pace_ns(req.trial_time_s);
     let ours = kscale_sys::procstat::own_cpu_seconds() - ours_before;
     let after = kscale_sys::procstat::read();
     let mut out = match result {
@@ -54,6 +56,10 @@ pub fn main() -> ExitCode {
     };
     out.accounting = kscale_sys::procstat::delta(&before, &after, &req.cpus).map(|mut a| {
         a.others_pct = kscale_sys::procstat::others_pct(&before, &after, &req.cpus, ours);
+        a.pace_ns = match (pace_before, pace_after) {
+            (Some(b), Some(a)) => Some((b + a) / 2.0),
+            (b, a) => b.or(a),
+        };
         a
     });
     match serde_json::to_string(&out) {
