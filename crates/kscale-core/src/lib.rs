@@ -13,6 +13,7 @@ pub mod label;
 pub mod model;
 pub mod noise;
 pub mod order;
+pub mod pace;
 pub mod params;
 pub mod profile;
 pub mod stats;

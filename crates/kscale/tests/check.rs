@@ -118,6 +118,34 @@ fn exit_status_tells_not_worse_worse_and_unmeasured() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("could not measure"));
 }
 
+/// Every trial records the pace beside it (a user-space loop on its
+/// thread), and the gate reads the runs along it: a pace that alone ran
+/// slower (`KSCALE_TEST_PACE=3` makes the loop read three times slower,
+/// the case where it was) is said beside the verdict and never makes the
+/// same code "worse"; a slower case beside an unmoved pace still is.
+#[test]
+fn the_pace_beside_each_trial_is_read_and_never_makes_a_regression() {
+    let _alone = alone();
+    let env = env_with_base();
+    let out = check(&env, &["--format", "json"], Some(("KSCALE_TEST_PACE", "3")));
+    assert!(
+        matches!(out.status.code(), Some(0 | 125)),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let v = json(&out);
+    let f = &v["cases"][0]["footing"];
+    assert!(f["pace"]["gain"].as_f64().is_some(), "{v}");
+    let moved = f["pace_move_pct"].as_f64().unwrap_or(0.0);
+    assert!(moved > 100.0, "the pace read three times slower: {v}");
+    assert_ne!(v["cases"][0]["verdict"], "worse", "{v}");
+
+    let out = check(&env, &[], SLOW);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("the pace beside the trials ran"), "{text}");
+}
+
 #[test]
 fn bad_input_is_one_line_and_status_2() {
     let _alone = alone();

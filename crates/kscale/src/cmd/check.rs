@@ -259,18 +259,37 @@ fn word(j: &Judged) -> GateWord {
     j.verdict.map_or(GateWord::CannotTell, |v| v.verdict)
 }
 
+/// What the pace beside the trials did to the comparison, for its line.
+fn pace_words(f: &gate::Footing) -> String {
+    let (Some(g), Some(m)) = (f.pace, f.pace_move_pct) else {
+        return String::new();
+    };
+    format!(
+        "; the pace beside the trials ran {:.1}% {} than at the baseline, taken out at {:.2}× ({})",
+        m.abs(),
+        if m >= 0.0 { "slower" } else { "faster" },
+        g.gain,
+        if g.fitted {
+            format!("fitted over {} runs", g.runs)
+        } else {
+            "the unit gain until 8 runs".to_string()
+        }
+    )
+}
+
 /// One case's line: its verdict, interval and what it stood on.
 fn case_line(j: &Judged, threshold: f64) -> String {
     let t = &j.target;
     let f = &j.footing;
     let head = format!("{} [cpus {}] ({})", t.name(), t.cpus, t.metric);
     let runs = format!(
-        "{} baseline run{}, {} now; one run spreads ±{} ({} runs on this host and kernel)",
+        "{} baseline run{}, {} now; one run spreads ±{} ({} runs on this host and kernel){}",
         f.base_runs.len(),
         if f.base_runs.len() == 1 { "" } else { "s" },
         f.now_runs.len(),
         f.spread_pct.map_or("–".into(), |s| format!("{s:.1}%")),
-        f.spread_runs
+        f.spread_runs,
+        pace_words(f)
     );
     let Some(v) = j.verdict else {
         return format!(
@@ -299,9 +318,14 @@ fn case_line(j: &Judged, threshold: f64) -> String {
         GateWord::CannotTell if v.machine_pct.is_some() => {
             let m = v.machine_pct.unwrap_or_default();
             format!(
-                "CANNOT TELL {head}: {interval}, but the machine itself ran {:.1}% {} than at the baseline (the gauge's user-space CPU loop, beyond its spread between runs), so a \"{}\" could be the machine's: check again later; {runs}",
+                "CANNOT TELL {head}: {interval}, but the machine itself ran {:.1}% {} than at the baseline ({}, beyond its spread between runs), so a \"{}\" could be the machine's: check again later; {runs}",
                 m.abs(),
                 if m > 0.0 { "slower" } else { "faster" },
+                if f.pace.is_some() {
+                    "the user-space loop timed beside each trial"
+                } else {
+                    "the gauge's user-space CPU loop"
+                },
                 if m > 0.0 { "worse" } else { "not worse" },
             )
         }

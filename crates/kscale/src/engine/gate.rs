@@ -10,6 +10,7 @@
 //! another. Only runs measure that, so the gate reads the case's runs.
 
 use kscale_core::cpus::base_name;
+use kscale_core::pace;
 use kscale_core::verdict::{self, Change, GateVerdict, GateWord, Spread};
 use kscale_core::Direction;
 use kscale_store::{CaseData, CaseStatus, RunData, Store};
@@ -112,6 +113,21 @@ pub struct Footing {
     /// CPU loop now against the baseline's side, its interval from the
     /// loop's spread between the same runs (slower above 0).
     pub machine: Option<verdict::Interval>,
+    /// The gain the runs' values were moved along their pace by, where
+    /// both sides' runs recorded one (docs/verdicts.md, "The pace beside
+    /// each trial"); `None` for runs from before the pace was recorded.
+    pub pace: Option<pace::Gain>,
+    /// How much slower (above 0) the pace ran now than at the baseline's
+    /// side, in %.
+    pub pace_move_pct: Option<f64>,
+}
+
+/// One stored run of a case: its value and its trials' mean pace.
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    id: i64,
+    value: f64,
+    pace: Option<f64>,
 }
 
 /// A case's verdict and its footing; `verdict` is `None` where a side has
@@ -198,71 +214,114 @@ pub fn judge(
     let mut out = Vec::new();
     for t in targets {
         // Every stored run of the case here, oldest first (run ids grow
-        // with time in one store).
-        let runs: Vec<(i64, f64)> = stored
+        // with time in one store), with its value and its pace.
+        let runs: Vec<Run> = stored
             .cases
             .iter()
             .filter(|s| t.is(&s.case) && on_here(&s.run_id))
-            .filter_map(|s| Some((s.run_id, value(&s.case, &t.metric)?)))
+            .filter_map(|s| {
+                Some(Run {
+                    id: s.run_id,
+                    value: value(&s.case, &t.metric)?,
+                    pace: s.case.pace_ns(),
+                })
+            })
             .collect();
         let rev = |id: i64| stored.runs.get(&id).map(|r| r.git_rev.clone());
         let label = |id: i64| stored.runs.get(&id).map(|r| r.label.clone());
-        let base_side: Vec<(i64, f64)> = runs
-            .iter()
-            .filter(|(id, _)| {
-                *id == base.run.id
-                    || (!now.contains(id)
-                        && label(*id).as_deref() == Some(base.run.label.as_str())
-                        && rev(*id).as_deref() == Some(base_rev.as_str()))
-            })
-            .copied()
-            .collect();
-        let now_side: Vec<(i64, f64)> = runs
-            .iter()
-            .filter(|(id, _)| now.contains(id))
-            .copied()
-            .collect();
-        // The spread: the stored runs before now, each pair of one build,
-        // then the runs now among themselves. The step from the last
+        let on_base_side = |id: i64| {
+            id == base.run.id
+                || (!now.contains(&id)
+                    && label(id).as_deref() == Some(base.run.label.as_str())
+                    && rev(id).as_deref() == Some(base_rev.as_str()))
+        };
+        // The spread's order: the stored runs before now, then the runs
+        // now; each pair of one build and one side. The step from the last
         // stored run to the first run now is the change being judged, so
         // it is not counted as spread.
-        let series: Vec<(f64, (Option<String>, bool))> = runs
+        let ordered: Vec<Run> = runs
             .iter()
-            .map(|&(id, v)| {
-                (
-                    kscale_core::verdict::worse_ln(v, t.direction),
-                    (rev(id), now.contains(&id)),
-                )
-            })
-            .filter(|(_, (_, is_now))| !is_now)
-            .chain(now_side.iter().map(|&(id, v)| {
-                (
-                    kscale_core::verdict::worse_ln(v, t.direction),
-                    (rev(id), true),
-                )
-            }))
+            .filter(|r| !now.contains(&r.id))
+            .chain(runs.iter().filter(|r| now.contains(&r.id)))
+            .copied()
             .collect();
-        let spread = Spread::successive(&series);
-        let ln = |side: &[(i64, f64)]| -> Vec<f64> {
-            side.iter()
-                .map(|&(_, v)| kscale_core::verdict::worse_ln(v, t.direction))
-                .collect()
+        let group = |id: i64| (rev(id), now.contains(&id));
+        let sides = ordered
+            .iter()
+            .filter(|r| on_base_side(r.id) || now.contains(&r.id));
+        let paced = sides.clone().next().is_some() && sides.clone().all(|r| r.pace.is_some());
+        let used: Vec<Run> = ordered
+            .iter()
+            .filter(|r| !paced || r.pace.is_some())
+            .copied()
+            .collect();
+        let raw = |r: &Run| kscale_core::verdict::worse_ln(r.value, t.direction);
+        let gain = paced.then(|| {
+            let fit: Vec<(f64, f64, _)> = used
+                .iter()
+                .filter_map(|r| Some((raw(r), r.pace?.ln(), group(r.id))))
+                .collect();
+            pace::gain(&fit)
+        });
+        let y = |r: &Run| match (gain, r.pace) {
+            (Some(g), Some(p)) => pace::adjusted(raw(r), p.ln(), g),
+            _ => raw(r),
         };
-        let machine = machine_move(
-            &loops,
-            &series_ids(&runs, now),
-            &base_side,
-            &now_side,
-            &rev,
-            now,
-        );
+        let base_side: Vec<Run> = used
+            .iter()
+            .filter(|r| on_base_side(r.id))
+            .copied()
+            .collect();
+        let now_side: Vec<Run> = used
+            .iter()
+            .filter(|r| now.contains(&r.id))
+            .copied()
+            .collect();
+        let series: Vec<(f64, _)> = used.iter().map(|r| (y(r), group(r.id))).collect();
+        let spread = Spread::successive(&series).map(|s| match gain {
+            // The fitted gain took one degree of freedom.
+            Some(g) if g.fitted => Spread {
+                df: (s.df - 1.0).max(1.0),
+                ..s
+            },
+            _ => s,
+        });
+        let ys = |side: &[Run]| side.iter().map(y).collect::<Vec<f64>>();
+        let pace_move = gain.and_then(|_| {
+            let lnp = |side: &[Run]| -> Vec<f64> {
+                side.iter().filter_map(|r| Some(r.pace?.ln())).collect()
+            };
+            let (b, n) = (lnp(&base_side), lnp(&now_side));
+            (!b.is_empty() && !n.is_empty()).then(|| {
+                let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+                ((mean(&n) - mean(&b)).exp() - 1.0) * 100.0
+            })
+        });
+        let order: Vec<i64> = used.iter().map(|r| r.id).collect();
+        let gauge = machine_move(&loops, &order, &base_side, &now_side, &rev, now);
+        // The machine beside the verdict: the pace where the runs have
+        // one (it sat beside each trial), else the gauge's loop.
+        let (machine, spell_gain) = match gain {
+            Some(g) => {
+                let paces: BTreeMap<i64, f64> = used
+                    .iter()
+                    .filter_map(|r| Some((r.id, r.pace?.ln())))
+                    .collect();
+                (
+                    machine_move(&paces, &order, &base_side, &now_side, &rev, now),
+                    (verdict::PACE_SPELL_GAIN - g.gain).max(0.0),
+                )
+            }
+            None => (gauge, verdict::SPELL_GAIN),
+        };
         let verdict = spread
-            .and_then(|s| Change::between_runs(&ln(&base_side), &ln(&now_side), s))
+            .and_then(|s| Change::between_runs(&ys(&base_side), &ys(&now_side), s))
             .map(|c: Change| {
                 verdict::beside_machine(
                     verdict::gate(c, threshold, alpha),
                     c,
                     machine,
+                    spell_gain,
                     threshold,
                     alpha,
                 )
@@ -272,28 +331,20 @@ pub fn judge(
             cases: targets.len(),
             verdict,
             footing: Footing {
-                base_runs: base_side.iter().map(|r| r.0).collect(),
-                base_values: base_side.iter().map(|r| r.1).collect(),
-                now_runs: now_side.iter().map(|r| r.0).collect(),
-                now_values: now_side.iter().map(|r| r.1).collect(),
+                base_runs: base_side.iter().map(|r| r.id).collect(),
+                base_values: base_side.iter().map(|r| r.value).collect(),
+                now_runs: now_side.iter().map(|r| r.id).collect(),
+                now_values: now_side.iter().map(|r| r.value).collect(),
                 spread_pct: spread.map(|s| s.sd * 100.0),
                 spread_df: spread.map(|s| s.df),
                 spread_runs: spread.map_or(0, |s| s.runs),
-                machine: machine.map(|m| verdict::interval(m, alpha)),
+                machine: gauge.map(|m| verdict::interval(m, alpha)),
+                pace: gain,
+                pace_move_pct: pace_move,
             },
         });
     }
     Ok(out)
-}
-
-/// The case's runs in the order the spread reads them: the stored runs
-/// before now, then the runs now.
-fn series_ids(runs: &[(i64, f64)], now: &[i64]) -> Vec<i64> {
-    runs.iter()
-        .map(|r| r.0)
-        .filter(|id| !now.contains(id))
-        .chain(runs.iter().map(|r| r.0).filter(|id| now.contains(id)))
-        .collect()
 }
 
 /// The machine's own move between the sides, read by the gauge's
@@ -305,13 +356,13 @@ fn series_ids(runs: &[(i64, f64)], now: &[i64]) -> Vec<i64> {
 fn machine_move(
     loops: &std::collections::BTreeMap<i64, f64>,
     order: &[i64],
-    base_side: &[(i64, f64)],
-    now_side: &[(i64, f64)],
+    base_side: &[Run],
+    now_side: &[Run],
     rev: &dyn Fn(i64) -> Option<String>,
     now: &[i64],
 ) -> Option<Change> {
-    let level = |side: &[(i64, f64)]| -> Option<Vec<f64>> {
-        side.iter().map(|(id, _)| loops.get(id).copied()).collect()
+    let level = |side: &[Run]| -> Option<Vec<f64>> {
+        side.iter().map(|r| loops.get(&r.id).copied()).collect()
     };
     let series: Vec<(f64, (Option<String>, bool))> = order
         .iter()
@@ -383,6 +434,8 @@ mod tests {
                 spread_df: Some(df),
                 spread_runs: base + now,
                 machine: None,
+                pace: None,
+                pace_move_pct: None,
             },
         }
     }

@@ -1,0 +1,130 @@
+//! The host's pace taken out of a case's runs before a gate compares them
+//! (docs/verdicts.md, "The pace beside each trial").
+//!
+//! On a VM the host moves the guest between speeds in spells of seconds to
+//! minutes, and a run of a few seconds sits in a few of them: the runs of
+//! an unchanged `syscall.null` spread 3–5 % about their level, more than a
+//! 10 % gate from one baseline run can stand. Every trial records the
+//! pace its thread's core ran at, a user-space CPU loop timed just before
+//! and just after it. Over a run's trials that pace follows the spells the
+//! run met (r ≈ 0.8 between runs on the development VM), and it runs no
+//! kernel code, so a slower kernel path or more work in a measured loop
+//! leaves it where it was. Each run's value is moved along the pace by a
+//! gain — a kernel-path case moves more than the loop in a spell (slope
+//! 1.3–3.9 measured) — fitted within groups of runs that cannot hold the
+//! change being judged, so the change never teaches the fit.
+
+/// Below this many runs with a pace the gain is not fitted: a unit gain
+/// (the case per loop) is taken, which removes the part of a spell both
+/// share.
+pub const MIN_FIT_RUNS: usize = 8;
+
+/// The fitted gain's range: no kernel-path case measured moved more than
+/// four times the loop in a spell, and a negative gain would let a faster
+/// machine hide a regression.
+pub const MAX_GAIN: f64 = 4.0;
+
+/// The gain a gate moves its runs' values by: `worse_ln − gain × ln pace`.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Gain {
+    pub gain: f64,
+    /// Fitted from the runs (else the unit gain).
+    pub fitted: bool,
+    /// The runs it was read from.
+    pub runs: usize,
+}
+
+/// The slope of runs' `(worse_ln, ln pace, group)`, in the order they
+/// were measured, over successive pairs of one group: each pair's change
+/// of value against its change of pace, least squares through the origin.
+/// Like the spread between successive runs, a level step — a build, the
+/// side now, a setting turned on for some runs of one build — enters as
+/// one pair of many, not as a slope of its own; and a slow drift that
+/// moves the value but not the pace cancels between neighbours. Bounded
+/// to `[0, MAX_GAIN]`; the unit gain below [`MIN_FIT_RUNS`] runs or where
+/// the pace did not move.
+pub fn gain<G: PartialEq>(runs: &[(f64, f64, G)]) -> Gain {
+    let unit = Gain {
+        gain: 1.0,
+        fitted: false,
+        runs: runs.len(),
+    };
+    let ok: Vec<&(f64, f64, G)> = runs
+        .iter()
+        .filter(|r| r.0.is_finite() && r.1.is_finite())
+        .collect();
+    if ok.len() < MIN_FIT_RUNS {
+        return unit;
+    }
+    let (mut sxy, mut sxx) = (0.0, 0.0);
+    for w in ok.windows(2).filter(|w| w[0].2 == w[1].2) {
+        let (dy, dx) = (w[1].0 - w[0].0, w[1].1 - w[0].1);
+        sxy += dx * dy;
+        sxx += dx * dx;
+    }
+    // A pace that did not move has no slope to read.
+    if sxx < 1e-8 {
+        return unit;
+    }
+    Gain {
+        gain: (sxy / sxx).clamp(0.0, MAX_GAIN),
+        fitted: true,
+        runs: ok.len(),
+    }
+}
+
+/// A run's value with the pace taken out.
+pub fn adjusted(worse_ln: f64, pace_ln: f64, g: Gain) -> f64 {
+    worse_ln - g.gain * pace_ln
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs whose value followed the pace at 2.5× are fitted at 2.5, and
+    /// a level step between the groups (the change being judged, or a
+    /// new build) does not enter the slope; within one group it is one
+    /// pair of many.
+    #[test]
+    fn the_gain_is_the_slope_within_groups() {
+        let mut runs = Vec::new();
+        for i in 0..24 {
+            let x = ((i * 7) % 5) as f64 * 0.01;
+            let step = if i >= 12 { 0.3 } else { 0.0 };
+            runs.push((2.5 * x + step, x, i >= 12));
+        }
+        let g = gain(&runs);
+        assert!(g.fitted);
+        assert!((g.gain - 2.5).abs() < 1e-9, "{g:?}");
+        // In one group, a step that came with a move of the pace is one
+        // pair of 23: the gain stays near 2.5.
+        let pooled: Vec<_> = runs
+            .iter()
+            .map(|r| (r.0, r.1 + if r.2 { 0.05 } else { 0.0 }, ()))
+            .collect();
+        let g = gain(&pooled).gain;
+        assert!(g > 2.5 && g < 3.5, "{g}");
+    }
+
+    #[test]
+    fn few_runs_or_a_still_pace_take_the_unit_gain() {
+        let few: Vec<_> = (0..5).map(|i| (i as f64, i as f64, ())).collect();
+        assert_eq!(gain(&few).gain, 1.0);
+        assert!(!gain(&few).fitted);
+        let still: Vec<_> = (0..10).map(|i| (i as f64 * 0.01, 0.5, ())).collect();
+        assert!(!gain(&still).fitted);
+    }
+
+    #[test]
+    fn the_gain_is_bounded() {
+        let steep: Vec<_> = (0..10)
+            .map(|i| (i as f64 * 0.1, i as f64 * 0.01, ()))
+            .collect();
+        assert_eq!(gain(&steep).gain, MAX_GAIN);
+        let against: Vec<_> = (0..10)
+            .map(|i| (-(i as f64) * 0.01, i as f64 * 0.01, ()))
+            .collect();
+        assert_eq!(gain(&against).gain, 0.0);
+    }
+}
