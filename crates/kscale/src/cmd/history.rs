@@ -506,6 +506,16 @@ fn table(s: &Series) -> Table {
         ]);
         t.push(RowKind::Data, row);
     }
+    let emulated: Vec<&str> = s
+        .points
+        .iter()
+        .filter_map(|p| p.run.vm.as_deref().filter(|v| v.starts_with("TCG")))
+        .collect();
+    if let Some(tag) = emulated.first() {
+        t.notes.push(format!(
+            "({tag} …): emulated (TCG): not the kernel's speed; runs booted by kscale vm under QEMU's emulator, beside native runs only for their kind of change (docs/vm.md)."
+        ));
+    }
     t
 }
 
@@ -617,6 +627,7 @@ mod tests {
             hostname: None,
             kernel: Some(kernel.into()),
             kernel_version: None,
+            vm: None,
         };
         assert_eq!(
             commit(&run("6.9.0-rc3-00042-gdeadbeef1234")),

@@ -22,6 +22,9 @@ struct Machine {
     host: Option<String>,
     kernel: Option<String>,
     kernel_version: Option<String>,
+    /// How `kscale vm` booted it, `None` natively: an emulated kernel is
+    /// another machine than the same kernel on the host.
+    vm: Option<String>,
 }
 
 fn machine_of(snapshot: &serde_json::Value) -> Machine {
@@ -30,6 +33,7 @@ fn machine_of(snapshot: &serde_json::Value) -> Machine {
         host: s(&snapshot["hostname"]),
         kernel: s(&snapshot["kernel"]["release"]),
         kernel_version: s(&snapshot["kernel"]["version"]),
+        vm: kscale_store::vm_tag(snapshot),
     }
 }
 
@@ -146,6 +150,7 @@ pub fn spread_here(
                 host: r.hostname.clone(),
                 kernel: r.kernel.clone(),
                 kernel_version: r.kernel_version.clone(),
+                vm: r.vm.clone(),
             };
             (m == here).then_some(())?;
             Some((
@@ -183,6 +188,7 @@ pub fn judge(
                 host: r.hostname.clone(),
                 kernel: r.kernel.clone(),
                 kernel_version: r.kernel_version.clone(),
+                vm: r.vm.clone(),
             } == here
         })
     };
