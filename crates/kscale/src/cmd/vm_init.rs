@@ -26,6 +26,14 @@ pub fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     println!("{} {}", guest::INIT_MARK, crate::engine::VERSION);
+    let probe = std::fs::read_to_string(guest::CONFIG_PATH)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Config>(&t).ok())
+        .is_some_and(|c| c.probe);
+    if probe {
+        let _ = std::io::stdout().flush();
+        println!("kscale-vm: {}", kscale_sys::guest::power_off());
+    }
     let outcome = serve();
     let port = kscale_sys::guest::raw_serial(guest::RESULTS_PORT);
     match (outcome, port) {

@@ -30,6 +30,10 @@ pub struct Config {
     pub argv: Vec<String>,
     /// The host's name: runs measured in its VMs are this host's.
     pub hostname: String,
+    /// Power off as soon as init runs: `doctor`'s boot, which asks only
+    /// whether the kernel reaches init.
+    #[serde(default)]
+    pub probe: bool,
 }
 
 impl Config {
@@ -41,6 +45,7 @@ impl Config {
         Config {
             argv: argv.to_vec(),
             hostname,
+            probe: false,
         }
     }
 }

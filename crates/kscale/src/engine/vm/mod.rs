@@ -238,6 +238,37 @@ pub fn run(plan: &Plan, mut take: impl FnMut(BootResult) -> Result<()>) -> Resul
     Ok(())
 }
 
+/// Boots `kernel` once under `accel` with an init that powers off at
+/// once: the seconds it took to reach init, or why it did not. What
+/// `doctor` says of this machine's boots stands on it.
+pub fn probe_boot(qemu: &Path, kernel: &Path, accel: Accel) -> Result<Result<f64, String>> {
+    crate::signals::install();
+    let scratch = image::Scratch::new()?;
+    let mut config = guest::Config::new(&[]);
+    config.probe = true;
+    let initrd = scratch.initramfs(&config)?;
+    let mut guardian = scratch.guardian()?;
+    let results = scratch.path().join("results");
+    let spec = BootSpec {
+        qemu,
+        kernel,
+        initrd: &initrd,
+        results: &results,
+        accel,
+        vcpus: Vcpus::Smp(1),
+        memory_mb: image::memory_for(&initrd),
+        init_deadline: accel.init_deadline(),
+        timeout: accel.init_deadline() + Duration::from_secs(30),
+        name: "probe",
+    };
+    let started = Instant::now();
+    Ok(match qemu::boot(&spec, &mut guardian)? {
+        Ended::Done => Ok(started.elapsed().as_secs_f64()),
+        Ended::Interrupted(sig) => return Err(Stopped(sig).into()),
+        Ended::NoInit(why) | Ended::Failed(why) => Err(why),
+    })
+}
+
 /// `A`, `B`, …: kernels as `compare` letters its systems.
 pub fn letter(i: usize) -> char {
     (b'A' + (i % 26) as u8) as char

@@ -263,7 +263,10 @@ pub fn boot(s: &BootSpec, guardian: &mut Guardian) -> Result<Ended> {
                 break match (console.in_init, st.success()) {
                     (true, true) => Ended::Done,
                     (true, false) => Ended::Failed(format!("QEMU exited with {st}; {last}")),
-                    (false, _) => Ended::NoInit(format!("QEMU exited with {st}; {last}")),
+                    (false, _) => Ended::NoInit(format!(
+                        "QEMU exited with {st}; {}",
+                        hang_words(&console.tail, &last)
+                    )),
                 };
             }
             Ok(None) => {}
@@ -296,11 +299,23 @@ pub fn boot(s: &BootSpec, guardian: &mut Guardian) -> Result<Ended> {
 /// kernel whose last words are its decompressor's hangs there (nested
 /// KVM on some hosts).
 fn hang_words(tail: &VecDeque<String>, last: &str) -> String {
+    if tail.iter().any(|l| l.contains("kvm_buf_set_msrs")) {
+        return format!(
+            "QEMU aborts setting the vCPU's MSRs (nested KVM that refuses the host CPU's); {last}"
+        );
+    }
     let decompressor = tail.iter().any(|l| {
         l.contains("KASLR") || l.contains("Decompressing Linux") || l.contains("Parsing ELF")
     }) && !tail.iter().any(|l| l.starts_with('['));
     if decompressor {
-        format!("the kernel hangs in its decompressor; {last}")
+        let nested = std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| {
+            c.lines()
+                .any(|l| l.starts_with("flags") && l.contains(" hypervisor"))
+        });
+        format!(
+            "the kernel hangs in its decompressor{}; {last}",
+            if nested { " (nested)" } else { "" }
+        )
     } else {
         last.to_string()
     }
