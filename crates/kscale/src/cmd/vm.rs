@@ -50,7 +50,8 @@ pub struct Args {
     #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
     pub timeout: u64,
     /// Label of the stored runs: `{kernel}` is the guest kernel's release, `{cpus}` the boot's
-    /// vCPUs (`1cpu`, `2cpu`, `up`). Default `{kernel}`, or `{kernel} {cpus}` with several kinds.
+    /// vCPUs (`1cpu`, `2cpu`, `up`). Default `{kernel}`, or `{kernel} {cpus}` with several kinds
+    /// or `--up`.
     #[arg(long, value_name = "LABEL")]
     pub label: Option<String>,
     /// Print `kscale compare` of each kernel's and vCPU count's last run at the end.
@@ -149,9 +150,10 @@ pub fn import_boot(store: &Store, b: &BootResult, template: &str) -> Result<Vec<
 }
 
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
+    crate::signals::install();
     let plan = plan(&args)?;
     let template = args.label.clone().unwrap_or_else(|| {
-        if plan.vcpus.len() > 1 {
+        if plan.vcpus.len() > 1 || plan.vcpus.contains(&Vcpus::Up) {
             "{kernel} {cpus}".into()
         } else {
             "{kernel}".into()
@@ -204,6 +206,44 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
             eprintln!("kscale vm: {f}");
         }
         Ok(ExitCode::from(1))
+    }
+}
+
+/// One boot of `kernel` on all this machine's CPUs running `guest_args`
+/// (`run …`), its run stored and labelled by the guest kernel: a
+/// measurement of `check --kernel` and `history --kernel`. Its id.
+pub fn measure_in(store: &Store, kernel: &std::path::Path, guest_args: &[String]) -> Result<i64> {
+    vm::check_kernel(kernel)?;
+    let online = kscale_sys::affinity::available_cpus()
+        .map(|c| c.len())
+        .unwrap_or(1)
+        .max(1);
+    let mut guest_args = super::fleet::remote_command(guest_args)?;
+    if !guest_args.iter().any(|w| w == "--no-progress") {
+        guest_args.push("--no-progress".into());
+    }
+    let plan = Plan {
+        kernels: vec![kernel.to_path_buf()],
+        vcpus: vec![Vcpus::Smp(online)],
+        rounds: 1,
+        accel: AccelChoice::Auto,
+        memory_mb: None,
+        guest_args,
+        timeout: Duration::from_secs(3600),
+    };
+    let mut ids = Vec::new();
+    let mut status = 0;
+    vm::run(&plan, |b| {
+        status = b.status;
+        ids.extend(import_boot(store, &b, "{kernel}")?);
+        Ok(())
+    })?;
+    match ids.last() {
+        Some(&id) if status == 0 => Ok(id),
+        _ => anyhow::bail!(
+            "the guest's kscale exited {status} in {} (its lines above say why)",
+            kernel.display()
+        ),
     }
 }
 

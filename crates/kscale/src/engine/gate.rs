@@ -182,17 +182,42 @@ pub fn judge(
     workloads.dedup();
     let stored = store.series(&workloads)?;
     let here = machine_of(&base.run.snapshot);
+    // A baseline booted by `kscale vm` is a kernel bisect's: the kernel is
+    // what changes, so the machine is the host and the boot's kind, and
+    // each kernel a build of its own whose boots give the spread
+    // (docs/vm.md, "Kernel bisects").
+    let kernel_bisect = here.vm.is_some();
     let on_here = |id: &i64| {
         stored.runs.get(id).is_some_and(|r| {
-            Machine {
+            let m = Machine {
                 host: r.hostname.clone(),
                 kernel: r.kernel.clone(),
                 kernel_version: r.kernel_version.clone(),
                 vm: r.vm.clone(),
-            } == here
+            };
+            if kernel_bisect {
+                m.host == here.host && m.vm == here.vm
+            } else {
+                m == here
+            }
         })
     };
-    let base_rev = base.run.git_rev.clone();
+    let build = |r: &kscale_store::series::SeriesRun| {
+        if kernel_bisect {
+            format!(
+                "{} {} {}",
+                r.git_rev,
+                r.kernel.as_deref().unwrap_or("?"),
+                r.kernel_version.as_deref().unwrap_or("?")
+            )
+        } else {
+            r.git_rev.clone()
+        }
+    };
+    let base_rev = stored
+        .runs
+        .get(&base.run.id)
+        .map_or_else(|| base.run.git_rev.clone(), build);
     let alpha = verdict::per_case(verdict::ALPHA, targets.len());
     // Each run's user-space loop level (ln), read once for every case.
     let mut loops: std::collections::BTreeMap<i64, f64> = Default::default();
@@ -211,7 +236,7 @@ pub fn judge(
             .filter(|s| t.is(&s.case) && on_here(&s.run_id))
             .filter_map(|s| Some((s.run_id, value(&s.case, &t.metric)?)))
             .collect();
-        let rev = |id: i64| stored.runs.get(&id).map(|r| r.git_rev.clone());
+        let rev = |id: i64| stored.runs.get(&id).map(build);
         let label = |id: i64| stored.runs.get(&id).map(|r| r.label.clone());
         let base_side: Vec<(i64, f64)> = runs
             .iter()

@@ -18,6 +18,7 @@ use anyhow::{Context, Result};
 use qemu::{Accel, BootSpec, Ended};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// The vCPUs of one kind of boot: `-smp N`, or one CPU with the kernel
@@ -144,6 +145,10 @@ pub fn check_kernel(p: &Path) -> Result<()> {
     Ok(())
 }
 
+/// A KVM boot of this process did not reach init: later `auto` plans
+/// boot emulated at once.
+static KVM_FAILED: AtomicBool = AtomicBool::new(false);
+
 /// Boots the plan and hands each boot's result to `take` as it ends, so a
 /// run stopped midway keeps the boots done. The first boot under `auto`
 /// tries KVM; a KVM boot that does not reach init within its deadline
@@ -156,6 +161,8 @@ pub fn run(plan: &Plan, mut take: impl FnMut(BootResult) -> Result<()>) -> Resul
     let memory_mb = plan.memory_mb.unwrap_or_else(|| image::memory_for(&initrd));
     let mut accel = match plan.accel {
         AccelChoice::Tcg => Accel::Tcg,
+        // KVM failed this process's boots already (a check's later runs).
+        AccelChoice::Auto if KVM_FAILED.load(Ordering::Relaxed) => Accel::Tcg,
         AccelChoice::Kvm | AccelChoice::Auto => match qemu::kvm_usable() {
             Ok(()) => Accel::Kvm,
             Err(why) if plan.accel == AccelChoice::Auto => {
@@ -207,6 +214,7 @@ pub fn run(plan: &Plan, mut take: impl FnMut(BootResult) -> Result<()>) -> Resul
                     "kscale vm: KVM: {why}; booting emulated (TCG) instead: the figures are not the kernels' speed"
                 );
                 accel = Accel::Tcg;
+                KVM_FAILED.store(true, Ordering::Relaxed);
                 continue;
             }
             Ended::NoInit(why) => {
