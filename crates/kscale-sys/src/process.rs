@@ -55,7 +55,7 @@ pub struct OtherRun {
 
 /// The sub-commands that measure: two of them at once on one machine
 /// measure each other.
-const MEASURING: &[&str] = &["run", "study", "check", "tune", "fleet"];
+const MEASURING: &[&str] = &["run", "study", "check", "tune", "fleet", "vm"];
 
 /// Whether a command line is a measuring kscale's: its program is named
 /// `kscale` and its first word that is not an option is a measuring
