@@ -177,12 +177,14 @@ pub fn run(mut args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         )));
     }
 
+    let vcpus = super::vm::vcpus_of(&base.run.snapshot);
     let started = std::time::Instant::now();
     let mut ids = Vec::new();
     let mut store = None;
     for i in 0..args.repeat {
         eprintln!("kscale check: run {} of {}", i + 1, args.repeat);
-        let Some((s, id)) = measure(&args, &db, |e| targets.iter().any(|t| planned(e, t)))? else {
+        let Some((s, id)) = measure(&args, &db, vcpus, |e| targets.iter().any(|t| planned(e, t)))?
+        else {
             return Ok(ExitCode::from(UNMEASURED));
         };
         ids.push(id);
@@ -216,7 +218,8 @@ pub fn run(mut args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
             ids.len() + 1,
             open.len()
         );
-        let Some((s, id)) = measure(&args, &db, |e| open.iter().any(|t| planned(e, t)))? else {
+        let Some((s, id)) = measure(&args, &db, vcpus, |e| open.iter().any(|t| planned(e, t)))?
+        else {
             return Ok(ExitCode::from(UNMEASURED));
         };
         ids.push(id);
@@ -239,15 +242,16 @@ fn planned(e: &PlanEntry, t: &Target) -> bool {
 fn measure(
     args: &Args,
     db: &Option<PathBuf>,
+    vcpus: Option<super::vm::Vcpus>,
     keep: impl Fn(&PlanEntry) -> bool,
 ) -> Result<Option<(Store, i64)>> {
     let measured = match &args.kernel {
-        // The guest measures every target each boot: the filter is the
-        // host's plan's.
+        // The guest measures every target each boot (the filter is the
+        // host's plan's), booted as the baseline was.
         Some(k) => {
             let argv: Vec<String> = std::env::args().collect();
             super::open_store(db.clone()).and_then(|s| {
-                let id = super::vm::measure_in(&s, k, &guest_run(&argv))?;
+                let id = super::vm::measure_in(&s, k, &guest_run(&argv), vcpus)?;
                 Ok((s, id))
             })
         }

@@ -593,7 +593,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let store = match &args.kernel {
         Some(k) => {
             let store = super::open_store(db)?;
-            super::vm::measure_in(&store, k, &guest_run(&args.select))?;
+            super::vm::measure_in(&store, k, &guest_run(&args.select), None)?;
             store
         }
         None => super::open_existing(db)?,

@@ -4,7 +4,8 @@
 //! (docs/vm.md). The booting is the engine's (`engine::vm`); this file
 //! checks the arguments, labels and imports the runs, and sums up.
 
-use crate::engine::vm::{self, AccelChoice, BootResult, Plan, Vcpus};
+pub use crate::engine::vm::Vcpus;
+use crate::engine::vm::{self, AccelChoice, BootResult, Plan};
 use crate::error::user;
 use crate::output::{outln, Format};
 use anyhow::Result;
@@ -209,10 +210,29 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     }
 }
 
-/// One boot of `kernel` on all this machine's CPUs running `guest_args`
-/// (`run …`), its run stored and labelled by the guest kernel: a
-/// measurement of `check --kernel` and `history --kernel`. Its id.
-pub fn measure_in(store: &Store, kernel: &std::path::Path, guest_args: &[String]) -> Result<i64> {
+/// The kind of boot a baseline was measured in (its vCPUs, or UP), so
+/// that the runs a check boots are of the same machine; `None` for a
+/// baseline measured on a host's own kernel.
+pub fn vcpus_of(snapshot: &serde_json::Value) -> Option<Vcpus> {
+    let vm = &snapshot["vm"];
+    vm["accel"].as_str()?;
+    Some(if vm["up"] == true {
+        Vcpus::Up
+    } else {
+        Vcpus::Smp(vm["vcpus"].as_u64().unwrap_or(1).max(1) as usize)
+    })
+}
+
+/// One boot of `kernel` running `guest_args` (`run …`) with `vcpus` (else
+/// all this machine's CPUs), its run stored and labelled by the guest
+/// kernel: a measurement of `check --kernel` and `history --kernel`. Its
+/// id.
+pub fn measure_in(
+    store: &Store,
+    kernel: &std::path::Path,
+    guest_args: &[String],
+    vcpus: Option<Vcpus>,
+) -> Result<i64> {
     vm::check_kernel(kernel)?;
     let online = kscale_sys::affinity::available_cpus()
         .map(|c| c.len())
@@ -224,7 +244,7 @@ pub fn measure_in(store: &Store, kernel: &std::path::Path, guest_args: &[String]
     }
     let plan = Plan {
         kernels: vec![kernel.to_path_buf()],
-        vcpus: vec![Vcpus::Smp(online)],
+        vcpus: vec![vcpus.unwrap_or(Vcpus::Smp(online))],
         rounds: 1,
         accel: AccelChoice::Auto,
         memory_mb: None,
@@ -235,7 +255,12 @@ pub fn measure_in(store: &Store, kernel: &std::path::Path, guest_args: &[String]
     let mut status = 0;
     vm::run(&plan, |b| {
         status = b.status;
-        ids.extend(import_boot(store, &b, "{kernel}")?);
+        let template = if b.boot.vcpus == Vcpus::Up {
+            "{kernel} {cpus}"
+        } else {
+            "{kernel}"
+        };
+        ids.extend(import_boot(store, &b, template)?);
         Ok(())
     })?;
     match ids.last() {
