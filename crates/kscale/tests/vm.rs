@@ -217,6 +217,12 @@ fn bad_vm_input_is_one_line_and_status_2() {
         &["vm", "--kernel", text, "--", "run", "syscall.null"],
         "not an x86 kernel image",
     );
+    refused(
+        &env,
+        &["doctor", "--seconds", "1", "--kernel", text],
+        "not an x86 kernel image",
+    );
+
     let Some(kernel) = parts() else { return };
     let k = kernel.to_str().expect("UTF-8");
     for (args, needle) in [
