@@ -41,6 +41,10 @@ pub struct System {
     /// they were left as they are (docs/host.md, "Idle CPUs").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_idle: Option<String>,
+    /// "emulated (TCG): not the kernel's speed" for a run measured in an
+    /// emulated guest (`kscale vm`, docs/vm.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub emulated: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -249,6 +253,7 @@ pub fn compare_metric(
             run_id: r.run.id,
             label: r.run.label.clone(),
             cpu_idle: r.run.idle_cpus_polled().then(|| "poll".to_string()),
+            emulated: r.run.emulated_mark(),
         })
         .collect();
     Ok(Comparison {
@@ -727,6 +732,7 @@ pub fn legend(c: &Comparison) -> Vec<String> {
         .map(|(i, s)| format!("{} = {} (run {})", letter(i), s.name, s.run_id))
         .collect();
     v.push(format!("Systems: {}.", names.join(", ")));
+    v.extend(emulated_legend(n));
     if n.iter().any(|s| s.cpu_idle != n[0].cpu_idle) {
         let polled: Vec<String> = n
             .iter()
@@ -742,6 +748,31 @@ pub fn legend(c: &Comparison) -> Vec<String> {
     v
 }
 
+/// What the legend says of emulated systems: their mark, and where they
+/// sit beside native ones, that their ratios are not two kernels'.
+fn emulated_legend(n: &[System]) -> Vec<String> {
+    let marked: Vec<(usize, &String)> = n
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| s.emulated.as_ref().map(|m| (i, m)))
+        .collect();
+    let Some((_, mark)) = marked.first() else {
+        return Vec::new();
+    };
+    let letters: Vec<String> = marked.iter().map(|(i, _)| letter(*i).to_string()).collect();
+    let mut v = vec![format!(
+        "{}: {mark} (booted by kscale vm under QEMU's emulator: the ratios between emulated kernels show their difference in kind, not in size; docs/vm.md).",
+        letters.join(", ")
+    )];
+    if marked.len() < n.len() {
+        v.push(format!(
+            "{} emulated and the others native: a ratio across them compares an emulator with hardware, not two kernels.",
+            letters.join(", ")
+        ));
+    }
+    v
+}
+
 pub fn letter(i: usize) -> char {
     (b'A' + (i as u8 % 26)) as char
 }
@@ -752,12 +783,10 @@ pub fn tables(c: &Comparison) -> Vec<Table> {
     let mut out = Vec::new();
     for f in &c.families {
         let mut headers = vec!["Case".to_string(), "Unit".to_string()];
-        headers.extend(
-            c.systems
-                .iter()
-                .enumerate()
-                .map(|(i, s)| format!("{} {}", letter(i), s.name)),
-        );
+        headers.extend(c.systems.iter().enumerate().map(|(i, s)| match s.emulated {
+            Some(_) => format!("{} {} (emulated)", letter(i), s.name),
+            None => format!("{} {}", letter(i), s.name),
+        }));
         headers.extend(
             pairs
                 .iter()

@@ -65,7 +65,11 @@ pub fn run_cells(run: &SeriesRun) -> [Cell; 4] {
                 .to_string(),
         ),
         Cell::new(run.label.clone()),
-        Cell::new(run.kernel.clone().unwrap_or_else(|| "–".into())),
+        Cell::new(match (&run.kernel, &run.vm) {
+            (Some(k), Some(vm)) => format!("{k} ({vm})"),
+            (Some(k), None) => k.clone(),
+            (None, _) => "–".into(),
+        }),
     ]
 }
 

@@ -26,6 +26,7 @@ fn run(i: usize) -> SeriesRun {
         hostname: Some("lab1".into()),
         kernel: Some(format!("6.{i}.0")),
         kernel_version: None,
+        vm: None,
     }
 }
 

@@ -207,6 +207,13 @@ impl RunRow {
         self.snapshot["cpu_idle"]["kscale"] == "poll"
     }
 
+    /// The mark every table puts on a run measured in an emulated guest
+    /// (`kscale vm` without KVM, docs/vm.md): its figures are QEMU's
+    /// translator's, not the kernel's.
+    pub fn emulated_mark(&self) -> Option<String> {
+        emulated_mark(&self.snapshot)
+    }
+
     /// Was the run killed (its status `killed`, as read): the process that
     /// ran it is gone without marking it ended. `kscale run --resume`
     /// continues it.
@@ -223,6 +230,31 @@ impl RunRow {
             self.status.clone()
         }
     }
+}
+
+/// How `kscale vm` booted the guest a run was measured in, as one word
+/// pair (`TCG 2cpu`, `KVM up`); `None` for a run on a host's own kernel.
+/// Runs with different tags are different machines to a verdict: an
+/// emulated kernel's spread is not the native one's.
+pub fn vm_tag(snapshot: &serde_json::Value) -> Option<String> {
+    let vm = &snapshot["vm"];
+    let accel = vm["accel"].as_str()?;
+    Some(if vm["up"] == true {
+        format!("{accel} up")
+    } else {
+        format!("{accel} {}cpu", vm["vcpus"].as_u64().unwrap_or(0))
+    })
+}
+
+/// [`RunRow::emulated_mark`] of a run's snapshot.
+pub fn emulated_mark(snapshot: &serde_json::Value) -> Option<String> {
+    let vm = &snapshot["vm"];
+    (vm["emulated"] == true).then(|| {
+        format!(
+            "emulated ({}): not the kernel's speed",
+            vm["accel"].as_str().unwrap_or("TCG")
+        )
+    })
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

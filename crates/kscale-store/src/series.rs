@@ -25,6 +25,10 @@ pub struct SeriesRun {
     pub kernel: Option<String>,
     /// The kernel's own version string (`uname -v`), where recorded.
     pub kernel_version: Option<String>,
+    /// How `kscale vm` booted the guest it ran in (`TCG 2cpu`), `None`
+    /// on a host's own kernel ([`crate::vm_tag`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vm: Option<String>,
 }
 
 /// One stored case of a series, with what its run says about it.
@@ -51,6 +55,8 @@ pub struct Stored {
 struct Snapshot {
     hostname: Option<String>,
     kernel: Option<Kernel>,
+    #[serde(default)]
+    vm: serde_json::Value,
 }
 
 #[derive(Deserialize)]
@@ -183,7 +189,9 @@ fn series_run(r: &Row) -> Result<(SeriesRun, Estimator)> {
     let snap = serde_json::from_str::<Snapshot>(&snapshot).unwrap_or(Snapshot {
         hostname: None,
         kernel: None,
+        vm: serde_json::Value::Null,
     });
+    let vm = crate::vm_tag(&serde_json::json!({ "vm": snap.vm }));
     let estimator = serde_json::from_str::<Options>(&options)
         .ok()
         .and_then(|o| o.rule?.estimator)
@@ -202,6 +210,7 @@ fn series_run(r: &Row) -> Result<(SeriesRun, Estimator)> {
             hostname: snap.hostname,
             kernel,
             kernel_version,
+            vm,
         },
         estimator,
     ))

@@ -3,7 +3,9 @@
 
 pub mod affinity;
 pub mod fsinfo;
+pub mod guest;
 pub mod idle;
+pub mod initramfs;
 pub mod kallsyms;
 pub mod linetrip;
 pub mod perf;

@@ -55,7 +55,7 @@ pub struct OtherRun {
 
 /// The sub-commands that measure: two of them at once on one machine
 /// measure each other.
-const MEASURING: &[&str] = &["run", "study", "check", "tune", "fleet"];
+const MEASURING: &[&str] = &["run", "study", "check", "tune", "fleet", "vm"];
 
 /// Whether a command line is a measuring kscale's: its program is named
 /// `kscale` and its first word that is not an option is a measuring
@@ -127,6 +127,74 @@ fn parent_of(pid: i32) -> Option<i32> {
     // the last `)`.
     let rest = &stat[stat.rfind(')')? + 1..];
     rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Makes the command's process SIGKILLed when the thread that spawns it
+/// dies (the kill-with-parent of [`die_with_parent`], for programs that
+/// are not kscale, such as QEMU). Spawn it from a thread that outlives it.
+pub fn kill_with_parent(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as i32;
+    // SAFETY: the closure runs between fork and exec and calls only
+    // prctl and getppid, both async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+}
+
+/// A shell that outlives kscale by a moment: when kscale's end of its
+/// pipe closes — kscale ended, however, SIGKILL included — it SIGKILLs
+/// the process it was last told of and removes a directory. What the
+/// kernel's kill-with-parent cannot do (remove files) it does, and it
+/// backs that up for the process.
+pub struct Guardian {
+    child: std::process::Child,
+    pipe: Option<std::process::ChildStdin>,
+}
+
+impl Guardian {
+    /// Watches `dir`, removed however kscale ends.
+    pub fn start(dir: &Path) -> std::io::Result<Guardian> {
+        use std::os::unix::process::CommandExt;
+        use std::process::{Command, Stdio};
+        let mut child = Command::new("/bin/sh")
+            .arg("-c")
+            .arg(
+                r#"p=0; while read -r l; do p=$l; done; [ "$p" -gt 1 ] && kill -9 "$p" 2>/dev/null; rm -rf "$1""#,
+            )
+            .arg("kscale-guardian")
+            .arg(dir)
+            .process_group(0)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let pipe = child.stdin.take();
+        Ok(Guardian { child, pipe })
+    }
+
+    /// The process to kill should kscale die now (0: none).
+    pub fn watch(&mut self, pid: u32) {
+        use std::io::Write;
+        if let Some(p) = self.pipe.as_mut() {
+            let _ = writeln!(p, "{pid}");
+        }
+    }
+}
+
+impl Drop for Guardian {
+    fn drop(&mut self) {
+        self.watch(0);
+        // The pipe's end: the guardian removes the directory and exits.
+        drop(self.pipe.take());
+        let _ = self.child.wait();
+    }
 }
 
 #[cfg(test)]

@@ -14,6 +14,12 @@ pub struct UserError(pub String);
 #[error("interrupted by signal {0}; run stored as interrupted (continue it with `kscale run --resume {1}`)")]
 pub struct Interrupted(pub i32, pub i64);
 
+/// A command that stores as it goes (`kscale vm`) was stopped by a
+/// signal; what it stored stays.
+#[derive(Debug, Error)]
+#[error("interrupted by signal {0}; the boots that ended are stored")]
+pub struct Stopped(pub i32);
+
 pub fn user(msg: impl Into<String>) -> anyhow::Error {
     UserError(msg.into()).into()
 }
@@ -41,6 +47,10 @@ fn is_user_error(e: &anyhow::Error) -> bool {
 
 pub fn report(e: &anyhow::Error) -> ExitCode {
     if let Some(i) = e.downcast_ref::<Interrupted>() {
+        eprintln!("kscale: {i}");
+        return ExitCode::from((128 + i.0).clamp(0, 255) as u8);
+    }
+    if let Some(i) = e.downcast_ref::<Stopped>() {
         eprintln!("kscale: {i}");
         return ExitCode::from((128 + i.0).clamp(0, 255) as u8);
     }

@@ -78,6 +78,8 @@ enum Command {
     Web(cmd::web::Args),
     /// Print a shell completion script for bash, zsh, fish or elvish.
     Completions(cmd::completions::Args),
+    /// Kernel images booted in QEMU, kscale measuring inside, the runs stored here by kernel.
+    Vm(cmd::vm::Args),
     /// Man pages (and docs/cli.md), generated from these definitions.
     Man(cmd::man::Args),
     /// Internal: run one trial in a worker process (started by `kscale run`).
@@ -88,6 +90,11 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // The kernel starts init without arguments: a guest `kscale vm`
+    // booted.
+    if cmd::vm_init::is_guest_init() {
+        return cmd::vm_init::main();
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -141,6 +148,7 @@ fn main() -> ExitCode {
         Command::Fleet(a) => cmd::fleet::run(a, db),
         Command::Web(a) => cmd::web::run(a),
         Command::Tune(a) => cmd::tune::run(a, db),
+        Command::Vm(a) => cmd::vm::run(a, db),
         Command::Completions(a) => cmd::completions::run(a, Cli::command()),
         Command::Man(a) => cmd::man::run(a, Cli::command()),
     };

@@ -16,7 +16,14 @@ fn groups() -> &'static Mutex<HashSet<i32>> {
 }
 
 /// Must be called before any other thread is started, so all inherit the mask.
+/// A second call does nothing: a command may reach it along several paths
+/// (`check --kernel` boots once a run).
 pub fn install() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(install_now);
+}
+
+fn install_now() {
     let mut set = SigSet::empty();
     for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
         set.add(s);

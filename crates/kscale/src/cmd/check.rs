@@ -10,7 +10,7 @@
 
 use crate::engine::gate::{self, Judged, Target};
 use crate::engine::plan::PlanEntry;
-use crate::error::{user, Interrupted, UserError};
+use crate::error::{user, Interrupted, Stopped, UserError};
 use crate::output::{outln, print, Format, Json};
 use anyhow::Result;
 use kscale_core::cpus::base_name;
@@ -57,8 +57,38 @@ pub struct Args {
     /// minute a case. `--repeat` to 20.
     #[arg(long, value_name = "N", default_value_t = 6)]
     max_runs: u32,
+    /// Measure in this kernel image booted in QEMU (`kscale vm`), each run a boot, not on the
+    /// host's kernel: a kernel bisect step, against a baseline measured the same way (docs/vm.md).
+    #[arg(long, value_name = "IMAGE")]
+    kernel: Option<PathBuf>,
     #[command(flatten)]
     run: super::run::Args,
+}
+
+/// The `run` command line a guest measures for `check --kernel`: this
+/// check's words as given, its own options left out.
+fn guest_run(argv: &[String]) -> Vec<String> {
+    const OWN: &[&str] = &[
+        "--baseline",
+        "--threshold",
+        "--format",
+        "--repeat",
+        "--max-runs",
+        "--kernel",
+    ];
+    let mut out = vec!["run".to_string()];
+    let mut words = argv.iter().skip_while(|w| *w != "check").skip(1);
+    while let Some(w) = words.next() {
+        let name = w.split('=').next().unwrap_or(w);
+        if OWN.contains(&name) {
+            if !w.contains('=') {
+                words.next();
+            }
+            continue;
+        }
+        out.push(w.clone());
+    }
+    out
 }
 
 /// `5%`, `5` or `0.5%`: a fraction in (0, 10].
@@ -147,12 +177,14 @@ pub fn run(mut args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         )));
     }
 
+    let vcpus = super::vm::vcpus_of(&base.run.snapshot);
     let started = std::time::Instant::now();
     let mut ids = Vec::new();
     let mut store = None;
     for i in 0..args.repeat {
         eprintln!("kscale check: run {} of {}", i + 1, args.repeat);
-        let Some((s, id)) = measure(&args, &db, |e| targets.iter().any(|t| planned(e, t)))? else {
+        let Some((s, id)) = measure(&args, &db, vcpus, |e| targets.iter().any(|t| planned(e, t)))?
+        else {
             return Ok(ExitCode::from(UNMEASURED));
         };
         ids.push(id);
@@ -186,7 +218,8 @@ pub fn run(mut args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
             ids.len() + 1,
             open.len()
         );
-        let Some((s, id)) = measure(&args, &db, |e| open.iter().any(|t| planned(e, t)))? else {
+        let Some((s, id)) = measure(&args, &db, vcpus, |e| open.iter().any(|t| planned(e, t)))?
+        else {
             return Ok(ExitCode::from(UNMEASURED));
         };
         ids.push(id);
@@ -209,12 +242,27 @@ fn planned(e: &PlanEntry, t: &Target) -> bool {
 fn measure(
     args: &Args,
     db: &Option<PathBuf>,
+    vcpus: Option<super::vm::Vcpus>,
     keep: impl Fn(&PlanEntry) -> bool,
 ) -> Result<Option<(Store, i64)>> {
-    match super::run::measure_kept(&args.run, db.clone(), &keep) {
+    let measured = match &args.kernel {
+        // The guest measures every target each boot (the filter is the
+        // host's plan's), booted as the baseline was.
+        Some(k) => {
+            let argv: Vec<String> = std::env::args().collect();
+            super::open_store(db.clone()).and_then(|s| {
+                let id = super::vm::measure_in(&s, k, &guest_run(&argv), vcpus)?;
+                Ok((s, id))
+            })
+        }
+        None => super::run::measure_kept(&args.run, db.clone(), &keep),
+    };
+    match measured {
         Ok(r) => Ok(Some(r)),
         Err(e) => {
-            if e.downcast_ref::<Interrupted>().is_some() || e.downcast_ref::<UserError>().is_some()
+            if e.downcast_ref::<Interrupted>().is_some()
+                || e.downcast_ref::<Stopped>().is_some()
+                || e.downcast_ref::<UserError>().is_some()
             {
                 return Err(e);
             }
@@ -429,6 +477,31 @@ fn report(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_guest_runs_the_checks_run_options() {
+        let argv: Vec<String> = [
+            "kscale",
+            "--db",
+            "x.db",
+            "check",
+            "--baseline",
+            "good",
+            "--kernel=bzImage",
+            "syscall.null",
+            "--threshold",
+            "10%",
+            "--cpus",
+            "1",
+            "--quick",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            guest_run(&argv),
+            ["run", "syscall.null", "--cpus", "1", "--quick"]
+        );
+    }
 
     #[test]
     fn thresholds_parse_with_or_without_percent() {

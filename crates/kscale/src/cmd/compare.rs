@@ -33,15 +33,32 @@ pub struct Args {
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let threshold = super::check::parse_threshold(&args.threshold)?;
     let store = super::open_existing(db)?;
-    let mut data = Vec::new();
+    let mut ids = Vec::new();
     for spec in &args.runs {
-        let id = store.resolve(spec)?;
+        ids.push(store.resolve(spec)?);
+    }
+    print_comparison(&store, &ids, args.metric.as_deref(), threshold, args.format)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints the runs `ids` side by side with a verdict per case at
+/// `threshold`: what `kscale compare` prints, for the commands that end
+/// with a comparison of the runs they stored (`kscale vm --compare`).
+pub fn print_comparison(
+    store: &kscale_store::Store,
+    ids: &[i64],
+    metric: Option<&str>,
+    threshold: f64,
+    format: crate::output::Format,
+) -> Result<()> {
+    let mut data = Vec::new();
+    for &id in ids {
         data.push(store.load_run(id)?);
     }
     let refs: Vec<&kscale_store::RunData> = data.iter().collect();
-    let mut cmp = compare_metric(&refs, &super::Registry, args.metric.as_deref())
-        .map_err(|e| user(e.to_string()))?;
-    verdicts(&store, &data, &mut cmp, threshold)?;
+    let mut cmp =
+        compare_metric(&refs, &super::Registry, metric).map_err(|e| user(e.to_string()))?;
+    verdicts(store, &data, &mut cmp, threshold)?;
     let mut tables = tables(&cmp);
     // How the machine itself moved between the runs, from their gauge
     // readings (docs/noise.md, "The gauge and the control"): a ratio
@@ -78,8 +95,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
             last.notes.push(line);
         }
     }
-    super::print_result(&cmp, &tables, args.format)?;
-    Ok(ExitCode::SUCCESS)
+    super::print_result(&cmp, &tables, format)
 }
 
 /// Gives each case and family its verdict at `threshold`, from each

@@ -38,6 +38,10 @@ pub struct Args {
     /// The directory a run will use (`run --dir`).
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
+    /// A kernel image to boot in QEMU, under KVM and else emulated, to tell whether `kscale
+    /// vm` can boot kernels here (default: $KSCALE_VM_KERNEL; none: no boot is tried).
+    #[arg(long, value_name = "IMAGE")]
+    kernel: Option<PathBuf>,
     /// Output format: terminal or json.
     #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
     format: Format,
@@ -111,6 +115,14 @@ pub fn run(args: Args, _db: Option<PathBuf>) -> Result<ExitCode> {
             dir.display()
         )));
     }
+    let kernel = args.kernel.clone().or_else(|| {
+        std::env::var_os("KSCALE_VM_KERNEL")
+            .filter(|k| !k.is_empty())
+            .map(PathBuf::from)
+    });
+    if let Some(k) = &kernel {
+        crate::engine::vm::check_kernel(k)?;
+    }
     // Another kscale measuring here first: it would make the gauge read it.
     let mut found = other_runs();
     let (gauged, readings) = gauge_findings(args.seconds)?;
@@ -120,6 +132,7 @@ pub fn run(args: Args, _db: Option<PathBuf>) -> Result<ExitCode> {
     found.extend(idle_request());
     found.extend(huge_pages());
     found.extend(filesystem(&dir));
+    found.extend(vm_boots(kernel.as_deref())?);
 
     let worst = found.iter().map(|f| f.level).max().unwrap_or(Level::Ok);
     match format {
@@ -132,6 +145,74 @@ pub fn run(args: Args, _db: Option<PathBuf>) -> Result<ExitCode> {
         Format::Terminal | Format::Csv | Format::Md => print_findings(&found)?,
     }
     Ok(ExitCode::from(if worst == Level::Fail { 1 } else { 0 }))
+}
+
+/// Whether `kscale vm` can boot kernels here: with KVM, only emulated,
+/// or not at all, and why; a boot of `kernel` decides where one is given
+/// (docs/vm.md).
+fn vm_boots(kernel: Option<&Path>) -> Result<Vec<Finding>> {
+    use crate::engine::vm::{self, qemu::Accel};
+    let what = "kernels in VMs";
+    let qemu = match vm::qemu::find() {
+        Ok(q) => q,
+        Err(e) => {
+            return Ok(vec![finding(
+                Level::Warn,
+                what,
+                format!("none can be booted: {e}"),
+                Some("install QEMU to measure kernel images with `kscale vm`"),
+            )])
+        }
+    };
+    let kvm = vm::qemu::kvm_usable();
+    let Some(kernel) = kernel else {
+        let says = match &kvm {
+            Ok(()) => "QEMU is installed and /dev/kvm opens; whether a kernel boots under KVM here is untried".to_string(),
+            Err(why) => format!("only emulated (TCG), not the kernels' speed: {why}"),
+        };
+        return Ok(vec![finding(
+            Level::Ok,
+            what,
+            says,
+            Some("`kscale doctor --kernel IMAGE` boots one to tell"),
+        )]);
+    };
+    let kvm = match kvm {
+        Ok(()) => vm::probe_boot(&qemu, kernel, Accel::Kvm)?,
+        Err(why) => Err(why.trim_start_matches("KVM: ").to_string()),
+    };
+    if let Ok(s) = kvm {
+        return Ok(vec![finding(
+            Level::Ok,
+            what,
+            format!(
+                "KVM: {} reaches init in {s:.1} s; `kscale vm` measures at the kernel's speed",
+                kernel.display()
+            ),
+            None,
+        )]);
+    }
+    let kvm_why = kvm.err().unwrap_or_default();
+    Ok(vec![match vm::probe_boot(&qemu, kernel, Accel::Tcg)? {
+        Ok(s) => finding(
+            Level::Warn,
+            what,
+            format!(
+                "only emulated (TCG), not the kernels' speed: KVM: {kvm_why}; emulated, {} reaches init in {s:.1} s",
+                kernel.display()
+            ),
+            Some("a host with working KVM gives the kernels' own figures"),
+        ),
+        Err(why) => finding(
+            Level::Warn,
+            what,
+            format!(
+                "none can be booted: {} under KVM: {kvm_why}; emulated: {why}",
+                kernel.display()
+            ),
+            Some("check the image boots (a bzImage with the 8250 serial console built in)"),
+        ),
+    }])
 }
 
 /// A failure for each other kscale measuring on this machine: two runs at

@@ -79,7 +79,7 @@ pub struct Args {
 
 /// The remote kscale's command line (without `--db`/`--dir`), validated here
 /// so that a typo costs one line before any host is contacted.
-fn remote_command(words: &[String]) -> Result<Vec<String>> {
+pub fn remote_command(words: &[String]) -> Result<Vec<String>> {
     let (sub, rest) = match words.first().map(String::as_str) {
         Some("study") => ("study", &words[1..]),
         Some("run") => ("run", &words[1..]),

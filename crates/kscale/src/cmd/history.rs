@@ -35,9 +35,34 @@ Examples:
 pub struct Args {
     #[command(flatten)]
     pub select: Select,
+    /// First measure the targets (`run TARGET… --quick`) in this kernel image booted in QEMU
+    /// (`kscale vm`), so that a series of kernels lands here run by run (docs/vm.md).
+    #[arg(long, value_name = "IMAGE")]
+    kernel: Option<PathBuf>,
     /// Output format: terminal, json or csv.
     #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
     format: Format,
+}
+
+/// The `run` a guest measures for `history --kernel`: each target's
+/// workload or family, its params as `--param`, quick sweeps, and the
+/// `--cpus` filter where one is given.
+fn guest_run(select: &Select) -> Vec<String> {
+    let mut out = vec!["run".to_string()];
+    let mut params = Vec::new();
+    for t in &select.targets {
+        let (what, ps) = t.split_once(':').unwrap_or((t, ""));
+        out.push(what.to_string());
+        params.extend(ps.split(',').filter(|p| !p.is_empty()).map(String::from));
+    }
+    for p in params {
+        out.extend(["--param".to_string(), p]);
+    }
+    if let Some(c) = &select.runs.cpus {
+        out.extend(["--cpus".to_string(), c.clone()]);
+    }
+    out.push("--quick".into());
+    out
 }
 
 /// Which cases, over which runs, in which order.
@@ -506,6 +531,16 @@ fn table(s: &Series) -> Table {
         ]);
         t.push(RowKind::Data, row);
     }
+    let emulated: Vec<&str> = s
+        .points
+        .iter()
+        .filter_map(|p| p.run.vm.as_deref().filter(|v| v.starts_with("TCG")))
+        .collect();
+    if let Some(tag) = emulated.first() {
+        t.notes.push(format!(
+            "({tag} …): emulated (TCG): not the kernel's speed; runs booted by kscale vm under QEMU's emulator, beside native runs only for their kind of change (docs/vm.md)."
+        ));
+    }
     t
 }
 
@@ -555,7 +590,14 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let format = args
         .format
         .accepted("history", &[Format::Terminal, Format::Json, Format::Csv])?;
-    let store = super::open_existing(db)?;
+    let store = match &args.kernel {
+        Some(k) => {
+            let store = super::open_store(db)?;
+            super::vm::measure_in(&store, k, &guest_run(&args.select), None)?;
+            store
+        }
+        None => super::open_existing(db)?,
+    };
     let series = args.select.series(&store)?;
     match format {
         Format::Json => print(&Json.document(&json!(series))?)?,
@@ -617,6 +659,7 @@ mod tests {
             hostname: None,
             kernel: Some(kernel.into()),
             kernel_version: None,
+            vm: None,
         };
         assert_eq!(
             commit(&run("6.9.0-rc3-00042-gdeadbeef1234")),

@@ -22,6 +22,8 @@ pub mod scale;
 pub mod show;
 pub mod study;
 pub mod tune;
+pub mod vm;
+pub mod vm_init;
 pub mod web;
 pub mod worker;
 

@@ -55,9 +55,30 @@ pub fn header(data: &RunData) -> String {
         } else {
             ""
         },
-    ) + &concurrent(data)
+    ) + &booted(data)
+        + &concurrent(data)
         + &dir_moved(data)
         + &left_out(data)
+}
+
+/// How `kscale vm` booted the guest the run was measured in, its
+/// emulated mark first (docs/vm.md); empty for a run on a host's kernel.
+fn booted(data: &RunData) -> String {
+    let vm = &data.run.snapshot["vm"];
+    let Some(accel) = vm["accel"].as_str() else {
+        return String::new();
+    };
+    let how = format!(
+        "booted by kscale vm: {}, {} vCPU{}, {}",
+        accel,
+        vm["vcpus"].as_u64().unwrap_or(0),
+        if vm["up"] == true { " (nosmp)" } else { "" },
+        vm["image"].as_str().unwrap_or("?"),
+    );
+    match data.run.emulated_mark() {
+        Some(m) => format!("{m}: {how}\n"),
+        None => format!("{how}\n"),
+    }
 }
 
 /// Where a study measured instead of its working directory, and why.

@@ -23,6 +23,9 @@ struct Machine {
     host: Option<String>,
     kernel: Option<String>,
     kernel_version: Option<String>,
+    /// How `kscale vm` booted it, `None` natively: an emulated kernel is
+    /// another machine than the same kernel on the host.
+    vm: Option<String>,
 }
 
 fn machine_of(snapshot: &serde_json::Value) -> Machine {
@@ -31,6 +34,7 @@ fn machine_of(snapshot: &serde_json::Value) -> Machine {
         host: s(&snapshot["hostname"]),
         kernel: s(&snapshot["kernel"]["release"]),
         kernel_version: s(&snapshot["kernel"]["version"]),
+        vm: kscale_store::vm_tag(snapshot),
     }
 }
 
@@ -162,6 +166,7 @@ pub fn spread_here(
                 host: r.hostname.clone(),
                 kernel: r.kernel.clone(),
                 kernel_version: r.kernel_version.clone(),
+                vm: r.vm.clone(),
             };
             (m == here).then_some(())?;
             Some((
@@ -193,16 +198,42 @@ pub fn judge(
     workloads.dedup();
     let stored = store.series(&workloads)?;
     let here = machine_of(&base.run.snapshot);
+    // A baseline booted by `kscale vm` is a kernel bisect's: the kernel is
+    // what changes, so the machine is the host and the boot's kind, and
+    // each kernel a build of its own whose boots give the spread
+    // (docs/vm.md, "Kernel bisects").
+    let kernel_bisect = here.vm.is_some();
     let on_here = |id: &i64| {
         stored.runs.get(id).is_some_and(|r| {
-            Machine {
+            let m = Machine {
                 host: r.hostname.clone(),
                 kernel: r.kernel.clone(),
                 kernel_version: r.kernel_version.clone(),
-            } == here
+                vm: r.vm.clone(),
+            };
+            if kernel_bisect {
+                m.host == here.host && m.vm == here.vm
+            } else {
+                m == here
+            }
         })
     };
-    let base_rev = base.run.git_rev.clone();
+    let build = |r: &kscale_store::series::SeriesRun| {
+        if kernel_bisect {
+            format!(
+                "{} {} {}",
+                r.git_rev,
+                r.kernel.as_deref().unwrap_or("?"),
+                r.kernel_version.as_deref().unwrap_or("?")
+            )
+        } else {
+            r.git_rev.clone()
+        }
+    };
+    let base_rev = stored
+        .runs
+        .get(&base.run.id)
+        .map_or_else(|| base.run.git_rev.clone(), build);
     let alpha = verdict::per_case(verdict::ALPHA, targets.len());
     // Each run's user-space loop level (ln), read once for every case.
     let mut loops: std::collections::BTreeMap<i64, f64> = Default::default();
@@ -227,7 +258,7 @@ pub fn judge(
                 })
             })
             .collect();
-        let rev = |id: i64| stored.runs.get(&id).map(|r| r.git_rev.clone());
+        let rev = |id: i64| stored.runs.get(&id).map(build);
         let label = |id: i64| stored.runs.get(&id).map(|r| r.label.clone());
         let on_base_side = |id: i64| {
             id == base.run.id

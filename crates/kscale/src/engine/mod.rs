@@ -16,6 +16,8 @@
 //! - `gate`: what a regression gate stands on: a case's runs here.
 //! - `gauge`: the machine's own speed before a run and through it (the
 //!   control), stored with the run.
+//! - `vm`: kernel images booted in QEMU, kscale their init, the guests'
+//!   runs brought back (docs/vm.md).
 
 pub mod args;
 pub mod budget;
@@ -33,6 +35,7 @@ pub mod profiling;
 pub mod progress;
 pub mod roles;
 pub mod runner;
+pub mod vm;
 pub mod worker;
 
 /// Stores trials that carry only their wall time, `(warm-up, seconds)`
