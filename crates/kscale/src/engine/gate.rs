@@ -183,6 +183,57 @@ pub fn same_machine(a: &serde_json::Value, b: &serde_json::Value) -> bool {
     machine_of(a) == machine_of(b)
 }
 
+/// Where the gate reads a case's runs: the baseline's host and kernel. A
+/// baseline booted by `kscale vm` is a kernel bisect's: the kernel is what
+/// changes, so the machine is the host and the boot's kind, and each
+/// kernel a build of its own whose boots give the spread (docs/vm.md,
+/// "Kernel bisects").
+struct Place {
+    here: Machine,
+    kernel_bisect: bool,
+}
+
+impl Place {
+    fn of(snapshot: &serde_json::Value) -> Place {
+        let here = machine_of(snapshot);
+        let kernel_bisect = here.vm.is_some();
+        Place {
+            here,
+            kernel_bisect,
+        }
+    }
+
+    /// Whether run `r` ran here.
+    fn holds(&self, r: &kscale_store::series::SeriesRun) -> bool {
+        let m = Machine {
+            host: r.hostname.clone(),
+            kernel: r.kernel.clone(),
+            kernel_version: r.kernel_version.clone(),
+            vm: r.vm.clone(),
+        };
+        if self.kernel_bisect {
+            m.host == self.here.host && m.vm == self.here.vm
+        } else {
+            m == self.here
+        }
+    }
+
+    /// The build that measured `r`: kscale's, and in a kernel bisect the
+    /// kernel's too.
+    fn build(&self, r: &kscale_store::series::SeriesRun) -> String {
+        if self.kernel_bisect {
+            format!(
+                "{} {} {}",
+                r.git_rev,
+                r.kernel.as_deref().unwrap_or("?"),
+                r.kernel_version.as_deref().unwrap_or("?")
+            )
+        } else {
+            r.git_rev.clone()
+        }
+    }
+}
+
 /// Judges every target: the baseline run `base` against the runs `now`,
 /// with the spread of the case's runs in `store` on the baseline's host and
 /// kernel. Each case at `alpha` over the targets.
@@ -197,39 +248,9 @@ pub fn judge(
     workloads.sort();
     workloads.dedup();
     let stored = store.series(&workloads)?;
-    let here = machine_of(&base.run.snapshot);
-    // A baseline booted by `kscale vm` is a kernel bisect's: the kernel is
-    // what changes, so the machine is the host and the boot's kind, and
-    // each kernel a build of its own whose boots give the spread
-    // (docs/vm.md, "Kernel bisects").
-    let kernel_bisect = here.vm.is_some();
-    let on_here = |id: &i64| {
-        stored.runs.get(id).is_some_and(|r| {
-            let m = Machine {
-                host: r.hostname.clone(),
-                kernel: r.kernel.clone(),
-                kernel_version: r.kernel_version.clone(),
-                vm: r.vm.clone(),
-            };
-            if kernel_bisect {
-                m.host == here.host && m.vm == here.vm
-            } else {
-                m == here
-            }
-        })
-    };
-    let build = |r: &kscale_store::series::SeriesRun| {
-        if kernel_bisect {
-            format!(
-                "{} {} {}",
-                r.git_rev,
-                r.kernel.as_deref().unwrap_or("?"),
-                r.kernel_version.as_deref().unwrap_or("?")
-            )
-        } else {
-            r.git_rev.clone()
-        }
-    };
+    let place = Place::of(&base.run.snapshot);
+    let on_here = |id: &i64| stored.runs.get(id).is_some_and(|r| place.holds(r));
+    let build = |r: &kscale_store::series::SeriesRun| place.build(r);
     let base_rev = stored
         .runs
         .get(&base.run.id)
@@ -276,28 +297,15 @@ pub fn judge(
             .chain(runs.iter().filter(|r| now.contains(&r.id)))
             .copied()
             .collect();
-        let group = |id: i64| (rev(id), now.contains(&id));
-        let sides = ordered
+        let sided = ordered
             .iter()
             .filter(|r| on_base_side(r.id) || now.contains(&r.id));
-        let paced = sides.clone().next().is_some() && sides.clone().all(|r| r.pace.is_some());
+        let paced = sided.clone().next().is_some() && sided.clone().all(|r| r.pace.is_some());
         let used: Vec<Run> = ordered
             .iter()
             .filter(|r| !paced || r.pace.is_some())
             .copied()
             .collect();
-        let raw = |r: &Run| kscale_core::verdict::worse_ln(r.value, t.direction);
-        let gain = paced.then(|| {
-            let fit: Vec<(f64, f64, _)> = used
-                .iter()
-                .filter_map(|r| Some((raw(r), r.pace?.ln(), group(r.id))))
-                .collect();
-            pace::gain(&fit)
-        });
-        let y = |r: &Run| match (gain, r.pace) {
-            (Some(g), Some(p)) => pace::adjusted(raw(r), p.ln(), g),
-            _ => raw(r),
-        };
         let base_side: Vec<Run> = used
             .iter()
             .filter(|r| on_base_side(r.id))
@@ -308,7 +316,87 @@ pub fn judge(
             .filter(|r| now.contains(&r.id))
             .copied()
             .collect();
-        let series: Vec<(f64, _)> = used.iter().map(|r| (y(r), group(r.id))).collect();
+        let sides = Sides {
+            used: &used,
+            base: &base_side,
+            now: &now_side,
+            now_ids: now,
+            rev: &rev,
+            paced,
+        };
+        let r = sides.read(t.direction, &loops, threshold, alpha);
+        out.push(Judged {
+            target: t.clone(),
+            cases: targets.len(),
+            verdict: r.verdict,
+            footing: Footing {
+                base_runs: base_side.iter().map(|r| r.id).collect(),
+                base_values: base_side.iter().map(|r| r.value).collect(),
+                now_runs: now_side.iter().map(|r| r.id).collect(),
+                now_values: now_side.iter().map(|r| r.value).collect(),
+                spread_pct: r.spread.map(|s| s.sd * 100.0),
+                spread_df: r.spread.map(|s| s.df),
+                spread_runs: r.spread.map_or(0, |s| s.runs),
+                machine: r.gauge.map(|m| verdict::interval(m, alpha)),
+                pace: r.gain,
+                pace_move_pct: sides.pace_move(),
+            },
+        });
+    }
+    Ok(out)
+}
+
+/// A case's runs as the gate reads them: the runs the spread reads, in
+/// its order, and the two sides among them.
+struct Sides<'a> {
+    used: &'a [Run],
+    base: &'a [Run],
+    now: &'a [Run],
+    now_ids: &'a [i64],
+    /// The build of a run: pairs of one build and one side are the
+    /// spread's and the gain's.
+    rev: &'a dyn Fn(i64) -> Option<String>,
+    /// Every run of both sides recorded its pace.
+    paced: bool,
+}
+
+/// What the gate read of a case: its verdict and what it stood on.
+struct Read {
+    verdict: Option<GateVerdict>,
+    spread: Option<Spread>,
+    gauge: Option<Change>,
+    gain: Option<pace::Gain>,
+}
+
+impl Sides<'_> {
+    fn group(&self, id: i64) -> (Option<String>, bool) {
+        ((self.rev)(id), self.now_ids.contains(&id))
+    }
+
+    /// The verdict at `threshold`, each run's value read along its pace
+    /// where the sides are paced ([`pace`]), the machine beside it the
+    /// pace's move (else the gauge's loop, `loops`).
+    fn read(
+        &self,
+        direction: kscale_core::Direction,
+        loops: &BTreeMap<i64, f64>,
+        threshold: f64,
+        alpha: f64,
+    ) -> Read {
+        let raw = |r: &Run| verdict::worse_ln(r.value, direction);
+        let gain = self.paced.then(|| {
+            let fit: Vec<(f64, f64, _)> = self
+                .used
+                .iter()
+                .filter_map(|r| Some((raw(r), r.pace?.ln(), self.group(r.id))))
+                .collect();
+            pace::gain(&fit)
+        });
+        let y = |r: &Run| match (gain, r.pace) {
+            (Some(g), Some(p)) => pace::adjusted(raw(r), p.ln(), g),
+            _ => raw(r),
+        };
+        let series: Vec<(f64, _)> = self.used.iter().map(|r| (y(r), self.group(r.id))).collect();
         let spread = Spread::successive(&series).map(|s| match gain {
             // The fitted gain took one degree of freedom.
             Some(g) if g.fitted => Spread {
@@ -317,36 +405,26 @@ pub fn judge(
             },
             _ => s,
         });
-        let ys = |side: &[Run]| side.iter().map(y).collect::<Vec<f64>>();
-        let pace_move = gain.and_then(|_| {
-            let lnp = |side: &[Run]| -> Vec<f64> {
-                side.iter().filter_map(|r| Some(r.pace?.ln())).collect()
-            };
-            let (b, n) = (lnp(&base_side), lnp(&now_side));
-            (!b.is_empty() && !n.is_empty()).then(|| {
-                let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-                ((mean(&n) - mean(&b)).exp() - 1.0) * 100.0
-            })
-        });
-        let order: Vec<i64> = used.iter().map(|r| r.id).collect();
-        let gauge = machine_move(&loops, &order, &base_side, &now_side, &rev, now);
+        let gauge = self.moved(loops);
         // The machine beside the verdict: the pace where the runs have
         // one (it sat beside each trial), else the gauge's loop.
         let (machine, spell_gain) = match gain {
             Some(g) => {
-                let paces: BTreeMap<i64, f64> = used
+                let paces: BTreeMap<i64, f64> = self
+                    .used
                     .iter()
                     .filter_map(|r| Some((r.id, r.pace?.ln())))
                     .collect();
                 (
-                    machine_move(&paces, &order, &base_side, &now_side, &rev, now),
+                    self.moved(&paces),
                     (verdict::PACE_SPELL_GAIN - g.gain).max(0.0),
                 )
             }
             None => (gauge, verdict::SPELL_GAIN),
         };
+        let ys = |side: &[Run]| side.iter().map(y).collect::<Vec<f64>>();
         let verdict = spread
-            .and_then(|s| Change::between_runs(&ys(&base_side), &ys(&now_side), s))
+            .and_then(|s| Change::between_runs(&ys(self.base), &ys(self.now), s))
             .map(|c: Change| {
                 verdict::beside_machine(
                     verdict::gate(c, threshold, alpha),
@@ -357,25 +435,33 @@ pub fn judge(
                     alpha,
                 )
             });
-        out.push(Judged {
-            target: t.clone(),
-            cases: targets.len(),
+        Read {
             verdict,
-            footing: Footing {
-                base_runs: base_side.iter().map(|r| r.id).collect(),
-                base_values: base_side.iter().map(|r| r.value).collect(),
-                now_runs: now_side.iter().map(|r| r.id).collect(),
-                now_values: now_side.iter().map(|r| r.value).collect(),
-                spread_pct: spread.map(|s| s.sd * 100.0),
-                spread_df: spread.map(|s| s.df),
-                spread_runs: spread.map_or(0, |s| s.runs),
-                machine: gauge.map(|m| verdict::interval(m, alpha)),
-                pace: gain,
-                pace_move_pct: pace_move,
-            },
-        });
+            spread,
+            gauge,
+            gain,
+        }
     }
-    Ok(out)
+
+    /// A probe's move between the sides ([`machine_move`]), `levels` each
+    /// run's ln level.
+    fn moved(&self, levels: &BTreeMap<i64, f64>) -> Option<Change> {
+        let order: Vec<i64> = self.used.iter().map(|r| r.id).collect();
+        machine_move(levels, &order, self.base, self.now, self.rev, self.now_ids)
+    }
+
+    /// How much slower (above 0) the pace ran now than at the baseline's
+    /// side, in %; `None` unpaced.
+    fn pace_move(&self) -> Option<f64> {
+        if !self.paced {
+            return None;
+        }
+        let lnp =
+            |side: &[Run]| -> Vec<f64> { side.iter().filter_map(|r| Some(r.pace?.ln())).collect() };
+        let (b, n) = (lnp(self.base), lnp(self.now));
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        (!b.is_empty() && !n.is_empty()).then(|| ((mean(&n) - mean(&b)).exp() - 1.0) * 100.0)
+    }
 }
 
 /// The machine's own move between the sides, read by the gauge's
