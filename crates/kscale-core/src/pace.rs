@@ -105,7 +105,13 @@ mod tests {
         // pair of 23: the gain stays near 1.5.
         let pooled: Vec<_> = runs
             .iter()
-            .map(|r| (r.0 - if r.2 { 0.2 } else { 0.0 }, r.1 + if r.2 { 0.01 } else { 0.0 }, ()))
+            .map(|r| {
+                (
+                    r.0 - if r.2 { 0.2 } else { 0.0 },
+                    r.1 + if r.2 { 0.01 } else { 0.0 },
+                    (),
+                )
+            })
             .collect();
         let g = gain(&pooled).gain;
         assert!(g > 1.5 && g < 1.9, "{g}");
