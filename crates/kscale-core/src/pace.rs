@@ -28,6 +28,10 @@ pub const MIN_FIT_RUNS: usize = 8;
 /// faster machine hide a regression.
 pub const MAX_GAIN: f64 = 2.0;
 
+/// The steepest a case may follow its pace in a host spell, where the
+/// runs cannot bound it tighter.
+const SPELL_GAIN: f64 = crate::verdict::PACE_SPELL_GAIN;
+
 /// The gain a gate moves its runs' values by: `worse_ln − gain × ln pace`.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct Gain {
@@ -36,6 +40,12 @@ pub struct Gain {
     pub fitted: bool,
     /// The runs it was read from.
     pub runs: usize,
+    /// How far the case may still follow the pace beyond `gain`: the
+    /// successive pairs' slope at its one-sided 95 % upper bound, less
+    /// the gain, at most [`crate::verdict::PACE_SPELL_GAIN`] less it
+    /// (that, unfitted). What a gate may still lay at the machine's door
+    /// ([`crate::verdict::beside_machine`]).
+    pub unexplained: f64,
 }
 
 /// The slope of runs' `(worse_ln, ln pace, group)`, in the order they
@@ -52,6 +62,7 @@ pub fn gain<G: PartialEq>(runs: &[(f64, f64, G)]) -> Gain {
         gain: 1.0,
         fitted: false,
         runs: runs.len(),
+        unexplained: SPELL_GAIN - 1.0,
     };
     let ok: Vec<&(f64, f64, G)> = runs
         .iter()
@@ -60,20 +71,26 @@ pub fn gain<G: PartialEq>(runs: &[(f64, f64, G)]) -> Gain {
     if ok.len() < MIN_FIT_RUNS {
         return unit;
     }
-    let (mut sxy, mut sxx) = (0.0, 0.0);
-    for w in ok.windows(2).filter(|w| w[0].2 == w[1].2) {
-        let (dy, dx) = (w[1].0 - w[0].0, w[1].1 - w[0].1);
-        sxy += dx * dy;
-        sxx += dx * dx;
-    }
+    let pairs: Vec<(f64, f64)> = ok
+        .windows(2)
+        .filter(|w| w[0].2 == w[1].2)
+        .map(|w| (w[1].1 - w[0].1, w[1].0 - w[0].0))
+        .collect();
+    let sxx: f64 = pairs.iter().map(|(dx, _)| dx * dx).sum();
     // A pace that did not move has no slope to read.
-    if sxx < 1e-8 {
+    if sxx < 1e-8 || pairs.len() < 2 {
         return unit;
     }
+    let slope = pairs.iter().map(|(dx, dy)| dx * dy).sum::<f64>() / sxx;
+    let df = (pairs.len() - 1) as f64;
+    let rss: f64 = pairs.iter().map(|(dx, dy)| (dy - slope * dx).powi(2)).sum();
+    let upper = slope + crate::stats::t_quantile(90.0, df) * (rss / df / sxx).sqrt();
+    let gain = slope.clamp(0.0, MAX_GAIN);
     Gain {
-        gain: (sxy / sxx).clamp(0.0, MAX_GAIN),
+        gain,
         fitted: true,
         runs: ok.len(),
+        unexplained: (upper - gain).clamp(0.0, SPELL_GAIN - gain),
     }
 }
 
@@ -124,6 +141,41 @@ mod tests {
         assert!(!gain(&few).fitted);
         let still: Vec<_> = (0..10).map(|i| (i as f64 * 0.01, 0.5, ())).collect();
         assert!(!gain(&still).fitted);
+    }
+
+    /// What the gain leaves unexplained is the slope's upper bound less
+    /// it: nothing where the runs followed the pace exactly at a gain
+    /// within the bounds, more where they scatter about it or the slope
+    /// is steeper than the bound, the unfitted gain all of the spell's.
+    #[test]
+    fn the_unexplained_gain_is_the_slopes_upper_bound_less_the_gain() {
+        let exact: Vec<_> = (0..12)
+            .map(|i| {
+                let x = ((i * 7) % 5) as f64 * 0.01;
+                (1.5 * x, x, ())
+            })
+            .collect();
+        let g = gain(&exact);
+        assert!(g.unexplained < 1e-6, "{g:?}");
+        let scattered: Vec<_> = (0..12)
+            .map(|i| {
+                let x = ((i * 7) % 5) as f64 * 0.01;
+                (1.5 * x + if i % 2 == 0 { 0.01 } else { -0.01 }, x, ())
+            })
+            .collect();
+        let s = gain(&scattered);
+        assert!(s.unexplained > 0.1 && s.unexplained < SPELL_GAIN - s.gain, "{s:?}");
+        let steep: Vec<_> = (0..10)
+            .map(|i| {
+                let x = ((i * 7) % 5) as f64 * 0.01;
+                (4.0 * x, x, ())
+            })
+            .collect();
+        let st = gain(&steep);
+        assert_eq!(st.gain, MAX_GAIN);
+        assert!((st.unexplained - 2.0).abs() < 1e-6, "{st:?}");
+        let few: Vec<_> = (0..5).map(|i| (i as f64, i as f64, ())).collect();
+        assert_eq!(gain(&few).unexplained, SPELL_GAIN - 1.0);
     }
 
     #[test]

@@ -290,8 +290,9 @@ pub const SPELL_GAIN: f64 = 3.0;
 /// `crate::pace`) a host spell moved a kernel-path case on the development
 /// VM: run-level slopes of 2.1–7.0 over batches of 5–34 runs of
 /// `syscall.null` (docs/validation.md, "The regression gate on its own
-/// binary"). The part of it the fitted gain did not take out is what
-/// [`beside_machine`] may still lay at the machine's door.
+/// binary"). The most a gate may still lay at the machine's door beside
+/// a fitted gain; where the runs' own slope bounds it tighter, that
+/// bound less the gain (`crate::pace::Gain::unexplained`).
 pub const PACE_SPELL_GAIN: f64 = 8.0;
 
 /// A gate's verdict `v` on change `c` beside the machine's own move between the sides,

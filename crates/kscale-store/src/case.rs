@@ -102,7 +102,6 @@ impl CaseData {
             .find(|m| m.primary)
             .or(self.metrics.first())
     }
-    /// The counted (non-warm-up) values of one metric, in trial order.
     /// Seconds from its first counted trial's start to its last one's end:
     /// how many moments of the machine its result averages over
     /// ([`kscale_core::noise::moments`]). 0 with no counted trial.
@@ -122,6 +121,7 @@ impl CaseData {
         (last.0 - first) as f64 + last.1
     }
 
+    /// The counted (non-warm-up) values of one metric, in trial order.
     pub fn values(&self, metric: &str) -> Vec<f64> {
         self.trials
             .iter()
@@ -170,6 +170,21 @@ impl CaseData {
             }
         }
         (s, fit)
+    }
+
+    /// The run's level of `metric` as a comparison between runs reads it:
+    /// the plain mean of the counted trials, or a percentile metric's
+    /// merged quantile; `None` without a counted value. Not the case's
+    /// estimator: on a VM a run's trials are a mixture of the host's
+    /// phases, not one level with outliers, and trimming keeps the phase
+    /// most trials sat in, so trimmed runs spread more from run to run
+    /// (docs/verdicts.md, "A run's level").
+    pub fn level(&self, metric: &str) -> Option<f64> {
+        if let Some(q) = self.metric(metric).and_then(|m| m.quantile.as_ref()) {
+            return self.merged_quantile(q);
+        }
+        let v = self.values(metric);
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
     }
 
     /// The merged histogram of the counted trials.

@@ -943,3 +943,23 @@ fn a_case_left_out_is_gone_and_named(env: &Env) {
     // The options it had are kept.
     assert_eq!(data.run.options["quick"], true);
 }
+
+/// A run's level for a comparison between runs is its counted trials'
+/// plain mean, whatever the case's estimator: ten trials, seven at one
+/// speed and three at another, level 2.3; warm-ups left out.
+#[test]
+fn a_runs_level_is_its_counted_trials_mean() {
+    let s = Env::sqlite().open();
+    let run = s.create_run(&new_run("level")).unwrap();
+    let c = converging_case(&s, run, 0, "syscall.null", "0");
+    timed_trial(&s, c, 0, true, 0.01, 100.0);
+    for i in 1..=10 {
+        trial(&s, c, i, if i <= 7 { 2.0 } else { 3.0 });
+    }
+    s.finish_case(c, CaseStatus::Done, Some(true), None, None, &[])
+        .unwrap();
+    let case = &s.load_run(run).unwrap().cases[0];
+    let level = case.level("latency").unwrap();
+    assert!((level - 2.3).abs() < 1e-9, "{level}");
+    assert_eq!(case.level("no such metric"), None);
+}

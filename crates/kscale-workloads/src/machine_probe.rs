@@ -46,10 +46,11 @@ const CROSSINGS: u32 = 20_000;
 
 /// A fixed chain of dependent integer operations the compiler cannot fold:
 /// its time ([`on_both_clocks`]) is the core's speed as the host gives it
-/// now.
-fn cpu_loop() {
+/// now. `iters` iterations: [`LOOP_ITERS`] a gauge reading, fewer or more
+/// for a pace ([`pace_ns`]).
+fn cpu_loop(iters: u64) {
     let mut x: u64 = std::hint::black_box(0x9e37_79b9_7f4a_7c15);
-    for _ in 0..LOOP_ITERS {
+    for _ in 0..iters {
         // xorshift64: three dependent operations an iteration.
         x ^= x << 13;
         x ^= x >> 7;
@@ -75,15 +76,7 @@ const PACE_SHARE: f64 = 0.01;
 pub fn pace_ns(trial_s: f64) -> Option<f64> {
     let units = ((trial_s * PACE_SHARE / 0.0005).round() as u64).clamp(1, 16);
     let counted = units * PACE_UNIT;
-    let (_, on_thread) = on_both_clocks(|| {
-        let mut x: u64 = std::hint::black_box(0x9e37_79b9_7f4a_7c15);
-        for _ in 0..counted * test_pace_factor() {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-        }
-        std::hint::black_box(x);
-    });
+    let (_, on_thread) = on_both_clocks(|| cpu_loop(counted * test_pace_factor()));
     let ns = on_thread * LOOP_ITERS as f64 / counted as f64;
     (ns.is_finite() && ns > 0.0).then_some(ns)
 }
@@ -251,7 +244,7 @@ pub fn take(req: &GaugeRequest) -> Result<Vec<Reading>> {
             // clock (docs/host.md, "The thread's own clock").
             let (mut reps, on_thread) = repeated(|| {
                 for _ in 0..times {
-                    cpu_loop();
+                    cpu_loop(LOOP_ITERS);
                 }
             });
             let cpu_mean_ns = Some(reps.iter().sum::<f64>() / reps.len() as f64);

@@ -38,15 +38,17 @@ pub fn main() -> ExitCode {
                 .and_then(|out| kscale_workloads::roles::output_line(&out)),
         );
     }
+    // The pace is read outside the trial's /proc/stat window, so its loop
+    // is not counted in the trial's user time.
+    let pace_before = kscale_workloads::machine_probe::pace_ns(req.trial_time_s);
     let (before, ours_before) = (
         kscale_sys::procstat::read(),
         kscale_sys::procstat::own_cpu_seconds(),
     );
-    let pace_before = kscale_workloads::machine_probe::pace_ns(req.trial_time_s);
     let result = kscale_workloads::run_trial(&req);
-    let pace_after = kscale_workloads::machine_probe::pace_ns(req.trial_time_s);
     let ours = kscale_sys::procstat::own_cpu_seconds() - ours_before;
     let after = kscale_sys::procstat::read();
+    let pace_after = kscale_workloads::machine_probe::pace_ns(req.trial_time_s);
     let mut out = match result {
         Ok(out) => out,
         Err(e) => {

@@ -69,13 +69,13 @@ impl Target {
     }
 }
 
-/// The value a run reports for `metric` of a done case: what its table
-/// prints (the case's estimator; a merged percentile for a percentile).
+/// A done case's level of `metric` in one run ([`CaseData::level`]: its
+/// trials' plain mean, not the estimator its table prints).
 fn value(c: &CaseData, metric: &str) -> Option<f64> {
     if c.status != CaseStatus::Done {
         return None;
     }
-    let v = c.summary(metric, 95.0).mean;
+    let v = c.level(metric)?;
     (v.is_finite() && v > 0.0).then_some(v)
 }
 
@@ -415,10 +415,7 @@ impl Sides<'_> {
                     .iter()
                     .filter_map(|r| Some((r.id, r.pace?.ln())))
                     .collect();
-                (
-                    self.moved(&paces),
-                    (verdict::PACE_SPELL_GAIN - g.gain).max(0.0),
-                )
+                (self.moved(&paces), g.unexplained)
             }
             None => (gauge, verdict::SPELL_GAIN),
         };
