@@ -40,12 +40,24 @@ pub struct Gain {
     pub fitted: bool,
     /// The runs it was read from.
     pub runs: usize,
-    /// How far the case may still follow the pace beyond `gain`: the
-    /// successive pairs' slope at its one-sided 95 % upper bound, less
-    /// the gain, at most [`crate::verdict::PACE_SPELL_GAIN`] less it
-    /// (that, unfitted). What a gate may still lay at the machine's door
-    /// ([`crate::verdict::beside_machine`]).
-    pub unexplained: f64,
+    /// The successive pairs' slope beyond `gain` (0 where the bounds did
+    /// not cut it) and its standard error: how far the case may still
+    /// follow the pace ([`Gain::follow`]).
+    pub beyond: f64,
+    pub beyond_se: f64,
+}
+
+impl Gain {
+    /// What a gate may still lay at the machine's door beside this gain
+    /// ([`crate::verdict::beside_machine`]): the slope beyond it, give or
+    /// take the slope's error; unfitted, up to [`SPELL_GAIN`] less the
+    /// unit gain.
+    pub fn follow(&self) -> crate::verdict::Follow {
+        crate::verdict::Follow {
+            gain: self.beyond,
+            se: self.beyond_se,
+        }
+    }
 }
 
 /// The slope of runs' `(worse_ln, ln pace, group)`, in the order they
@@ -53,7 +65,8 @@ pub struct Gain {
 /// of value against its change of pace, least squares through the origin.
 /// Like the spread between successive runs, a level step — a build, the
 /// side now, a setting turned on for some runs of one build — enters as
-/// one pair of many, not as a slope of its own; and a slow drift that
+/// one pair of many, not as a slope of its own (and among enough pairs is
+/// told as a step and left out, [`crate::verdict::without_steps`]); and a slow drift that
 /// moves the value but not the pace cancels between neighbours. Bounded
 /// to `[0, MAX_GAIN]`; the unit gain below [`MIN_FIT_RUNS`] runs or where
 /// the pace did not move.
@@ -62,7 +75,8 @@ pub fn gain<G: PartialEq>(runs: &[(f64, f64, G)]) -> Gain {
         gain: 1.0,
         fitted: false,
         runs: runs.len(),
-        unexplained: SPELL_GAIN - 1.0,
+        beyond: SPELL_GAIN - 1.0,
+        beyond_se: 0.0,
     };
     let ok: Vec<&(f64, f64, G)> = runs
         .iter()
@@ -71,26 +85,27 @@ pub fn gain<G: PartialEq>(runs: &[(f64, f64, G)]) -> Gain {
     if ok.len() < MIN_FIT_RUNS {
         return unit;
     }
-    let pairs: Vec<(f64, f64)> = ok
+    let mut pairs: Vec<(f64, f64)> = ok
         .windows(2)
         .filter(|w| w[0].2 == w[1].2)
         .map(|w| (w[1].1 - w[0].1, w[1].0 - w[0].0))
         .collect();
+    // A step of the value (a setting turned on) is not the pace's doing.
+    crate::verdict::without_steps(&mut pairs, |(_, dy)| *dy);
     let sxx: f64 = pairs.iter().map(|(dx, _)| dx * dx).sum();
     // A pace that did not move has no slope to read.
     if sxx < 1e-8 || pairs.len() < 2 {
         return unit;
     }
     let slope = pairs.iter().map(|(dx, dy)| dx * dy).sum::<f64>() / sxx;
-    let df = (pairs.len() - 1) as f64;
     let rss: f64 = pairs.iter().map(|(dx, dy)| (dy - slope * dx).powi(2)).sum();
-    let upper = slope + crate::stats::t_quantile(90.0, df) * (rss / df / sxx).sqrt();
     let gain = slope.clamp(0.0, MAX_GAIN);
     Gain {
         gain,
         fitted: true,
         runs: ok.len(),
-        unexplained: (upper - gain).clamp(0.0, SPELL_GAIN - gain),
+        beyond: (slope - gain).clamp(0.0, SPELL_GAIN - gain),
+        beyond_se: (rss / (pairs.len() - 1) as f64 / sxx).sqrt(),
     }
 }
 
@@ -143,39 +158,28 @@ mod tests {
         assert!(!gain(&still).fitted);
     }
 
-    /// What the gain leaves unexplained is the slope's upper bound less
-    /// it: nothing where the runs followed the pace exactly at a gain
-    /// within the bounds, more where they scatter about it or the slope
-    /// is steeper than the bound, the unfitted gain all of the spell's.
+    /// What the gain leaves is the slope beyond it, with the slope's
+    /// error: nothing where the runs followed the pace exactly at a gain
+    /// within the bounds, an error where they scatter about it, the part
+    /// the bound cut where the slope is steeper, and unfitted the spell's
+    /// bound less the unit gain.
     #[test]
-    fn the_unexplained_gain_is_the_slopes_upper_bound_less_the_gain() {
-        let exact: Vec<_> = (0..12)
-            .map(|i| {
-                let x = ((i * 7) % 5) as f64 * 0.01;
-                (1.5 * x, x, ())
-            })
-            .collect();
+    fn the_gain_leaves_the_slope_beyond_it_and_its_error() {
+        let pace = |i: i32| ((i * 7) % 5) as f64 * 0.01;
+        let exact: Vec<_> = (0..12).map(|i| (1.5 * pace(i), pace(i), ())).collect();
         let g = gain(&exact);
-        assert!(g.unexplained < 1e-6, "{g:?}");
+        assert!(g.beyond.abs() < 1e-9 && g.beyond_se < 1e-9, "{g:?}");
         let scattered: Vec<_> = (0..12)
-            .map(|i| {
-                let x = ((i * 7) % 5) as f64 * 0.01;
-                (1.5 * x + if i % 2 == 0 { 0.01 } else { -0.01 }, x, ())
-            })
+            .map(|i| (1.5 * pace(i) + 0.01 * f64::from(i % 2), pace(i), ()))
             .collect();
         let s = gain(&scattered);
-        assert!(s.unexplained > 0.1 && s.unexplained < SPELL_GAIN - s.gain, "{s:?}");
-        let steep: Vec<_> = (0..10)
-            .map(|i| {
-                let x = ((i * 7) % 5) as f64 * 0.01;
-                (4.0 * x, x, ())
-            })
-            .collect();
+        assert!(s.beyond_se > 0.05, "{s:?}");
+        let steep: Vec<_> = (0..10).map(|i| (4.0 * pace(i), pace(i), ())).collect();
         let st = gain(&steep);
         assert_eq!(st.gain, MAX_GAIN);
-        assert!((st.unexplained - 2.0).abs() < 1e-6, "{st:?}");
+        assert!((st.beyond - 2.0).abs() < 1e-9, "{st:?}");
         let few: Vec<_> = (0..5).map(|i| (i as f64, i as f64, ())).collect();
-        assert_eq!(gain(&few).unexplained, SPELL_GAIN - 1.0);
+        assert_eq!(gain(&few).follow().gain, SPELL_GAIN - 1.0);
     }
 
     #[test]

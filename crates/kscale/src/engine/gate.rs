@@ -102,10 +102,11 @@ pub fn targets(base: &RunData) -> Vec<Target> {
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Footing {
     /// The baseline side's runs (the baseline and its label's runs of the
-    /// same build on this host and kernel) and their values.
+    /// same build on this host and kernel) and their levels (each run's
+    /// trials' mean, [`CaseData::level`]).
     pub base_runs: Vec<i64>,
     pub base_values: Vec<f64>,
-    /// The runs measured now and their values.
+    /// The runs measured now and their levels.
     pub now_runs: Vec<i64>,
     pub now_values: Vec<f64>,
     /// One run's spread about its level, in % (ln × 100), and the stored
@@ -408,16 +409,16 @@ impl Sides<'_> {
         let gauge = self.moved(loops);
         // The machine beside the verdict: the pace where the runs have
         // one (it sat beside each trial), else the gauge's loop.
-        let (machine, spell_gain) = match gain {
+        let (machine, follow) = match gain {
             Some(g) => {
                 let paces: BTreeMap<i64, f64> = self
                     .used
                     .iter()
                     .filter_map(|r| Some((r.id, r.pace?.ln())))
                     .collect();
-                (self.moved(&paces), g.unexplained)
+                (self.moved(&paces), g.follow())
             }
-            None => (gauge, verdict::SPELL_GAIN),
+            None => (gauge, verdict::Follow::at_most(verdict::SPELL_GAIN)),
         };
         let ys = |side: &[Run]| side.iter().map(y).collect::<Vec<f64>>();
         let verdict = spread
@@ -427,7 +428,7 @@ impl Sides<'_> {
                     verdict::gate(c, threshold, alpha),
                     c,
                     machine,
-                    spell_gain,
+                    follow,
                     threshold,
                     alpha,
                 )
