@@ -32,6 +32,8 @@ pub const MAX_GAIN: f64 = 2.0;
 /// runs cannot bound it tighter.
 const SPELL_GAIN: f64 = crate::verdict::PACE_SPELL_GAIN;
 
+use crate::verdict::Follow;
+
 /// The gain a gate moves its runs' values by: `worse_ln − gain × ln pace`.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct Gain {
@@ -40,24 +42,12 @@ pub struct Gain {
     pub fitted: bool,
     /// The runs it was read from.
     pub runs: usize,
-    /// The successive pairs' slope beyond `gain` (0 where the bounds did
-    /// not cut it) and its standard error: how far the case may still
-    /// follow the pace ([`Gain::follow`]).
-    pub beyond: f64,
-    pub beyond_se: f64,
-}
-
-impl Gain {
     /// What a gate may still lay at the machine's door beside this gain
-    /// ([`crate::verdict::beside_machine`]): the slope beyond it, give or
-    /// take the slope's error; unfitted, up to [`SPELL_GAIN`] less the
+    /// ([`crate::verdict::beside_machine`]): the successive pairs' slope
+    /// beyond it (0 where the bounds did not cut it), give or take the
+    /// slope's standard error; unfitted, up to [`SPELL_GAIN`] less the
     /// unit gain.
-    pub fn follow(&self) -> crate::verdict::Follow {
-        crate::verdict::Follow {
-            gain: self.beyond,
-            se: self.beyond_se,
-        }
-    }
+    pub follow: Follow,
 }
 
 /// The slope of runs' `(worse_ln, ln pace, group)`, in the order they
@@ -65,9 +55,10 @@ impl Gain {
 /// of value against its change of pace, least squares through the origin.
 /// Like the spread between successive runs, a level step — a build, the
 /// side now, a setting turned on for some runs of one build — enters as
-/// one pair of many, not as a slope of its own (and among enough pairs is
-/// told as a step and left out, [`crate::verdict::without_steps`]); and a slow drift that
-/// moves the value but not the pace cancels between neighbours. Bounded
+/// one pair of many, not as a slope of its own (among enough pairs it is
+/// told as a step and left out, [`crate::verdict::without_steps`]); and a
+/// slow drift that moves the value but not the pace cancels between
+/// neighbours. Bounded
 /// to `[0, MAX_GAIN]`; the unit gain below [`MIN_FIT_RUNS`] runs or where
 /// the pace did not move.
 pub fn gain<G: PartialEq>(runs: &[(f64, f64, G)]) -> Gain {
@@ -75,8 +66,7 @@ pub fn gain<G: PartialEq>(runs: &[(f64, f64, G)]) -> Gain {
         gain: 1.0,
         fitted: false,
         runs: runs.len(),
-        beyond: SPELL_GAIN - 1.0,
-        beyond_se: 0.0,
+        follow: Follow::at_most(SPELL_GAIN - 1.0),
     };
     let ok: Vec<&(f64, f64, G)> = runs
         .iter()
@@ -104,8 +94,10 @@ pub fn gain<G: PartialEq>(runs: &[(f64, f64, G)]) -> Gain {
         gain,
         fitted: true,
         runs: ok.len(),
-        beyond: (slope - gain).clamp(0.0, SPELL_GAIN - gain),
-        beyond_se: (rss / (pairs.len() - 1) as f64 / sxx).sqrt(),
+        follow: Follow {
+            gain: (slope - gain).clamp(0.0, SPELL_GAIN - gain),
+            se: (rss / (pairs.len() - 1) as f64 / sxx).sqrt(),
+        },
     }
 }
 
@@ -168,18 +160,18 @@ mod tests {
         let pace = |i: i32| ((i * 7) % 5) as f64 * 0.01;
         let exact: Vec<_> = (0..12).map(|i| (1.5 * pace(i), pace(i), ())).collect();
         let g = gain(&exact);
-        assert!(g.beyond.abs() < 1e-9 && g.beyond_se < 1e-9, "{g:?}");
+        assert!(g.follow.gain.abs() < 1e-9 && g.follow.se < 1e-9, "{g:?}");
         let scattered: Vec<_> = (0..12)
             .map(|i| (1.5 * pace(i) + 0.01 * f64::from(i % 2), pace(i), ()))
             .collect();
         let s = gain(&scattered);
-        assert!(s.beyond_se > 0.05, "{s:?}");
+        assert!(s.follow.se > 0.05, "{s:?}");
         let steep: Vec<_> = (0..10).map(|i| (4.0 * pace(i), pace(i), ())).collect();
         let st = gain(&steep);
         assert_eq!(st.gain, MAX_GAIN);
-        assert!((st.beyond - 2.0).abs() < 1e-9, "{st:?}");
+        assert!((st.follow.gain - 2.0).abs() < 1e-9, "{st:?}");
         let few: Vec<_> = (0..5).map(|i| (i as f64, i as f64, ())).collect();
-        assert_eq!(gain(&few).follow().gain, SPELL_GAIN - 1.0);
+        assert_eq!(gain(&few).follow.gain, SPELL_GAIN - 1.0);
     }
 
     #[test]

@@ -151,9 +151,8 @@ pub fn without_steps<T>(pairs: &mut Vec<T>, diff: impl Fn(&T) -> f64) {
     if pairs.len() < STEP_PAIRS {
         return;
     }
-    let mut abs: Vec<f64> = pairs.iter().map(|p| diff(p).abs()).collect();
-    abs.sort_by(f64::total_cmp);
-    let robust = abs[abs.len() / 2] / 0.6745;
+    let abs: Vec<f64> = pairs.iter().map(|p| diff(p).abs()).collect();
+    let robust = crate::stats::median(&abs) / 0.6745;
     if robust > 0.0 {
         pairs.retain(|p| diff(p).abs() <= STEP_SIGMAS * robust);
     }
@@ -329,7 +328,7 @@ pub const PACE_SPELL_GAIN: f64 = 8.0;
 /// already took out: `gain` times the probe's move between the sides,
 /// give or take `se` times it (the slope's standard error where the runs
 /// fitted one, 0 for a bound taken as it is).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct Follow {
     pub gain: f64,
     pub se: f64,

@@ -416,7 +416,7 @@ impl Sides<'_> {
                     .iter()
                     .filter_map(|r| Some((r.id, r.pace?.ln())))
                     .collect();
-                (self.moved(&paces), g.follow())
+                (self.moved(&paces), g.follow)
             }
             None => (gauge, verdict::Follow::at_most(verdict::SPELL_GAIN)),
         };
