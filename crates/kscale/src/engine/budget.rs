@@ -10,12 +10,14 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 /// The most of a run's budget its capacity searches take when the run
-/// measures other cases too, split evenly over the searches: 60 s of
-/// `study --quick`'s five minutes, 30 s per CPU configuration — what the
-/// six swept web cases cost before (three offered loads × warm-up and
-/// three 2 s windows on each configuration). A run of searches alone
-/// (`run --capacity --budget`) gives them all of it.
-pub const CAPACITY_SHARE: f64 = 0.2;
+/// measures other cases too, split evenly over the searches: 75 s of
+/// `study --quick`'s five minutes, 37.5 s per CPU configuration. An answer
+/// is its family's cell only within a bracket of 10 %; at 30 s a quick
+/// study's searches spent their ~10 windows on the doubling from 800
+/// past the capacity and the answer's confirmation and ended at brackets
+/// of 11–100 %. A run of searches alone (`run --capacity --budget`) gives
+/// them all of it.
+pub const CAPACITY_SHARE: f64 = 0.25;
 
 /// The most of a run's budget its profiled trials may take: the runner
 /// shortens them to fit, and the gauge's plan keeps it aside.
