@@ -84,6 +84,10 @@ pub struct Search {
     steps: Vec<(u64, bool)>,
     /// The failing end of the final bracket has been measured again.
     rechecked: bool,
+    /// Counts whose verdict already stands on the run rule's windows (a
+    /// near miss measured again): the final bracket's failing end is not
+    /// measured again when it is one of them.
+    whole: Vec<u64>,
     /// What the latest failing step conformed, when that step was not
     /// itself this hint: the next count to try where it lies in the
     /// bracket's upper half ([`Search::next`]).
@@ -101,6 +105,7 @@ impl Search {
             hi: None,
             steps: Vec::new(),
             rechecked: false,
+            whole: Vec::new(),
             hint: None,
         }
     }
@@ -123,7 +128,7 @@ impl Search {
                     // One window that one connection missed by a hair
                     // fails a step: the count that ends the search is
                     // measured once more before it is believed.
-                    (!self.rechecked).then_some(hi)
+                    (!self.rechecked && !self.whole.contains(&hi)).then_some(hi)
                 }
             }
         }
@@ -143,6 +148,16 @@ impl Search {
         match self.hint {
             Some(h) if h > mid && h > lo && h < hi && h >= self.min => h,
             _ => mid,
+        }
+    }
+
+    /// Count `v`'s verdict stands on the run rule's windows, as its
+    /// recheck's would: a search that failed 3,200 on a near miss's three
+    /// windows measured them again as its bracket's end (3,200 no, 3,199
+    /// yes, 3,200 no), two windows its share could not spare.
+    pub fn measured_whole(&mut self, v: u64) {
+        if !self.whole.contains(&v) {
+            self.whole.push(v);
         }
     }
 
@@ -245,6 +260,8 @@ pub struct Measured {
     /// Connections the step conformed when it did not conform: the next
     /// step's hint ([`Search::record_held`]).
     pub held: Option<u64>,
+    /// Its verdict stands on the run rule's windows ([`Search::measured_whole`]).
+    pub whole: bool,
 }
 
 /// A search within `share_s` seconds and what it spent.
@@ -324,6 +341,9 @@ impl TimedSearch {
                 self.step_s.max(m.next_s)
             };
             self.spent_s += m.secs;
+            if m.whole {
+                self.search.measured_whole(v);
+            }
             self.search.record_held(v, m.conforms, m.held);
         }
         Ok(())
@@ -942,8 +962,10 @@ impl OpenSearch {
             step,
             share,
             reserve,
+            windows: rule_windows,
             ..
         } = self;
+        let rule_windows = *rule_windows;
         let (w, seed, param): (&WorkloadDef, &PlanEntry, &str) = (w, seed, param);
         let at = |v: u64| entry_at(seed, param, v);
         run.search_on(*share, *reserve, |v| {
@@ -980,6 +1002,12 @@ impl OpenSearch {
             if let Some(i) = earlier {
                 cases.remove(i);
             }
+            // A step whose case holds the rule's windows (a near miss
+            // measured again) stands on them. Read from the case, not from
+            // what this sitting measured: a resumed run replays the stored
+            // windows without measuring them, and must not recheck what its
+            // first sitting did not.
+            let whole = earlier.is_none() && *step != Step::Whole && counted(&case) >= rule_windows;
             let windows = counted(&case).saturating_sub(had).max(1);
             let held = case.summary(w.primary().name, 95.0).mean;
             let m = Measured {
@@ -987,6 +1015,7 @@ impl OpenSearch {
                 secs,
                 next_s: (secs - warm).max(0.0) / windows as f64,
                 held: (!ok && held.is_finite() && held >= 1.0).then_some(held as u64),
+                whole,
             };
             cases.push((v, case));
             Ok(m)
@@ -1514,6 +1543,24 @@ mod tests {
     }
 
     #[test]
+    fn a_failing_end_measured_whole_is_not_measured_again() {
+        // 3,200 failed on its near miss's three windows; 3,199 conforms:
+        // the bracket is resolved without a recheck of 3,200.
+        let mut s = Search::new(3200, 1, 100_000);
+        s.measured_whole(3200);
+        s.record_held(3200, false, Some(3199));
+        assert_eq!(s.next(), Some(3199));
+        s.record_held(3199, true, None);
+        assert_eq!(s.next(), None);
+        assert_eq!(s.found().fails_at, Some(3200));
+        // Measured on one window, the same end is measured again.
+        let mut s = Search::new(3200, 1, 100_000);
+        s.record_held(3200, false, Some(3199));
+        s.record_held(3199, true, None);
+        assert_eq!(s.next(), Some(3200));
+    }
+
+    #[test]
     fn a_hint_that_fails_is_followed_by_the_midpoint() {
         // The step at the hint fails and holds a count just below it: the
         // search bisects rather than creep down by the hint.
@@ -1670,6 +1717,7 @@ mod tests {
                     secs,
                     next_s: secs,
                     held: None,
+                    whole: false,
                 })
             },
         )
@@ -1722,6 +1770,7 @@ mod tests {
                 secs: 3.0,
                 next_s: 3.0,
                 held: None,
+                whole: false,
             })
         };
         let mut b = TimedSearch::new(Search::new(800, 1, 100_000), 3.0);
@@ -1763,6 +1812,7 @@ mod tests {
                 secs,
                 next_s: secs,
                 held: None,
+                whole: false,
             })
         })
         .unwrap();
@@ -1784,6 +1834,7 @@ mod tests {
                 secs: if n == 1 { 6.0 } else { 3.0 },
                 next_s: 3.0,
                 held: None,
+                whole: false,
             })
         })
         .unwrap();
