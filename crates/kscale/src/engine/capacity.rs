@@ -936,8 +936,8 @@ impl OpenSearch {
     /// An answer whose rule's windows spread too far for the run's
     /// interval gets more windows now, before the other cases, as
     /// [`OpenSearch::confirm_first`] gets its confirmation: at most `cap_s` more
-    /// (a search's share), and only where `left_s` of the budget holds
-    /// what they are priced at. The time cases taken back leave a search
+    /// (a search's share) and at most what `left_s` of the budget holds,
+    /// while that is a window's price. The time cases taken back leave a search
     /// to settle its answer ([`OpenSearch::unsettled_s`]) comes only from a
     /// spare the other cases may not leave: under the neighbour a one-CPU
     /// search stored its answer of 2,350 connections from three windows
@@ -947,8 +947,12 @@ impl OpenSearch {
         if !self.unsettled(&ctx.opts.rule) {
             return Ok(());
         }
-        let extra = self.unsettled_s(&ctx.opts.rule).min(cap_s);
-        if extra < self.answer_step_s() || extra > left_s {
+        // The windows that fit in what is left, not none where all of them
+        // do not: a 40 s run of a search and one other case (a quarter its
+        // share) at times kept its answer's three spread windows, the price
+        // of the windows up to eight being above what was left.
+        let extra = self.unsettled_s(&ctx.opts.rule).min(cap_s).min(left_s);
+        if extra < self.answer_step_s() {
             return Ok(());
         }
         let Some(share) = self.share else {
