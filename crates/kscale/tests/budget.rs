@@ -120,3 +120,68 @@ fn bad_budgets_are_refused_in_one_line() {
         "bad --budget `1y`",
     );
 }
+
+/// A budget below what the whole study takes at its least buys decisions
+/// first (docs/planning.md, "Decisions first"): the study says so, plans
+/// the quick study's cases at --quick's lengths, holds the sweeps' others,
+/// names its end in its first line, and ends within its budget.
+#[test]
+fn a_short_budget_decides_first_and_holds_the_sweeps() {
+    let env = Env::new();
+    let started = Instant::now();
+    let out = env.run_ok(&[
+        "study",
+        "--suite",
+        "quick",
+        "--budget",
+        "30s",
+        "--no-profile",
+        "--no-progress",
+        "--label",
+        "first",
+    ]);
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(60), "{took:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot measure the whole study")
+            && err.contains("decides each family's cells first")
+            && err.contains("at --quick's trial lengths"),
+        "{err}"
+    );
+    let run_line = err
+        .lines()
+        .find(|l| l.starts_with("kscale: run ") && l.contains(" cases, CI 10@95"))
+        .unwrap_or_else(|| panic!("no run line at --quick's rule:\n{err}"));
+    assert!(
+        run_line.contains(", ends by ") && run_line.contains(" UTC"),
+        "{run_line}"
+    );
+    let j = env.export("first");
+    let cases: Vec<String> = j["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["primary"] == true)
+        .map(|r| format!("{} {}", r["workload"], r["params"]))
+        .collect();
+    // The quick plan's representatives are measured: mem.frd at a quick
+    // size, on one CPU and on all.
+    assert!(
+        cases
+            .iter()
+            .filter(|c| c.contains("mem.frd") && c.contains("8m"))
+            .count()
+            >= 2,
+        "{cases:?}"
+    );
+    // The sweeps' other cases were held, and say so where not taken back.
+    let left: Vec<&str> = j["run"]["options"]["left_out"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|l| l.as_str()).collect())
+        .unwrap_or_default();
+    let held = j["run"]["options"]["held"]
+        .as_array()
+        .map_or(0, |a| a.len());
+    assert!(held > 0 && !left.is_empty(), "{held} held, {left:?}");
+}

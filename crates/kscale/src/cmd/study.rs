@@ -91,13 +91,13 @@ fn moved_line(dir: &std::path::Path, place: &std::path::Path, why: &[String]) ->
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     // The budget is the whole study's: its setup and its report count.
     let started = std::time::Instant::now();
-    let select = selection(&args);
     // `--quick` spends five minutes on the whole study unless told otherwise.
     let mut run = args.run.clone();
     if run.quick && run.budget.is_none() {
         run.budget = Some(QUICK_BUDGET.to_string());
     }
-    let mut opts = options(&select, &run)?;
+    let mut opts = options(&selection(&args, run.quick), &run)?;
+    let sweep_held = decide_first(&args, &mut opts)?;
     // Where nobody named the directory, file cases that cannot settle in
     // this one are measured where they can, not left out (`--dir` wins).
     if args.run.dir.is_none() {
@@ -114,6 +114,11 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     if opts.budget_s.is_some() {
         plan_to_the_noise(&mut opts);
     }
+    // The sweeps' cases wait behind the decisions, named as the gauge's
+    // held cases are, and taken back as theirs are.
+    opts.left_out
+        .extend(plan::held_lines(sweep_held.iter().map(|h| &h.entry)));
+    opts.held.extend(sweep_held);
     let start = Start::New {
         opts: Box::new(opts),
         label: super::run::label(&args.run),
@@ -136,15 +141,15 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
 }
 
 /// What the study measures: the suites on one CPU and on all, profiled
-/// unless told not to; `--quick` narrows the macro sweep to
+/// unless told not to; `quick` narrows the macro sweep to
 /// [`QUICK_MACRO`].
-fn selection(args: &Args) -> Targets {
+fn selection(args: &Args, quick: bool) -> Targets {
     // The quick macro sweep adds the trace replay, which is not in
     // fileserver's own quick set: it is the workload that agrees with
     // dbench (docs/validation.md).
     let macro_too = args.suite.split(',').any(|s| s.trim() == "macro");
     Targets {
-        targets: if args.run.quick && macro_too {
+        targets: if quick && macro_too {
             vec!["fileserver.trace".into()]
         } else {
             vec![]
@@ -152,7 +157,7 @@ fn selection(args: &Args) -> Targets {
         suite: Some(args.suite.clone()),
         cpus: vec!["1,all".into()],
         profile: !args.no_profile,
-        only: if args.run.quick {
+        only: if quick {
             QUICK_MACRO
                 .iter()
                 .map(|(w, p, vs)| {
@@ -227,6 +232,52 @@ fn plan_to_the_noise(opts: &mut RunOptions) {
     }
     left_out.extend(noisy);
     opts.left_out = left_out;
+}
+
+/// A budget that cannot measure the whole study at its default lengths
+/// buys decisions first: the quick study's cases, at `--quick`'s trial
+/// lengths and stop rule, each family's cells on its representatives,
+/// and every capacity search; the sweeps' other cases are held, and the
+/// run takes them back with what the decided cells leave (docs/planning.md,
+/// "Decisions first"). Returns the held cases, none where the whole
+/// study fits or no budget was given.
+fn decide_first(args: &Args, opts: &mut RunOptions) -> Result<Vec<crate::engine::plan::HeldCase>> {
+    let (Some(budget_s), false) = (opts.budget_s, args.run.quick) else {
+        return Ok(Vec::new());
+    };
+    let searched = opts.plan.iter().any(plan::searched);
+    let least_s = crate::engine::costs::least_s(opts)
+        / crate::engine::budget::cases_share(opts.profile, searched);
+    if least_s <= budget_s {
+        return Ok(Vec::new());
+    }
+    let mut quick = args.run.clone();
+    quick.quick = true;
+    let mut first = options(&selection(args, true), &quick)?;
+    let whole = opts.plan.len();
+    let (kept, held) = plan::decisions_first(std::mem::take(&mut first.plan), &opts.plan);
+    eprintln!(
+        "kscale: the {} budget cannot measure the whole study (its {whole} cases take at least {} at their default lengths): it decides each family's cells first, on {} cases at --quick's trial lengths and stop rule, and takes back the sweeps' other {} as the budget allows",
+        human_s(budget_s),
+        human_s(least_s),
+        kept.len(),
+        held.len()
+    );
+    first.plan = kept;
+    first.budget_s = Some(budget_s);
+    *opts = first;
+    Ok(held)
+}
+
+/// Seconds as a user reads a duration: `45 s`, `30 min`, `2.1 h`.
+fn human_s(s: f64) -> String {
+    if s < 90.0 {
+        format!("{s:.0} s")
+    } else if s < 5400.0 {
+        format!("{:.0} min", s / 60.0)
+    } else {
+        format!("{:.1} h", s / 3600.0)
+    }
 }
 
 /// The study's answer on the terminal: decisions, direct results,

@@ -64,3 +64,21 @@ pub fn guessed_costs(opts: &RunOptions) -> Vec<(f64, f64)> {
         })
         .collect()
 }
+
+/// The least the plan's cases can take before anything has run, its
+/// capacity searches aside (their share is bounded): each converging case
+/// its warm-up and the rule's fewest trials, each median-of-N case its
+/// windows. A budget below it cannot measure the whole plan at any noise;
+/// a budgeted study then decides first (docs/planning.md, "Decisions
+/// first").
+pub fn least_s(opts: &RunOptions) -> f64 {
+    opts.plan
+        .iter()
+        .filter(|e| !super::plan::searched(e))
+        .filter_map(|e| Some((kscale_workloads::find(&e.workload)?, e)))
+        .map(|(w, e)| match guessed_median_cost(w, opts) {
+            Some(s) => s,
+            None => guess_secs(&timed_params(w, e), opts) * (1.0 + opts.rule.min_trials as f64),
+        })
+        .sum()
+}

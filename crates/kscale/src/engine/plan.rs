@@ -73,6 +73,67 @@ impl PlanEntry {
     }
 }
 
+/// An entry at `--quick`'s lengths: each param the default plan does
+/// not sweep (a window's `duration`, web's `fileset`) takes its quick
+/// value, so that a budgeted study's sweep cases are measured as its
+/// decided cases are (docs/planning.md, "Decisions first").
+pub fn at_quick_lengths(mut e: PlanEntry) -> PlanEntry {
+    if let Some(w) = kscale_workloads::find(&e.workload) {
+        for p in w.params {
+            if let ([_], [q]) = (p.values(false), p.values(true)) {
+                if e.params.contains_key(p.name) {
+                    e.params.insert(p.name.to_string(), q.to_string());
+                }
+            }
+        }
+    }
+    e
+}
+
+/// A budgeted study's plan when its whole sweep does not fit: `kept`,
+/// the quick study's cases, measured first, and the cases of `full` (the
+/// default plan) they leave, held for the run to take back after its
+/// pilot (docs/planning.md, "Decisions first"). Every capacity search of
+/// `full` is kept: a search is bounded by its share, not by the cases'
+/// time. Each entry gets its place in the merged order, so a case taken
+/// back is stored among its sweep's neighbours; the held ones are ranked
+/// along their sweeps. Returns the kept plan and the held cases.
+pub fn decisions_first(
+    kept: Vec<PlanEntry>,
+    full: &[PlanEntry],
+) -> (Vec<PlanEntry>, Vec<HeldCase>) {
+    let mut merged: Vec<PlanEntry> = Vec::new();
+    for e in full.iter().cloned().map(at_quick_lengths) {
+        if !merged.iter().any(|m| m.key() == e.key()) {
+            merged.push(e);
+        }
+    }
+    // A kept case the default plan has no place for goes after its
+    // workload's last one.
+    for k in &kept {
+        if merged.iter().any(|m| m.key() == k.key()) {
+            continue;
+        }
+        let at = merged
+            .iter()
+            .rposition(|m| m.workload == k.workload)
+            .map_or(merged.len(), |i| i + 1);
+        merged.insert(at, k.clone());
+    }
+    let ranks = ranks(&merged);
+    let mut plan = Vec::new();
+    let mut held = Vec::new();
+    for (i, (mut e, rank)) in merged.into_iter().zip(ranks).enumerate() {
+        e.seq = Some(i as i64);
+        if searched(&e) || kept.iter().any(|k| k.key() == e.key()) {
+            plan.push(e);
+        } else {
+            held.push(HeldCase { rank, entry: e });
+        }
+    }
+    (plan, held)
+}
+
 /// How late each entry is kept when a study cannot measure all of them
 /// (docs/planning.md, "Planning to the noise"), in plan order. The entries
 /// of one workload with the same params share a rank; along a workload's
@@ -523,5 +584,80 @@ mod tests {
         let mut other = seed.clone();
         other.workload = "web.own".into();
         assert!(!same_search(&other, &seed, "conns"));
+    }
+
+    /// A budgeted study's decisions come first: the quick plan is kept at
+    /// its lengths, every search of the default plan too, and the
+    /// default sweep's other cases are held at the quick lengths, each
+    /// once, each with a place in one order.
+    #[test]
+    fn decisions_first_keeps_the_quick_plan_and_holds_the_sweep() {
+        let cfgs = vec![
+            CpuConfig {
+                name: "1".into(),
+                cpus: vec![0],
+            },
+            CpuConfig {
+                name: "all".into(),
+                cpus: vec![0, 1],
+            },
+        ];
+        let targets = ["net.tcp_rr".to_string(), "web".to_string()];
+        let full = expand(
+            &resolve_targets(&targets, None, false).unwrap(),
+            &[],
+            false,
+            &cfgs,
+        )
+        .unwrap();
+        let quick = expand(
+            &resolve_targets(&targets, None, true).unwrap(),
+            &[],
+            true,
+            &cfgs,
+        )
+        .unwrap();
+        let quick: Vec<PlanEntry> = quick.into_iter().filter(|e| !searched(e)).collect();
+        let (plan, held) = decisions_first(quick.clone(), &full);
+        // Every quick case is kept, and every search of the default plan.
+        for q in &quick {
+            assert!(plan.iter().any(|p| p.key() == q.key()), "{:?}", q.key());
+        }
+        let own = plan.iter().filter(|e| e.workload == "web.own").count();
+        assert!(own > 0 && plan.iter().filter(|e| searched(e)).count() >= own);
+        assert!(held.iter().all(|h| !searched(&h.entry)));
+        // The held cases are the default sweep's others, at quick lengths.
+        let window = |e: &PlanEntry| e.params.get("duration").cloned();
+        assert!(held
+            .iter()
+            .all(|h| window(&h.entry).as_deref() == Some("0.5")));
+        assert!(held
+            .iter()
+            .all(|h| !plan.iter().any(|p| p.key() == h.entry.key())));
+        let conns: Vec<&str> = held
+            .iter()
+            .filter_map(|h| h.entry.params.get("conns").map(|s| s.as_str()))
+            .collect();
+        assert!(!conns.is_empty());
+        // One order: every place taken once.
+        let mut seqs: Vec<i64> = plan
+            .iter()
+            .chain(held.iter().map(|h| &h.entry))
+            .filter_map(|e| e.seq)
+            .collect();
+        assert_eq!(seqs.len(), plan.len() + held.len());
+        seqs.sort();
+        seqs.dedup();
+        assert_eq!(seqs.len(), plan.len() + held.len());
+        // Nothing of the default plan is lost.
+        for f in full.iter().cloned().map(at_quick_lengths) {
+            assert!(
+                plan.iter()
+                    .chain(held.iter().map(|h| &h.entry))
+                    .any(|e| e.key() == f.key()),
+                "{:?}",
+                f.key()
+            );
+        }
     }
 }
