@@ -110,6 +110,12 @@ impl Budget {
         self.total_s - self.started.elapsed().as_secs_f64() - self.tail_s
     }
 
+    /// Seconds until the budget ends, what it keeps for after the run
+    /// included: when the command that asked for it will have finished.
+    pub fn ends_in_s(&self) -> f64 {
+        self.total_s - self.started.elapsed().as_secs_f64()
+    }
+
     /// True once nothing is left.
     pub fn spent(&self) -> bool {
         self.left_s() <= 0.0

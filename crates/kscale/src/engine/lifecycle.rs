@@ -140,7 +140,13 @@ impl Prepared {
             rule.min_trials,
             rule.max_trials,
             match (self.opts.budget_s, rule.case_budget_s) {
-                (Some(b), _) => format!(" within {b} s in all"),
+                (Some(b), _) => format!(
+                    " within {b} s in all{}",
+                    self.opts
+                        .budget
+                        .map(|c| format!(", ends by {}", clock_after(c.ends_in_s())))
+                        .unwrap_or_default()
+                ),
                 (None, Some(b)) => format!(" or {b} s a case"),
                 (None, None) => String::new(),
             },
@@ -159,6 +165,17 @@ impl Prepared {
             _idle: self.idle,
         })
     }
+}
+
+/// The time of day (UTC, to the minute) `secs` from now: when a budgeted
+/// run says it will end, its ETA, in its first line.
+fn clock_after(secs: f64) -> String {
+    let at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+        + secs.max(0.0);
+    let minute = (at / 60.0).round() as u64 % (24 * 60);
+    format!("{:02}:{:02} UTC", minute / 60, minute % 60)
 }
 
 /// Takes up a killed or interrupted run at its first unfinished case, with
