@@ -41,6 +41,7 @@ impl Catalog for Cat {
             ),
             "mem.bw" => ("mem", "Memory bandwidth", "Read bandwidth", vec![]),
             "web.own" => ("web", "Web serving", "Own server", vec!["conns"]),
+            "web.nginx" => ("web", "Web serving", "nginx", vec!["conns"]),
             _ => return None,
         };
         Some(common::workload_info(
@@ -365,4 +366,49 @@ fn a_capacity_answer_is_decided_by_its_bracket() {
     assert_eq!(r[8], "2.00×");
     assert_eq!(r[9], "1.71×–2.04×", "{r:?}");
     assert_eq!(r[10], "faster ✓", "{r:?}");
+}
+
+/// A family of several searched servers is known to its brackets too: its
+/// scalability's ends are the geometric means of each server's ends, not
+/// the windows' agreement (a full study's three servers were tabled at
+/// 0.967×–0.967×).
+#[test]
+fn several_capacity_answers_widen_the_scalability_to_their_brackets() {
+    const CONF: (&str, &str, Direction) = ("conforming", "conns", Direction::Higher);
+    let cap = kscale_core::CAPACITY;
+    let searched = |id: i64, w: &str, cpus: &str, answer: f64, failed: f64| {
+        vec![
+            case(id, w, &[("conns", cap)], cpus, CONF, &[answer; 3]),
+            case(
+                id + 1,
+                w,
+                &[("conns", &format!("{answer}"))],
+                cpus,
+                CONF,
+                &[answer; 3],
+            ),
+            case(
+                id + 2,
+                w,
+                &[("conns", &format!("{failed}"))],
+                cpus,
+                CONF,
+                &[failed * 0.8; 3],
+            ),
+        ]
+    };
+    let mut cases = Vec::new();
+    cases.extend(searched(1, "web.own", "1", 2400.0, 2450.0));
+    cases.extend(searched(4, "web.own", "all", 4800.0, 4900.0));
+    cases.extend(searched(7, "web.nginx", "1", 3000.0, 3060.0));
+    cases.extend(searched(10, "web.nginx", "all", 3000.0, 3060.0));
+    let mut run = run_with(cases);
+    run.run.options = serde_json::json!({
+        "rule": {"width_pct": 10.0, "confidence_pct": 95.0, "estimator": "mean"}
+    });
+    let t = decision_table(&run, &Cat).unwrap();
+    let r = row(&t, "Web serving");
+    // √(2 × 1); from √(4800/2450 × 3000/3060) to √(4900/2400 × 3060/3000).
+    assert_eq!(r[8], "1.41×", "{r:?}");
+    assert_eq!(r[9], "1.39×–1.44×", "{r:?}");
 }
