@@ -163,15 +163,32 @@ fn a_noisy_crossing_under_a_quiet_loop_keeps_the_whole_plan() {
         "{err}"
     );
     assert!(!err.contains("the machine is noisy"), "{err}");
-    // Stored: only the directory's rule (fs.create on a filesystem
-    // without a journal) and the pilot (a case's own trials) left anything
-    // out, never the gauge's noise.
-    let show = env.show("latest");
-    let noisy: Vec<&str> = left_out(&show)
-        .into_iter()
-        .filter(|l| !l.contains("journal") && !l.contains("left out after"))
-        .collect();
-    assert!(noisy.is_empty(), "{noisy:?}\n{show}");
+    // The gauge's noise left nothing out: every workload's representative
+    // is measured on both configurations (its sweep's other cases wait
+    // behind it, docs/planning.md, "Decisions first").
+    assert!(err.contains("representative case first"), "{err}");
+    let j = env.export("latest");
+    let plan = j["run"]["options"]["plan"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for w in [
+        "syscall.null",
+        "syscall.pipe",
+        "ipc.tcp",
+        "ctx.lat",
+        "mem.frd",
+    ] {
+        let on: Vec<&str> = plan
+            .iter()
+            .filter(|e| e["workload"] == w)
+            .filter_map(|e| e["cpus_name"].as_str())
+            .collect();
+        assert!(
+            on.contains(&"1") && on.contains(&"all"),
+            "{w} on {on:?}\n{err}"
+        );
+    }
 }
 
 /// A study the gauge reads noisy leaves cases out before its first trial;
@@ -188,12 +205,18 @@ fn a_study_takes_back_what_its_pilot_has_room_for() {
     let out = misread_study(&env).output().expect("kscale");
     assert_exit(&out, 0);
     let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the study measures "),
+        "the gauge left nothing out:\n{err}"
+    );
+    // What the run starts with: the gauge's plan, its sweeps held.
     let kept: usize = err
-        .split("the study measures ")
+        .split("representative case first (")
         .nth(1)
+        .or_else(|| err.split("the study measures ").nth(1))
         .and_then(|t| t.split(' ').next())
         .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("the gauge left nothing out:\n{err}"));
+        .unwrap_or_else(|| panic!("no kept count:\n{err}"));
     let lines: Vec<&str> = err.lines().collect();
     let at = lines
         .iter()

@@ -134,6 +134,32 @@ pub fn decisions_first(
     (plan, held)
 }
 
+/// A quick study's plan, its sweeps held: each workload's representative
+/// (rank under 1000, [`ranks`]: the middle of its sweep) is kept, with
+/// every capacity search and every median-of-N case, and the sweep's other
+/// converging cases are held for the run to take back after its pilot
+/// (docs/planning.md, "Decisions first"). Every entry keeps its place in
+/// the plan. Returns the held cases.
+pub fn hold_sweeps(plan: &mut Vec<PlanEntry>) -> Vec<HeldCase> {
+    let ranks = ranks(plan.iter());
+    let converging = |e: &PlanEntry| {
+        kscale_workloads::find(&e.workload)
+            .is_some_and(|w| w.rule == kscale_core::RunRule::Converge)
+    };
+    let mut held = Vec::new();
+    let mut kept = Vec::new();
+    for (i, (mut e, rank)) in std::mem::take(plan).into_iter().zip(ranks).enumerate() {
+        e.seq.get_or_insert(i as i64);
+        if rank >= 1000 && converging(&e) && !searched(&e) {
+            held.push(HeldCase { rank, entry: e });
+        } else {
+            kept.push(e);
+        }
+    }
+    *plan = kept;
+    held
+}
+
 /// How late each entry is kept when a study cannot measure all of them
 /// (docs/planning.md, "Planning to the noise"), in plan order. The entries
 /// of one workload with the same params share a rank; along a workload's
@@ -658,6 +684,53 @@ mod tests {
                 "{:?}",
                 f.key()
             );
+        }
+    }
+
+    /// A quick study measures each workload's representative first: the
+    /// middle of its sweep on every configuration, its other sizes held
+    /// with their places, a workload without a sweep kept whole.
+    #[test]
+    fn a_quick_plan_holds_its_sweeps_behind_their_representatives() {
+        let cfgs = vec![
+            CpuConfig {
+                name: "1".into(),
+                cpus: vec![0],
+            },
+            CpuConfig {
+                name: "all".into(),
+                cpus: vec![0, 1],
+            },
+        ];
+        let targets = ["syscall.null".to_string(), "mem.frd".to_string()];
+        let mut plan = expand(
+            &resolve_targets(&targets, None, true).unwrap(),
+            &[],
+            true,
+            &cfgs,
+        )
+        .unwrap();
+        let whole = plan.clone();
+        let held = hold_sweeps(&mut plan);
+        let sizes = |es: Vec<&PlanEntry>| -> Vec<String> {
+            es.iter()
+                .filter_map(|e| e.params.get("size").cloned())
+                .collect()
+        };
+        assert_eq!(
+            plan.iter().filter(|e| e.workload == "syscall.null").count(),
+            2
+        );
+        let kept = sizes(plan.iter().filter(|e| e.workload == "mem.frd").collect());
+        assert_eq!(kept, ["8m", "8m"], "{plan:?}");
+        let mut back = sizes(held.iter().map(|h| &h.entry).collect());
+        back.sort();
+        assert_eq!(back, ["0.5m", "0.5m", "64m", "64m"]);
+        assert!(held.iter().all(|h| h.rank >= 1000));
+        // Every entry keeps its place in the whole plan.
+        for e in plan.iter().chain(held.iter().map(|h| &h.entry)) {
+            let i = e.seq.unwrap() as usize;
+            assert_eq!(whole[i].key(), e.key());
         }
     }
 }
