@@ -277,8 +277,8 @@ fn decide_first(args: &Args, opts: &mut RunOptions) -> Result<Vec<crate::engine:
     let (kept, held) = plan::decisions_first(std::mem::take(&mut first.plan), &opts.plan);
     eprintln!(
         "kscale: the {} budget cannot measure the whole study (its {whole} cases take at least {} at their default lengths): it decides each family's cells first, on {} cases at --quick's trial lengths and stop rule, and takes back the sweeps' other {} as the budget allows",
-        human_s(budget_s),
-        human_s(least_s),
+        crate::engine::progress::duration(budget_s),
+        crate::engine::progress::duration(least_s),
         kept.len(),
         held.len()
     );
@@ -286,17 +286,6 @@ fn decide_first(args: &Args, opts: &mut RunOptions) -> Result<Vec<crate::engine:
     first.budget_s = Some(budget_s);
     *opts = first;
     Ok(held)
-}
-
-/// Seconds as a user reads a duration: `45 s`, `30 min`, `2.1 h`.
-fn human_s(s: f64) -> String {
-    if s < 90.0 {
-        format!("{s:.0} s")
-    } else if s < 5400.0 {
-        format!("{:.0} min", s / 60.0)
-    } else {
-        format!("{:.1} h", s / 3600.0)
-    }
 }
 
 /// The study's answer on the terminal: decisions, direct results,

@@ -553,10 +553,9 @@ mod tests {
         assert_eq!(w.iter().filter(|w| w.id() == "syscall.null").count(), 1);
     }
 
-    #[test]
-    fn expansion_interleaves_configs_per_case() {
-        let w = resolve_targets(&["syscall.null".into()], None, false).unwrap();
-        let cfgs = vec![
+    /// One CPU and two: a study's configurations on a 2-CPU machine.
+    fn one_and_all() -> Vec<CpuConfig> {
+        vec![
             CpuConfig {
                 name: "1".into(),
                 cpus: vec![0],
@@ -565,7 +564,13 @@ mod tests {
                 name: "all".into(),
                 cpus: vec![0, 1],
             },
-        ];
+        ]
+    }
+
+    #[test]
+    fn expansion_interleaves_configs_per_case() {
+        let w = resolve_targets(&["syscall.null".into()], None, false).unwrap();
+        let cfgs = one_and_all();
         let p = expand(&w, &[], true, &cfgs).unwrap();
         assert_eq!(p.len(), 2);
         assert_eq!(p[0].cpus_name, "1");
@@ -618,16 +623,7 @@ mod tests {
     /// once, each with a place in one order.
     #[test]
     fn decisions_first_keeps_the_quick_plan_and_holds_the_sweep() {
-        let cfgs = vec![
-            CpuConfig {
-                name: "1".into(),
-                cpus: vec![0],
-            },
-            CpuConfig {
-                name: "all".into(),
-                cpus: vec![0, 1],
-            },
-        ];
+        let cfgs = one_and_all();
         let targets = ["net.tcp_rr".to_string(), "web".to_string()];
         let full = expand(
             &resolve_targets(&targets, None, false).unwrap(),
@@ -692,16 +688,7 @@ mod tests {
     /// with their places, a workload without a sweep kept whole.
     #[test]
     fn a_quick_plan_holds_its_sweeps_behind_their_representatives() {
-        let cfgs = vec![
-            CpuConfig {
-                name: "1".into(),
-                cpus: vec![0],
-            },
-            CpuConfig {
-                name: "all".into(),
-                cpus: vec![0, 1],
-            },
-        ];
+        let cfgs = one_and_all();
         let targets = ["syscall.null".to_string(), "mem.frd".to_string()];
         let mut plan = expand(
             &resolve_targets(&targets, None, true).unwrap(),
