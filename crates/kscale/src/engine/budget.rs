@@ -107,7 +107,7 @@ impl Budget {
     /// The time left now, less what is kept for after the run: the one
     /// place it is computed.
     pub fn left_s(&self) -> f64 {
-        self.total_s - self.started.elapsed().as_secs_f64() - self.tail_s
+        self.ends_in_s() - self.tail_s
     }
 
     /// Seconds until the budget ends, what it keeps for after the run

@@ -81,9 +81,7 @@ pub fn at_quick_lengths(mut e: PlanEntry) -> PlanEntry {
     if let Some(w) = kscale_workloads::find(&e.workload) {
         for p in w.params {
             if let ([_], [q]) = (p.values(false), p.values(true)) {
-                if e.params.contains_key(p.name) {
-                    e.params.insert(p.name.to_string(), q.to_string());
-                }
+                e.params.insert(p.name.to_string(), q.to_string());
             }
         }
     }
@@ -625,20 +623,16 @@ mod tests {
     fn decisions_first_keeps_the_quick_plan_and_holds_the_sweep() {
         let cfgs = one_and_all();
         let targets = ["net.tcp_rr".to_string(), "web".to_string()];
-        let full = expand(
-            &resolve_targets(&targets, None, false).unwrap(),
-            &[],
-            false,
-            &cfgs,
-        )
-        .unwrap();
-        let quick = expand(
-            &resolve_targets(&targets, None, true).unwrap(),
-            &[],
-            true,
-            &cfgs,
-        )
-        .unwrap();
+        let plan_of = |quick| {
+            expand(
+                &resolve_targets(&targets, None, quick).unwrap(),
+                &[],
+                quick,
+                &cfgs,
+            )
+        };
+        let full = plan_of(false).unwrap();
+        let quick = plan_of(true).unwrap();
         let quick: Vec<PlanEntry> = quick.into_iter().filter(|e| !searched(e)).collect();
         let (plan, held) = decisions_first(quick.clone(), &full);
         // Every quick case is kept, and every search of the default plan.
