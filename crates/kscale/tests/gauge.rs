@@ -183,6 +183,8 @@ fn a_noisy_crossing_under_a_quiet_loop_keeps_the_whole_plan() {
             .iter()
             .filter(|e| e["workload"] == w)
             .filter_map(|e| e["cpus_name"].as_str())
+            // A stored name carries its shape: "1 (1 core, 1 LLC, node 0)".
+            .filter_map(|n| n.split(' ').next())
             .collect();
         assert!(
             on.contains(&"1") && on.contains(&"all"),
