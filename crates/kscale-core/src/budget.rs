@@ -49,6 +49,10 @@ pub struct CaseState<'a> {
     /// can grow with the host's minute drift, and one that then needs more
     /// than its share would spend the trials of several others.
     pub share_trials: f64,
+    /// Counted trials it must have before it ends, whatever its own
+    /// interval says (0: none): what a family's undecided scalability asks
+    /// of its cases (docs/budget.md, "Undecided cells first").
+    pub floor: usize,
 }
 
 /// The trials a case still needs, at the spread it has shown.
@@ -265,7 +269,7 @@ fn variance_factor(n: usize, reading: Reading) -> f64 {
 /// `reading`.
 fn need_of(rule: &StopRule, c: &CaseState<'_>, reading: Reading) -> Need {
     let n = c.values.len();
-    let floor = rule.min_trials.max(2).saturating_sub(n) as f64;
+    let floor = rule.min_trials.max(2).max(c.floor).saturating_sub(n) as f64;
     let (more, estimated) = match trials_needed(rule, c.values) {
         None => (floor, false),
         Some(_) if c.converged => (0.0, true),
@@ -666,7 +670,30 @@ mod tests {
             rank: 0,
             may_leave: false,
             share_trials: 0.0,
+            floor: 0,
         }
+    }
+
+    /// A case whose own interval is narrow enough but whose family's
+    /// scalability asks more of it is funded for the trials up to its
+    /// floor, and stops when even those do not fit.
+    #[test]
+    fn a_floor_funds_a_converged_case_up_to_it() {
+        let quiet: Vec<f64> = (0..8).map(|i| 100.0 + (i % 2) as f64).collect();
+        assert!(RULE.is_converged(&quiet));
+        let c = CaseState {
+            converged: false,
+            floor: 14,
+            ..case(&quiet, 1.0)
+        };
+        assert_eq!(need(&RULE, &c).more_trials, 6.0);
+        let plans = allocate(&RULE, &[c], 100.0);
+        assert!(
+            matches!(plans[0], Allotment::Run { need, .. } if need.more_trials == 6.0),
+            "{plans:?}"
+        );
+        let plans = allocate(&RULE, &[c], 3.0);
+        assert!(matches!(plans[0], Allotment::Stop { .. }), "{plans:?}");
     }
 
     /// Cases like a held one price it: a quiet kept size prices its

@@ -419,6 +419,63 @@ pub fn classify(est: f64, lo: f64, hi: f64, threshold: f64) -> CompareWord {
     }
 }
 
+/// A scalability's verdict (docs/verdicts.md): all ÷ 1 read as a
+/// comparison at ± half the run's interval width (the precision it asked
+/// of each case), at the interval's confidence. The one rule the decisions
+/// table and the runner's funding of undecided cells read.
+pub fn scaling(
+    i: &crate::decision::Interval,
+    width_pct: f64,
+    confidence_pct: f64,
+) -> CompareVerdict {
+    compare(
+        scaling_change(i),
+        width_pct / 200.0,
+        (1.0 - confidence_pct / 100.0) / 2.0,
+    )
+}
+
+/// A scalability interval as a change: above 1× is faster, which is
+/// "better", a change below 0.
+fn scaling_change(i: &crate::decision::Interval) -> Change {
+    Change {
+        est: -i.value.ln(),
+        se: i.se_log,
+        df: if i.df.is_finite() { i.df } else { 1e6 },
+        sigma: None,
+    }
+}
+
+/// How many times the trials it stands on a scalability needs for
+/// [`scaling`] to decide it, its estimate staying where it is and its
+/// standard error shrinking as 1/√n: to "same" where the estimate lies
+/// inside the margin, to "faster" or "slower" where it lies beyond it.
+/// 1 where it is decided; `None` where no number of trials would (the
+/// estimate on the margin itself, or no spread to shrink).
+pub fn scaling_trials_factor(
+    i: &crate::decision::Interval,
+    width_pct: f64,
+    confidence_pct: f64,
+) -> Option<f64> {
+    let c = scaling_change(i);
+    let alpha = (1.0 - confidence_pct / 100.0) / 2.0;
+    if compare(c, width_pct / 200.0, alpha).verdict != CompareWord::CannotTell {
+        return Some(1.0);
+    }
+    let limit = (1.0 + width_pct / 200.0).ln();
+    let a = c.est.abs();
+    // The standard error at which the interval's far end meets the line
+    // it must not cross: the margin for "same", no change for the others.
+    let room = if a < limit { limit - a } else { a };
+    // Off the margin's edge only: an estimate within a hundredth of it
+    // needs trials without end.
+    if !((a - limit).abs() > 0.01 * limit && c.se.is_finite() && c.se > 0.0) {
+        return None;
+    }
+    let t = t_quantile((1.0 - 2.0 * alpha) * 100.0, c.df);
+    Some((t * c.se / room).powi(2).max(1.0))
+}
+
 /// α for one of `cases` read together (Bonferroni).
 pub fn per_case(alpha: f64, cases: usize) -> f64 {
     alpha / cases.max(1) as f64
@@ -445,6 +502,51 @@ mod tests {
         assert_eq!(v.verdict, GateWord::Worse);
         assert!(v.interval.lo_pct > 0.0 && v.interval.hi_pct > 30.0);
         assert_eq!(v.runs_needed, None);
+    }
+
+    fn scal(value: f64, se_log: f64) -> crate::decision::Interval {
+        let z = t_quantile(95.0, 1e6);
+        crate::decision::Interval {
+            value,
+            low: (value.ln() - z * se_log).exp(),
+            high: (value.ln() + z * se_log).exp(),
+            se_log,
+            df: 1e6,
+        }
+    }
+
+    /// The trials an undecided scalability needs, by where its estimate
+    /// lies: inside the ±5 % margin it narrows to "same", beyond it to
+    /// "faster"; on the margin's edge no number of trials decides it. The
+    /// factor found decides the interval it predicts, and a little less
+    /// does not.
+    #[test]
+    fn an_undecided_scalability_names_the_trials_that_decide_it() {
+        assert_eq!(
+            scaling_trials_factor(&scal(1.3, 0.01), 10.0, 95.0),
+            Some(1.0)
+        );
+        for value in [0.984, 1.033, 1.09, 0.91] {
+            let i = scal(value, 0.05);
+            assert_eq!(scaling(&i, 10.0, 95.0).verdict, CompareWord::CannotTell);
+            let k = scaling_trials_factor(&i, 10.0, 95.0).expect("decidable");
+            assert!(k > 1.0, "{value}: {k}");
+            let at = |f: f64| scaling(&scal(value, 0.05 / f.sqrt()), 10.0, 95.0).verdict;
+            let want = if (0.96..1.04).contains(&value) {
+                CompareWord::Same
+            } else if value > 1.0 {
+                CompareWord::Faster
+            } else {
+                CompareWord::Slower
+            };
+            assert_eq!(at(k * 1.01), want, "{value}: {k}");
+            assert_eq!(at(k * 0.95), CompareWord::CannotTell, "{value}: {k}");
+        }
+        assert_eq!(scaling_trials_factor(&scal(1.05, 0.03), 10.0, 95.0), None);
+        assert_eq!(
+            scaling_trials_factor(&scal(1.0, 0.0), 10.0, 95.0),
+            Some(1.0)
+        );
     }
 
     /// What the machine may have added is read with its uncertainty in

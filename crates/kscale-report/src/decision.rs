@@ -14,7 +14,7 @@ use crate::table::{Cell, RowKind, Table, Tone};
 use crate::Catalog;
 use kscale_core::decision::{Interval, LogEstimate};
 use kscale_core::hostfit::HostFit;
-use kscale_core::verdict::{self, Change, CompareVerdict, CompareWord};
+use kscale_core::verdict::{self, CompareVerdict, CompareWord};
 use kscale_core::{Estimator, RunRule};
 use kscale_store::{CaseData, CaseStatus, RunData};
 
@@ -157,24 +157,6 @@ fn decided(i: &Interval, width_pct: f64) -> Cell {
     } else {
         Cell::tone("✗", Tone::Warn)
     }
-}
-
-/// A scalability's verdict (docs/verdicts.md): all ÷ 1 read as a
-/// comparison at ± half the run's interval width (the precision it asked
-/// of each case), at the interval the table shows.
-pub fn scaling_verdict(i: &Interval, width_pct: f64, confidence_pct: f64) -> CompareVerdict {
-    let change = Change {
-        // Above 1× is faster, which is "better": a change below 0.
-        est: -i.value.ln(),
-        se: i.se_log,
-        df: if i.df.is_finite() { i.df } else { 1e6 },
-        sigma: None,
-    };
-    verdict::compare(
-        change,
-        width_pct / 200.0,
-        (1.0 - confidence_pct / 100.0) / 2.0,
-    )
 }
 
 fn verdict_cell(v: CompareVerdict) -> Cell {
@@ -591,7 +573,7 @@ impl Decider<'_> {
         let cells = match family_scalability(g, base, other, rule.confidence_pct) {
             Some(i) => {
                 let i = bracketed_scalability(self.run, g, base, other, i, rule.confidence_pct);
-                let v = scaling_verdict(&i, rule.width_pct, rule.confidence_pct);
+                let v = verdict::scaling(&i, rule.width_pct, rule.confidence_pct);
                 let tone = match v.verdict {
                     CompareWord::Faster => Tone::Good,
                     CompareWord::Slower => Tone::Bad,

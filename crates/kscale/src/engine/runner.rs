@@ -23,6 +23,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 mod budgeted;
+mod cells;
 pub mod interleave;
 mod profiled;
 mod unit;
@@ -518,6 +519,10 @@ fn decide(w: &WorkloadDef, opts: &RunOptions, u: &Unit) -> Decision {
             {
                 Decision::Continue
             }
+            // Its family's scalability asked for more.
+            Decision::Converged if counted.len() < u.floor.min(opts.rule.max_trials) => {
+                Decision::Continue
+            }
             d => d,
         },
         RunRule::MedianOf(n) if counted.len() >= n || opts.step != Step::Whole => {
@@ -843,9 +848,6 @@ impl<'a, 'p> Runner<'a, 'p> {
         Ok(())
     }
 
-    /// Stores the case's end, with what it would have needed when it did
-    /// not converge (`why` says why it stopped, when the budget stopped
-    /// it).
     /// Leaves `u` out of the run (kscale_core::budget::Allotment::Leave): its
     /// case and trials are removed from the store, and the run names it
     /// with what its spread needed.
@@ -872,19 +874,34 @@ impl<'a, 'p> Runner<'a, 'p> {
             host_link(values, &u.host)
         );
         self.store.leave_out_case(self.run_id, u.case_id, &line)?;
-        let msg = format!("  {line}");
+        self.say(format!("  {line}"));
+        Ok(())
+    }
+
+    /// Prints one line of the run's account above its progress bar (on
+    /// stderr when the bar is hidden: no terminal, `--no-progress`).
+    fn say(&self, msg: String) {
         if self.env.bar.is_hidden() {
             eprintln!("{msg}");
         } else {
             self.env.bar.println(msg);
         }
-        Ok(())
     }
 
+    /// Stores the case's end, with what it would have needed when it did
+    /// not converge (`why` says why it stopped, when the budget stopped
+    /// it). A case that converged and was given more trials for its
+    /// family's scalability ([`Unit::floor`]) and is stopped short of them
+    /// still converged, if its interval still meets the rule.
     fn finish(&mut self, u: &mut Unit, d: Decision, why: Option<String>) -> Result<()> {
         let opts = self.opts;
         let started = Instant::now();
         u.finished = true;
+        let d = if u.floor > 0 && d == Decision::NotConverged && opts.rule.is_converged(&u.judged) {
+            Decision::Converged
+        } else {
+            d
+        };
         // A median-of-N case is not run to convergence.
         let converged = match u.workload.rule {
             RunRule::Converge => Some(d == Decision::Converged),

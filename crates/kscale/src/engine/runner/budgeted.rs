@@ -124,6 +124,9 @@ struct Budgeted {
     ranks: Vec<u32>,
     left_out: Vec<bool>,
     piloted: bool,
+    /// Families whose undecided scalability the run funded, and how often
+    /// ([`cells`]).
+    funded: Vec<(String, u32)>,
 }
 
 impl Budgeted {
@@ -144,6 +147,7 @@ impl Budgeted {
             ranks,
             left_out: vec![false; units.len()],
             piloted: false,
+            funded: Vec::new(),
         }
     }
 
@@ -213,11 +217,13 @@ impl Budgeted {
             self.say_pilot(r, units, clock.started(), budget::decidable(&plans));
         }
         // With every open case past its pilot, what their spread leaves
-        // of the budget takes back cases the gauge left out.
-        if (pilot_done || conv.is_empty())
-            && may_take
-            && self.take_back(r, units, left - funded - r.opts.kept_back_s)?
-        {
+        // of the budget goes first to families whose scalability is still
+        // undecided, then takes back cases the gauge left out.
+        let spare = left - funded - r.opts.kept_back_s;
+        if (pilot_done || conv.is_empty()) && self.fund_cells(r, units, spare)? {
+            return Ok(Next::Replan);
+        }
+        if (pilot_done || conv.is_empty()) && may_take && self.take_back(r, units, spare)? {
             return Ok(Next::Replan);
         }
         Ok(Next::Case(next))
@@ -262,6 +268,7 @@ impl Budgeted {
                 // that can still decide its part: a stand-in, or the one
                 // a family kept there.
                 may_leave: r.opts.leave_out
+                    && units[i].floor == 0
                     && self.ranks[i] > 0
                     && !units.iter().any(|o| o.finished && o.twin_of(&units[i]))
                     && !self.alone(units, i),
@@ -336,6 +343,13 @@ impl Budgeted {
             if units[i].finished {
                 continue;
             }
+            // A case grown for its family's scalability had converged: it
+            // ends where the budget stops it ([`Runner::finish`]).
+            if units[i].floor > 0 {
+                let why = format!("stopped early: {}", reason.describe());
+                r.finish(&mut units[i], Decision::NotConverged, Some(why))?;
+                continue;
+            }
             // Unmeasurable here: beyond the rule's maximum, or beyond an
             // even share of the run's rounds (not a case the end of the
             // budget caught a few trials short).
@@ -397,6 +411,65 @@ impl Budgeted {
             .filter(|&&i| units[i].finished && units[i].converged)
             .count();
         say_pilot(r, started.elapsed().as_secs_f64(), done + decidable, kept);
+    }
+
+    /// Gives the cases of each family whose scalability is undecided the
+    /// trials that decide it, out of `spare` seconds, cheapest family
+    /// first ([`cells::undecided`]). True when it funded any.
+    fn fund_cells(
+        &mut self,
+        r: &mut Runner<'_, '_>,
+        units: &mut [Unit],
+        spare: f64,
+    ) -> Result<bool> {
+        let times = |f: &str| {
+            self.funded
+                .iter()
+                .find(|(n, _)| *n == f)
+                .map_or(0, |(_, k)| *k)
+        };
+        let mut found = {
+            let cases: Vec<super::cells::Case<'_>> = units
+                .iter()
+                .zip(&self.left_out)
+                .map(|(u, &out)| super::cells::Case {
+                    family: u.workload.family,
+                    workload: &u.entry.workload,
+                    params: &u.entry.params,
+                    cpus: u.entry.cpus.len(),
+                    counted: &u.counted,
+                    direction: u.workload.primary().direction,
+                    converging: u.workload.rule == RunRule::Converge,
+                    piloted: u.finished || u.counted.len() >= r.opts.rule.judged_after(),
+                    in_run: !out,
+                    secs_per_trial: u.secs_per_trial(r.opts),
+                })
+                .collect();
+            super::cells::undecided(&cases, &r.opts.rule, times)
+        };
+        found.sort_by(|a, b| a.cost_s.total_cmp(&b.cost_s));
+        let mut spare = spare;
+        let mut any = false;
+        for f in found {
+            if f.cost_s > spare {
+                continue;
+            }
+            spare -= f.cost_s;
+            for &(i, floor) in &f.floors {
+                let u = &mut units[i];
+                if u.counted.len() < floor {
+                    u.finished = false;
+                    u.floor = u.floor.max(floor);
+                }
+            }
+            r.say(format!("  {}", f.line(&r.opts.rule)));
+            match self.funded.iter_mut().find(|(n, _)| *n == f.family) {
+                Some((_, k)) => *k += 1,
+                None => self.funded.push((f.family, 1)),
+            }
+            any = true;
+        }
+        Ok(any)
     }
 
     /// Takes back held cases, out of [`TAKE_BACK_SHARE`](crate::engine::budget::TAKE_BACK_SHARE) of what the open
@@ -682,9 +755,5 @@ fn say_pilot(r: &Runner<'_, '_>, at_s: f64, decidable: usize, kept: usize) {
         r.opts.rule.judged_after(),
         100.0 * decidable as f64 / kept.max(1) as f64
     );
-    if r.env.bar.is_hidden() {
-        eprintln!("{msg}");
-    } else {
-        r.env.bar.println(msg);
-    }
+    r.say(msg);
 }

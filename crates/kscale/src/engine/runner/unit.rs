@@ -47,6 +47,10 @@ pub(super) struct Unit {
     /// expects of it before its own trials say (docs/budget.md, "How
     /// long").
     pub(super) before: Option<kscale_store::costs::CaseCost>,
+    /// Counted trials it must have before it ends (0: none): what its
+    /// family's undecided scalability asked of it after it had converged
+    /// (docs/budget.md, "Undecided cells first").
+    pub(super) floor: usize,
 }
 
 impl Unit {
@@ -84,6 +88,7 @@ impl Unit {
             due: None,
             first_counted: None,
             before,
+            floor: 0,
         };
         if let Some(old) = old {
             unit.finished = old.status != CaseStatus::Pending;
@@ -222,6 +227,7 @@ impl Unit {
             rank: 0,
             may_leave: false,
             share_trials: 0.0,
+            floor: self.floor,
         }
     }
 }
