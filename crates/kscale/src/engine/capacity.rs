@@ -1117,8 +1117,8 @@ impl OpenSearch {
     }
 
     /// Seconds the steps that narrow its bracket to the run's width take,
-    /// each at the dearest step's price, where its share left the bracket
-    /// wider: the decisions table decides its cell on the bracket, so a
+    /// each at the dearest step's price and with the windows that confirm
+    /// a new answer, where its share left the bracket wider: the decisions table decides its cell on the bracket, so a
     /// bracket 17 % wide is a cell undecided, and the cases taken back
     /// after the pilot (sweep points, not cells) leave the search these.
     /// A quick study took back 22 held cases and stored web on all CPUs at
@@ -1126,9 +1126,12 @@ impl OpenSearch {
     /// a bracket still open above: its steps cannot be counted.
     fn unbracketed_s(&self, rule: &StopRule) -> f64 {
         match self.run.search.found().width() {
-            Some(w) if self.share.is_some() => {
-                halvings_to(w, rule.width_pct / 100.0) as f64 * self.run.step_s
-            }
+            // A step starts only where the windows that confirm a new
+            // answer fit beside it (Run::search_on).
+            Some(w) if self.share.is_some() => match halvings_to(w, rule.width_pct / 100.0) {
+                0 => 0.0,
+                h => (h as f64 + self.reserve) * self.run.step_s,
+            },
             _ => 0.0,
         }
     }

@@ -434,6 +434,7 @@ impl Budgeted {
                 .zip(&self.left_out)
                 .map(|(u, &out)| super::cells::Case {
                     family: u.workload.family,
+                    metric: u.workload.primary().name,
                     workload: &u.entry.workload,
                     params: &u.entry.params,
                     cpus: u.entry.cpus.len(),
@@ -441,6 +442,7 @@ impl Budgeted {
                     direction: u.workload.primary().direction,
                     converging: u.workload.rule == RunRule::Converge,
                     piloted: u.finished || u.counted.len() >= r.opts.rule.judged_after(),
+                    growing: !u.finished && u.counted.len() < u.floor,
                     in_run: !out,
                     secs_per_trial: u.secs_per_trial(r.opts),
                 })

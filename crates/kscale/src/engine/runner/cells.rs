@@ -58,6 +58,10 @@ impl Funding {
 /// A case as [`undecided`] reads it.
 pub(super) struct Case<'a> {
     pub(super) family: &'a str,
+    /// Its primary metric's name: a family of unlike metrics (`fs`:
+    /// creations and removals) is decided per metric, as the decisions
+    /// table decides it.
+    pub(super) metric: &'a str,
     pub(super) workload: &'a str,
     pub(super) params: &'a BTreeMap<String, String>,
     /// CPUs in its configuration.
@@ -69,6 +73,9 @@ pub(super) struct Case<'a> {
     pub(super) converging: bool,
     /// Past its pilot: finished, or with the trials that judge it.
     pub(super) piloted: bool,
+    /// Still short of the floor an earlier funding gave it: its family
+    /// is read again once the trials it was given are in.
+    pub(super) growing: bool,
     /// Not left out of the run.
     pub(super) in_run: bool,
     pub(super) secs_per_trial: f64,
@@ -86,25 +93,31 @@ pub(super) fn undecided(
     rule: &StopRule,
     funded: impl Fn(&str) -> u32,
 ) -> Vec<Funding> {
-    let mut families: Vec<&str> = Vec::new();
+    let mut groups: Vec<(&str, &str)> = Vec::new();
     for c in cases {
-        if !families.contains(&c.family) {
-            families.push(c.family);
+        if !groups.contains(&(c.family, c.metric)) {
+            groups.push((c.family, c.metric));
         }
     }
     let mut out = Vec::new();
-    for family in families {
-        if funded(family) >= MAX_FUNDINGS {
+    for &(family, metric) in &groups {
+        let label = if groups.iter().filter(|g| g.0 == family).count() > 1 {
+            format!("{family}: {metric}")
+        } else {
+            family.to_string()
+        };
+        if funded(&label) >= MAX_FUNDINGS {
             continue;
         }
         let members: Vec<usize> = (0..cases.len())
-            .filter(|&i| cases[i].family == family && cases[i].in_run)
+            .filter(|&i| cases[i].family == family && cases[i].metric == metric && cases[i].in_run)
             .collect();
         // A family with a capacity search or a median-of-N case is
-        // decided by those; one with a case in its pilot is read after it.
+        // decided by those; one with a case in its pilot, or growing to
+        // its floor, is read after it.
         if members
             .iter()
-            .any(|&i| !cases[i].converging || !cases[i].piloted)
+            .any(|&i| !cases[i].converging || !cases[i].piloted || cases[i].growing)
         {
             continue;
         }
@@ -168,7 +181,7 @@ pub(super) fn undecided(
             continue;
         }
         out.push(Funding {
-            family: family.to_string(),
+            family: label,
             interval,
             floors,
             more_trials,
@@ -198,6 +211,7 @@ mod tests {
     fn case<'a>(cpus: usize, counted: &'a [f64], params: &'a BTreeMap<String, String>) -> Case<'a> {
         Case {
             family: "mem",
+            metric: "mbps",
             workload: "mem.frd",
             params,
             cpus,
@@ -205,6 +219,7 @@ mod tests {
             direction: Direction::Higher,
             converging: true,
             piloted: true,
+            growing: false,
             in_run: true,
             secs_per_trial: 0.25,
         }
@@ -213,7 +228,8 @@ mod tests {
     /// Two converged cases whose ratio (0.98×) sits inside the ±5 % margin
     /// but whose interval reaches past it are grown, both alike, and the
     /// line names what deciding takes; a clear ratio, a case still
-    /// in its pilot, a capacity step or a family funded twice are not.
+    /// in its pilot or growing to an earlier floor, a capacity step or a
+    /// family funded twice are not.
     #[test]
     fn a_ratio_near_its_margin_grows_its_cases() {
         let p = BTreeMap::new();
@@ -261,5 +277,37 @@ mod tests {
             },
         ];
         assert!(undecided(&step, &RULE, |_| 0).is_empty());
+        let growing = [
+            case(1, &one, &p),
+            Case {
+                growing: true,
+                ..case(2, &two, &p)
+            },
+        ];
+        assert!(undecided(&growing, &RULE, |_| 0).is_empty());
+
+        // A family of unlike metrics is read per metric, as the table
+        // reads it: creations with creations, removals with removals.
+        fn of<'a>(workload: &'a str, metric: &'a str, c: Case<'a>) -> Case<'a> {
+            Case {
+                family: "fs",
+                workload,
+                metric,
+                ..c
+            }
+        }
+        let fs = [
+            of("fs.create", "creates", case(1, &one, &p)),
+            of("fs.create", "creates", case(2, &two, &p)),
+            of("fs.delete", "deletes", case(1, &one, &p)),
+            of("fs.delete", "deletes", case(2, &faster, &p)),
+        ];
+        let found = undecided(&fs, &RULE, |_| 0);
+        let names: Vec<&str> = found.iter().map(|f| f.family.as_str()).collect();
+        assert_eq!(names, ["fs: creates"]);
+        assert_eq!(
+            found[0].floors.iter().map(|f| f.0).collect::<Vec<_>>(),
+            [0, 1]
+        );
     }
 }
