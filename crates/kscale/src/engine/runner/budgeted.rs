@@ -443,6 +443,7 @@ impl Budgeted {
                     converging: u.workload.rule == RunRule::Converge,
                     piloted: u.finished || u.counted.len() >= r.opts.rule.judged_after(),
                     growing: !u.finished && u.counted.len() < u.floor,
+                    stopped: u.finished && !u.converged,
                     in_run: !out,
                     secs_per_trial: u.secs_per_trial(r.opts),
                 })

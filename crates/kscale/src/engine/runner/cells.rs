@@ -76,6 +76,10 @@ pub(super) struct Case<'a> {
     /// Still short of the floor an earlier funding gave it: its family
     /// is read again once the trials it was given are in.
     pub(super) growing: bool,
+    /// Ended without converging: the budget stopped it as one it cannot
+    /// converge, so its interval is not one trials narrow, and given a
+    /// floor it would be stopped again before its first.
+    pub(super) stopped: bool,
     /// Not left out of the run.
     pub(super) in_run: bool,
     pub(super) secs_per_trial: f64,
@@ -114,11 +118,12 @@ pub(super) fn undecided(
             .collect();
         // A family with a capacity search or a median-of-N case is
         // decided by those; one with a case in its pilot, or growing to
-        // its floor, is read after it.
-        if members
-            .iter()
-            .any(|&i| !cases[i].converging || !cases[i].piloted || cases[i].growing)
-        {
+        // its floor, is read after it; one with a case stopped unconverged
+        // waits on that case, not on trials.
+        if members.iter().any(|&i| {
+            let c = &cases[i];
+            !c.converging || !c.piloted || c.growing || c.stopped
+        }) {
             continue;
         }
         let (Some(fewest), Some(most)) = (
@@ -220,6 +225,7 @@ mod tests {
             converging: true,
             piloted: true,
             growing: false,
+            stopped: false,
             in_run: true,
             secs_per_trial: 0.25,
         }
@@ -228,8 +234,8 @@ mod tests {
     /// Two converged cases whose ratio (0.98×) sits inside the ±5 % margin
     /// but whose interval reaches past it are grown, both alike, and the
     /// line names what deciding takes; a clear ratio, a case still
-    /// in its pilot or growing to an earlier floor, a capacity step or a
-    /// family funded twice are not.
+    /// in its pilot, growing to an earlier floor or stopped unconverged,
+    /// a capacity step or a family funded twice are not.
     #[test]
     fn a_ratio_near_its_margin_grows_its_cases() {
         let p = BTreeMap::new();
@@ -285,6 +291,14 @@ mod tests {
             },
         ];
         assert!(undecided(&growing, &RULE, |_| 0).is_empty());
+        let stopped = [
+            case(1, &one, &p),
+            Case {
+                stopped: true,
+                ..case(2, &two, &p)
+            },
+        ];
+        assert!(undecided(&stopped, &RULE, |_| 0).is_empty());
 
         // A family of unlike metrics is read per metric, as the table
         // reads it: creations with creations, removals with removals.
