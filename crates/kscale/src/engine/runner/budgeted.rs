@@ -126,7 +126,7 @@ struct Budgeted {
     piloted: bool,
     /// Families whose undecided scalability the run funded, and how often
     /// ([`cells`]).
-    funded: Vec<(String, u32)>,
+    funded: BTreeMap<String, u32>,
 }
 
 impl Budgeted {
@@ -147,7 +147,7 @@ impl Budgeted {
             ranks,
             left_out: vec![false; units.len()],
             piloted: false,
-            funded: Vec::new(),
+            funded: BTreeMap::new(),
         }
     }
 
@@ -422,12 +422,7 @@ impl Budgeted {
         units: &mut [Unit],
         spare: f64,
     ) -> Result<bool> {
-        let times = |f: &str| {
-            self.funded
-                .iter()
-                .find(|(n, _)| *n == f)
-                .map_or(0, |(_, k)| *k)
-        };
+        let times = |f: &str| self.funded.get(f).copied().unwrap_or(0);
         let mut found = {
             let cases: Vec<super::cells::Case<'_>> = units
                 .iter()
@@ -466,10 +461,7 @@ impl Budgeted {
                 }
             }
             r.say(format!("  {}", f.line(&r.opts.rule)));
-            match self.funded.iter_mut().find(|(n, _)| *n == f.family) {
-                Some((_, k)) => *k += 1,
-                None => self.funded.push((f.family, 1)),
-            }
+            *self.funded.entry(f.family).or_default() += 1;
             any = true;
         }
         Ok(any)
