@@ -424,7 +424,7 @@ pub fn classify(est: f64, lo: f64, hi: f64, threshold: f64) -> CompareWord {
 /// of each case), on the interval's own ends. The one rule the decisions
 /// table and the runner's funding of undecided cells read.
 ///
-/// The ends, not the estimate ± t·se: for paired trials they are the same
+/// The ends, not the estimate ± t·se: for a ratio of estimates they are the same
 /// interval, but a capacity answer's is its brackets', uneven about the
 /// windows' ratio (decisions table, "bracketed scalability"): a quick
 /// study tabled web at 0.958× in 0.898–0.993×, which read about the

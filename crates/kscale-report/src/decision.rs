@@ -43,29 +43,41 @@ fn family_geomean<'a>(
     metric: &str,
     confidence_pct: f64,
 ) -> Result<(Interval, Fitted<'a>), Option<f64>> {
-    let summaries: Vec<_> = cases
-        .iter()
-        .map(|c| c.summary_and_fit(metric, confidence_pct))
-        .collect();
-    let values: Vec<f64> = summaries.iter().map(|(s, _)| s.mean).collect();
     let mut fitted = Vec::new();
     let logs: Option<Vec<LogEstimate>> = cases
         .iter()
-        .zip(summaries)
-        .map(|(c, (s, fit))| {
-            let e = match fit.and_then(|f| Some((f.estimate(estimator(c))?, f))) {
-                Some((e, f)) => {
-                    fitted.push((*c, f));
-                    e
-                }
-                None => estimator(c).estimate(&c.values(metric))?,
-            };
-            LogEstimate::of_value(s.mean, e)
+        .map(|c| {
+            let (l, fit) = case_log(c, metric, confidence_pct)?;
+            fitted.extend(fit.map(|f| (*c, f)));
+            Some(l)
         })
         .collect();
     logs.and_then(|l| Interval::combine(&l, confidence_pct))
         .map(|i| (i, fitted))
-        .ok_or_else(|| kscale_core::stats::geomean(&values))
+        .ok_or_else(|| {
+            let values: Vec<f64> = cases
+                .iter()
+                .map(|c| c.summary(metric, confidence_pct).mean)
+                .collect();
+            kscale_core::stats::geomean(&values)
+        })
+}
+
+/// A case's part in its family's figures: its printed value with the
+/// standard error of its estimate — of its trials with what followed the
+/// host taken out where they followed it, that fit returned beside it.
+/// `None` below two counted trials.
+fn case_log(
+    c: &CaseData,
+    metric: &str,
+    confidence_pct: f64,
+) -> Option<(LogEstimate, Option<HostFit>)> {
+    let (s, fit) = c.summary_and_fit(metric, confidence_pct);
+    let (e, fit) = match fit.and_then(|f| Some((f.estimate(estimator(c))?, f))) {
+        Some((e, f)) => (e, Some(f)),
+        None => (estimator(c).estimate(&c.values(metric))?, None),
+    };
+    Some((LogEstimate::of_value(s.mean, e)?, fit))
 }
 
 /// One note line for a case whose interval the host's fit narrowed: what
@@ -98,20 +110,10 @@ fn fitted_note(c: &CaseData, f: &HostFit, cat: &dyn Catalog) -> String {
     )
 }
 
-/// A family's scalability of configuration `other` over `base`, from each
-/// case's trials paired by position ([`LogEstimate::paired`]). Pairing by
-/// position pairs trials of the same round: the runner measures a
-/// workload's cases on every configuration round-robin, one turn each per
-/// round (`run_group` in crates/kscale/src/engine/runner.rs), so while both
-/// of a case's configurations are measuring, their k-th counted trials are
-/// taken in the same round, warm-ups in the first. One that finished first
-/// has fewer trials, and only the first min(n_base, n_other) of each pair.
-/// Under `--budget` the planner picks the next trial by need, so beyond
-/// each case's first `--min-trials` (taken in turn) the k-th trials are
-/// only near each other in the run; pairing the first min(n) still holds
-/// the interval (it comes from the pairs' own spread), only less of the
-/// drift cancels. Pairing by start time was not chosen: `started_at` is
-/// stored to the second and quick trials last 0.05 s.
+/// A family's scalability of configuration `other` over `base`: the
+/// geometric mean over its cases of each one's ratio of its two printed
+/// values, with both sides' errors ([`LogEstimate::speedup`]) — the ratio
+/// of the two geometric-mean columns where both hold the same cases.
 ///
 /// Every case of the family with a result on both configurations enters;
 /// a case skipped on either is left out, as the tables leave it out of
@@ -137,16 +139,9 @@ fn family_scalability(
             return None;
         }
         let m = b.primary()?;
-        let est = match (b.rule, b.estimator) {
-            (RunRule::Converge, e) if o.estimator == e => e,
-            _ => Estimator::Mean,
-        };
-        logs.push(LogEstimate::paired(
-            &b.values(&m.name),
-            &o.values(&m.name),
-            m.direction,
-            est,
-        )?);
+        let (lb, _) = case_log(b, &m.name, confidence_pct)?;
+        let (lo, _) = case_log(o, &m.name, confidence_pct)?;
+        logs.push(LogEstimate::speedup(lb, lo, m.direction));
     }
     Interval::combine(&logs, confidence_pct)
 }
@@ -609,10 +604,9 @@ fn notes(t: &mut Table, rule: RuleInfo, scalability: bool, one_trial: bool, fitt
     ));
     if scalability {
         t.notes.push(format!(
-            "scal.: the geometric mean over the family's cases of each case's ratio of trials \
-             paired within a round (counted trial k on one configuration with trial k on the \
-             other), inverted where lower is better so above 1× is faster; its interval from \
-             the pairs' spread; verdict (docs/verdicts.md): faster or slower where the \
+            "scal.: the geometric mean over the family's cases of each case's ratio of its two \
+             values (the two GM columns' ratio), inverted where lower is better so above 1× is \
+             faster; its interval combines both sides' as the GM's does; verdict (docs/verdicts.md): faster or slower where the \
              scalability is beyond ±{} % of 1× and its interval excludes 1×, same where the \
              interval lies within ±{} %, else cannot tell (with the margin it could decide); \
              ✓: decided.",

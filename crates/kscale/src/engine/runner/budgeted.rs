@@ -434,6 +434,7 @@ impl Budgeted {
                     params: &u.entry.params,
                     cpus: u.entry.cpus.len(),
                     counted: &u.counted,
+                    judged: &u.judged,
                     direction: u.workload.primary().direction,
                     converging: u.workload.rule == RunRule::Converge,
                     piloted: u.finished || u.counted.len() >= r.opts.rule.judged_after(),

@@ -67,6 +67,10 @@ pub(super) struct Case<'a> {
     /// CPUs in its configuration.
     pub(super) cpus: usize,
     pub(super) counted: &'a [f64],
+    /// What it is judged on: its counted trials with what followed the
+    /// host taken out where the fit narrows them (`Unit::judged`), as the
+    /// table's interval is.
+    pub(super) judged: &'a [f64],
     pub(super) direction: Direction,
     /// Measured by the converging rule (not a capacity step nor a
     /// median-of-N case).
@@ -86,7 +90,7 @@ pub(super) struct Case<'a> {
 }
 
 /// The families whose scalability (most CPUs ÷ fewest) is undecided from
-/// their cases' paired trials, with every case of them past its pilot and
+/// their cases' estimates, as the decisions table reads it, with every case of them past its pilot and
 /// measured by the converging rule, and the trials that would decide each:
 /// a family is read while its cases still converge (or its sweep's held
 /// cases, taken back, wait behind them) as well as after.
@@ -149,15 +153,18 @@ pub(super) fn undecided(
                     .map(|&o| (b, o))
             })
             .collect();
+        let log = |c: &Case<'_>| {
+            let value = rule.estimator.estimate(c.counted)?.center;
+            LogEstimate::of_value(value, rule.estimator.estimate(c.judged)?)
+        };
         let logs: Option<Vec<LogEstimate>> = pairs
             .iter()
             .map(|&(b, o)| {
-                LogEstimate::paired(
-                    cases[b].counted,
-                    cases[o].counted,
+                Some(LogEstimate::speedup(
+                    log(&cases[b])?,
+                    log(&cases[o])?,
                     cases[b].direction,
-                    rule.estimator,
-                )
+                ))
             })
             .collect();
         let Some(interval) = logs.and_then(|l| Interval::combine(&l, rule.confidence_pct)) else {
@@ -173,9 +180,8 @@ pub(super) fn undecided(
         let mut floors = Vec::new();
         let (mut cost_s, mut more_trials) = (0.0, 0);
         for &(b, o) in &pairs {
-            let paired = cases[b].counted.len().min(cases[o].counted.len());
-            let floor = (paired as f64 * factor * MARGIN).ceil() as usize;
             for i in [b, o] {
+                let floor = (cases[i].counted.len() as f64 * factor * MARGIN).ceil() as usize;
                 let more = floor.saturating_sub(cases[i].counted.len());
                 cost_s += more as f64 * cases[i].secs_per_trial;
                 more_trials += more;
@@ -221,6 +227,7 @@ mod tests {
             params,
             cpus,
             counted,
+            judged: counted,
             direction: Direction::Higher,
             converging: true,
             piloted: true,
@@ -235,12 +242,14 @@ mod tests {
     /// but whose interval reaches past it are grown, both alike, and the
     /// line names what deciding takes; a clear ratio, a case still
     /// in its pilot, growing to an earlier floor or stopped unconverged,
-    /// a capacity step or a family funded twice are not.
+    /// a capacity step or a family funded twice are not; nor one whose
+    /// ratio lies so near the margin that it would take more than six
+    /// times its trials.
     #[test]
     fn a_ratio_near_its_margin_grows_its_cases() {
         let p = BTreeMap::new();
-        let one = trials(100.0, 12.0, 8);
-        let two: Vec<f64> = trials(98.0, 12.0, 8).into_iter().rev().collect();
+        let one = trials(100.0, 4.0, 8);
+        let two: Vec<f64> = trials(98.0, 4.0, 8).into_iter().rev().collect();
         let cases = [case(1, &one, &p), case(2, &two, &p)];
         let found = undecided(&cases, &RULE, |_| 0);
         assert_eq!(found.len(), 1);
@@ -262,6 +271,10 @@ mod tests {
             f.line(&RULE)
         );
         assert!(undecided(&cases, &RULE, |_| MAX_FUNDINGS).is_empty());
+        let wide = trials(100.0, 12.0, 8);
+        let wide_two: Vec<f64> = trials(98.0, 12.0, 8).into_iter().rev().collect();
+        let near = [case(1, &wide, &p), case(2, &wide_two, &p)];
+        assert!(undecided(&near, &RULE, |_| 0).is_empty());
 
         let faster: Vec<f64> = trials(130.0, 6.0, 8).into_iter().rev().collect();
         let clear = [case(1, &one, &p), case(2, &faster, &p)];
