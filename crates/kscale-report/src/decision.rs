@@ -75,7 +75,23 @@ fn case_log(
     let (s, fit) = c.summary_and_fit(metric, confidence_pct);
     let (e, fit) = match fit.and_then(|f| Some((f.estimate(estimator(c))?, f))) {
         Some((e, f)) => (e, Some(f)),
-        None => (estimator(c).estimate(&c.values(metric))?, None),
+        None => match estimator(c).estimate(&c.values(metric)) {
+            Some(e) => (e, None),
+            // A capacity answer is known to its bracket, which the cells
+            // read beside this (`widest_bracket_pct`); under a budget its
+            // step is one window, whose figure then stands alone.
+            None if c.key.searched().is_some() && s.mean > 0.0 && s.mean.is_finite() => {
+                return Some((
+                    LogEstimate {
+                        log: s.mean.ln(),
+                        se: 0.0,
+                        df: f64::INFINITY,
+                    },
+                    None,
+                ));
+            }
+            None => return None,
+        },
     };
     Some((LogEstimate::of_value(s.mean, e)?, fit))
 }

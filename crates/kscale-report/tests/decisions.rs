@@ -370,6 +370,35 @@ fn a_capacity_answer_is_decided_by_its_bracket() {
     assert_eq!(r[8], "2.00×");
     assert_eq!(r[9], "1.71×–2.04×", "{r:?}");
     assert_eq!(r[10], "faster ✓", "{r:?}");
+
+    // Under a budget a step is one window: an answer of a single window
+    // is still known to its bracket, not left without a width.
+    let one = |id: i64, cpus: &str, conns: &str, v: f64| {
+        case(id, "web.own", &[("conns", conns)], cpus, CONF, &[v])
+    };
+    let mut run = run_with(vec![
+        one(1, "1", cap, 2400.0),
+        one(2, "1", "2400", 2400.0),
+        one(3, "1", "2450", 2100.0),
+        one(4, "all", cap, 4800.0),
+        one(5, "all", "4800", 4800.0),
+        one(6, "all", "4900", 4000.0),
+    ]);
+    run.run.options = serde_json::json!({
+        "rule": {"width_pct": 10.0, "confidence_pct": 95.0, "estimator": "mean"}
+    });
+    let t = decision_table(&run, &Cat).unwrap();
+    let r = row(&t, "Web serving");
+    assert_eq!(
+        (r[3].as_str(), r[4].as_str(), r[6].as_str(), r[7].as_str()),
+        ("2.1% bracket", "✓", "2.1% bracket", "✓"),
+        "{r:?}"
+    );
+    assert_eq!(
+        (r[8].as_str(), r[10].as_str()),
+        ("2.00×", "faster ✓"),
+        "{r:?}"
+    );
 }
 
 /// A family of several searched servers is known to its brackets too: its
