@@ -239,6 +239,12 @@ pub struct CompareVerdict {
     pub verdict: CompareWord,
     pub interval: Interval,
     pub smallest_threshold_pct: f64,
+    /// Where it could not tell and the change came from runs: runs a side
+    /// at which "same" at the asked threshold is in reach at the spread
+    /// measured, the estimate where it is; `None` where none would (the
+    /// estimate on or beyond the threshold) or the spread is not a run's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs_needed: Option<u32>,
 }
 
 /// The (1 − 2α) interval of `c`, in ln, and its confidence in %.
@@ -396,10 +402,24 @@ pub fn beside_machine(
 /// tell otherwise.
 pub fn compare(c: Change, threshold: f64, alpha: f64) -> CompareVerdict {
     let (lo, hi, _) = bounds(c, alpha);
+    let verdict = classify(c.est, lo, hi, threshold);
     CompareVerdict {
-        verdict: classify(c.est, lo, hi, threshold),
+        verdict,
         interval: interval(c, alpha),
         smallest_threshold_pct: pct(hi.max(-lo)).max(0.0),
+        runs_needed: match verdict {
+            // "Same" needs both ends inside: the nearer threshold to the
+            // estimate's side is the one its far end must clear.
+            CompareWord::CannotTell => runs_needed(
+                Change {
+                    est: c.est.abs(),
+                    ..c
+                },
+                alpha,
+                (1.0 + threshold).ln(),
+            ),
+            _ => None,
+        },
     }
 }
 
@@ -451,6 +471,7 @@ pub fn scaling(
             confidence_pct,
         },
         smallest_threshold_pct: pct(hi.max(-lo)).max(0.0),
+        runs_needed: None,
     }
 }
 
@@ -513,6 +534,40 @@ mod tests {
             df,
             sigma: Some(se / 2f64.sqrt()),
         }
+    }
+
+    /// A comparison that cannot tell says the runs a side that would put
+    /// its interval inside ±threshold, the estimate where it is; none
+    /// where the estimate is beyond the threshold.
+    #[test]
+    fn a_comparison_that_cannot_tell_names_the_runs_that_would() {
+        // Two runs a side, one run's spread 4 %: σ√(2/2) = 4 %, 1 df.
+        let c = Change {
+            est: (1.01f64).ln(),
+            se: 0.04,
+            df: 1.0,
+            sigma: Some(0.04),
+        };
+        let v = compare(c, 0.05, ALPHA);
+        assert_eq!(v.verdict, CompareWord::CannotTell);
+        let n = v.runs_needed.expect("room inside ±5 %");
+        let at = |n: f64| Change {
+            se: 0.04 * (2.0 / n).sqrt(),
+            ..c
+        };
+        assert_eq!(
+            compare(at(f64::from(n)), 0.05, ALPHA).verdict,
+            CompareWord::Same
+        );
+        assert_ne!(
+            compare(at(f64::from(n - 1)), 0.05, ALPHA).verdict,
+            CompareWord::Same
+        );
+        // A faster estimate is read on its own side alike.
+        let f = compare(Change { est: -c.est, ..c }, 0.05, ALPHA);
+        assert_eq!(f.runs_needed, Some(n));
+        let beyond = compare(Change { est: 0.06, ..c }, 0.05, ALPHA);
+        assert_eq!(beyond.runs_needed, None);
     }
 
     #[test]

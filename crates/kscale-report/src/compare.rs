@@ -506,7 +506,12 @@ pub fn decide(
                 est: all.iter().map(|c| c.est).sum::<f64>() / k,
                 se: all.iter().map(|c| c.se).sum::<f64>() / k,
                 df: all.iter().map(|c| c.df).fold(f64::INFINITY, f64::min),
-                sigma: None,
+                // One run's spread, as the standard error: its cases' mean.
+                sigma: all
+                    .iter()
+                    .map(|c| c.sigma)
+                    .collect::<Option<Vec<f64>>>()
+                    .map(|s| s.iter().sum::<f64>() / k),
             };
             q.verdict = Some(verdict::compare(ch, threshold, verdict::ALPHA));
         }
@@ -523,7 +528,13 @@ pub fn verdict_cell(r: &Ratio) -> Cell {
             CompareWord::Faster => Cell::tone("faster", Tone::Good),
             CompareWord::Slower => Cell::tone("slower", Tone::Bad),
             CompareWord::CannotTell => Cell::tone(
-                format!("cannot tell (±{:.0}%)", v.smallest_threshold_pct.ceil()),
+                match v.runs_needed {
+                    Some(n) => format!(
+                        "cannot tell (±{:.0}%; ~{n} runs a side)",
+                        v.smallest_threshold_pct.ceil()
+                    ),
+                    None => format!("cannot tell (±{:.0}%)", v.smallest_threshold_pct.ceil()),
+                },
                 Tone::Dim,
             ),
         },
@@ -720,7 +731,7 @@ pub fn legend(c: &Comparison) -> Vec<String> {
     ];
     if let Some(t) = c.threshold {
         v.push(format!(
-            "verdict: same where the {:.0} % interval of the change lies within ±{} %; slower or faster where the change is beyond ±{} % and the interval excludes no change; cannot tell otherwise, with the threshold it could decide. The interval stands on each side's spread between runs of the case on its host and kernel (every stored run there); –: a side has no two runs of one build there yet. The family's verdict is on its geometric mean row (docs/verdicts.md).",
+            "verdict: same where the {:.0} % interval of the change lies within ±{} %; slower or faster where the change is beyond ±{} % and the interval excludes no change; cannot tell otherwise, with the threshold it could decide and, where more runs would, about how many a side (at the spread and degrees of freedom measured so far, so an upper count). The interval stands on each side's spread between runs of the case on its host and kernel (every stored run there); –: a side has no two runs of one build there yet. The family's verdict is on its geometric mean row (docs/verdicts.md).",
             100.0 * (1.0 - 2.0 * verdict::ALPHA),
             sig(t * 100.0, 2),
             sig(t * 100.0, 2)
