@@ -473,7 +473,7 @@ pub fn decide(
 ) {
     c.threshold = Some(threshold);
     for f in &mut c.families {
-        let mut by_pair: BTreeMap<(usize, usize), Vec<Option<Change>>> = BTreeMap::new();
+        let mut by_pair: BTreeMap<(usize, usize, String), Vec<Option<Change>>> = BTreeMap::new();
         for r in f.rows.iter_mut().filter(|r| !r.summary) {
             let sides: Vec<Option<SideSpread>> = (0..r.means.len()).map(|i| spread(i, r)).collect();
             let changes: Vec<Option<Change>> = r
@@ -483,37 +483,40 @@ pub fn decide(
                 .collect();
             for (q, ch) in r.ratios.iter_mut().zip(changes) {
                 q.verdict = ch.map(|ch| verdict::compare(ch, threshold, verdict::ALPHA));
-                by_pair.entry((q.num, q.den)).or_default().push(ch);
+                by_pair
+                    .entry((q.num, q.den, r.metric.clone()))
+                    .or_default()
+                    .push(ch);
             }
         }
-        let Some(gm) = f
-            .rows
-            .iter_mut()
-            .find(|r| r.summary && r.label == "Geometric mean")
-        else {
-            continue;
-        };
-        for q in &mut gm.ratios {
-            let Some(all) = by_pair
-                .get(&(q.num, q.den))
-                .and_then(|v| v.iter().copied().collect::<Option<Vec<Change>>>())
-                .filter(|v| !v.is_empty())
-            else {
-                continue;
-            };
-            let k = all.len() as f64;
-            let ch = Change {
-                est: all.iter().map(|c| c.est).sum::<f64>() / k,
-                se: all.iter().map(|c| c.se).sum::<f64>() / k,
-                df: all.iter().map(|c| c.df).fold(f64::INFINITY, f64::min),
-                // One run's spread, as the standard error: its cases' mean.
-                sigma: all
+        for gm in f.rows.iter_mut().filter(|r| is_family_geomean(r)) {
+            let metric = gm.metric.clone();
+            for q in &mut gm.ratios {
+                let Some(all) = by_pair
                     .iter()
-                    .map(|c| c.sigma)
-                    .collect::<Option<Vec<f64>>>()
-                    .map(|s| s.iter().sum::<f64>() / k),
-            };
-            q.verdict = Some(verdict::compare(ch, threshold, verdict::ALPHA));
+                    .filter(|((n, d, m), _)| {
+                        (*n, *d) == (q.num, q.den) && (gm.label == GEOMEAN || *m == metric)
+                    })
+                    .flat_map(|(_, v)| v.iter().copied())
+                    .collect::<Option<Vec<Change>>>()
+                    .filter(|v| !v.is_empty())
+                else {
+                    continue;
+                };
+                let k = all.len() as f64;
+                let ch = Change {
+                    est: all.iter().map(|c| c.est).sum::<f64>() / k,
+                    se: all.iter().map(|c| c.se).sum::<f64>() / k,
+                    df: all.iter().map(|c| c.df).fold(f64::INFINITY, f64::min),
+                    // One run's spread, as the standard error: its cases' mean.
+                    sigma: all
+                        .iter()
+                        .map(|c| c.sigma)
+                        .collect::<Option<Vec<f64>>>()
+                        .map(|s| s.iter().sum::<f64>() / k),
+                };
+                q.verdict = Some(verdict::compare(ch, threshold, verdict::ALPHA));
+            }
         }
     }
 }
@@ -605,13 +608,40 @@ fn add_geomeans(
     if data.len() > 1 && metrics.len() == 1 {
         let all: Vec<&CompareRow> = data.iter().collect();
         rows.push(summary_row(
-            "Geometric mean".into(),
+            GEOMEAN.into(),
             &all,
             systems,
             pairs,
             &data[0],
         ));
+    } else if metrics.len() > 1 {
+        // A family of unlike metrics (`fs`: creations, removals) has a
+        // geometric mean, and a verdict, per metric, as the decisions
+        // table decides it per metric.
+        for (metric, unit) in &metrics {
+            let members: Vec<&CompareRow> = data
+                .iter()
+                .filter(|r| r.metric == *metric && r.unit == *unit)
+                .collect();
+            if members.len() > 1 {
+                rows.push(summary_row(
+                    format!("{GEOMEAN}: {metric}"),
+                    &members,
+                    systems,
+                    pairs,
+                    members[0],
+                ));
+            }
+        }
     }
+}
+
+/// The label of a family's geometric-mean row (with `: metric` after it
+/// in a family of unlike metrics), the row that carries its verdict.
+const GEOMEAN: &str = "Geometric mean";
+
+fn is_family_geomean(r: &CompareRow) -> bool {
+    r.summary && (r.label == GEOMEAN || r.label.starts_with(&format!("{GEOMEAN}: ")))
 }
 
 fn summary_row(

@@ -182,3 +182,63 @@ fn compare_gives_each_case_and_family_a_verdict() {
     );
     assert!(out.contains("cannot tell (±"), "{out}");
 }
+
+/// A family of unlike metrics (as `fs`: creations and removals) has no
+/// geometric mean of them all, so it gets one per metric, each with its
+/// own verdict from its own cases: two runs that agree read "same" on
+/// each, and a metric moved 20 % reads "slower" on its row alone.
+#[test]
+fn a_family_of_unlike_metrics_gets_a_verdict_per_metric() {
+    use kscale_core::verdict::{CompareWord, Spread};
+    use kscale_report::compare::{decide, SideSpread};
+    let of = |id: i64, w: &str, cpus: &str, metric: &str, v: f64| {
+        let trials = (0..4)
+            .map(|k| BTreeMap::from([(metric.to_string(), v * (1.0 + 0.001 * k as f64))]))
+            .collect();
+        common::case(
+            id,
+            w,
+            &[],
+            cpus,
+            vec![common::metric(metric, "files/s", Direction::Higher, true)],
+            trials,
+        )
+    };
+    let side = |id: i64, label: &str, k: f64| {
+        run(
+            id,
+            label,
+            None,
+            vec![
+                of(id * 10 + 1, "syscall.null", "1", "creates", 1000.0),
+                of(id * 10 + 2, "syscall.null", "all", "creates", 1100.0),
+                of(id * 10 + 3, "syscall.pipe", "1", "deletes", 2000.0 * k),
+                of(id * 10 + 4, "syscall.pipe", "all", "deletes", 2100.0 * k),
+            ],
+        )
+    };
+    let (a, b) = (side(1, "A", 1.0), side(2, "B", 0.8));
+    let mut c = compare(&[&a, &b], &Cat).unwrap();
+    decide(&mut c, 0.05, |_, _| {
+        Some(SideSpread {
+            spread: Spread {
+                sd: 0.005,
+                df: 20.0,
+                runs: 21,
+            },
+            machine: 0,
+        })
+    });
+    let rows = &c.families[0].rows;
+    let verdict = |label: &str| {
+        rows.iter()
+            .find(|r| r.label == label)
+            .unwrap_or_else(|| panic!("no row {label}: {rows:#?}"))
+            .ratios[0]
+            .verdict
+            .map(|v| v.verdict)
+    };
+    assert_eq!(verdict("Geometric mean: creates"), Some(CompareWord::Same));
+    assert_eq!(verdict("Geometric mean: deletes"), Some(CompareWord::Slower));
+    assert!(!rows.iter().any(|r| r.label == "Geometric mean"));
+}
