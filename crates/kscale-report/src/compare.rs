@@ -607,13 +607,7 @@ fn add_geomeans(
         .collect();
     if data.len() > 1 && metrics.len() == 1 {
         let all: Vec<&CompareRow> = data.iter().collect();
-        rows.push(summary_row(
-            GEOMEAN.into(),
-            &all,
-            systems,
-            pairs,
-            &data[0],
-        ));
+        rows.push(summary_row(GEOMEAN.into(), &all, systems, pairs, &data[0]));
     } else if metrics.len() > 1 {
         // A family of unlike metrics (`fs`: creations, removals) has a
         // geometric mean, and a verdict, per metric, as the decisions

@@ -239,6 +239,9 @@ fn a_family_of_unlike_metrics_gets_a_verdict_per_metric() {
             .map(|v| v.verdict)
     };
     assert_eq!(verdict("Geometric mean: creates"), Some(CompareWord::Same));
-    assert_eq!(verdict("Geometric mean: deletes"), Some(CompareWord::Slower));
+    assert_eq!(
+        verdict("Geometric mean: deletes"),
+        Some(CompareWord::Slower)
+    );
     assert!(!rows.iter().any(|r| r.label == "Geometric mean"));
 }
