@@ -5,6 +5,19 @@
 
 mod common;
 use common::{nginx, refused, Env};
+use std::sync::{Mutex, MutexGuard};
+
+/// Held by every test here that loads the machine: a test's connections
+/// must conform or fail on its own load, not on the test beside it. In CI
+/// a search at 100 connections on one CPU failed its confirming window
+/// while another test's search drove nginx on both CPUs.
+static MACHINE: Mutex<()> = Mutex::new(());
+
+/// The machine to this test alone (a test that failed holding it does not
+/// fail the others).
+fn alone() -> MutexGuard<'static, ()> {
+    MACHINE.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn metric<'a>(results: &'a [serde_json::Value], conns: &str, m: &str) -> &'a serde_json::Value {
     results
@@ -28,6 +41,7 @@ fn assert_show_has(env: &Env, needles: &[&str]) {
 
 #[test]
 fn quick_run_against_nginx_reports_specweb99_metrics() {
+    let _alone = alone();
     if nginx().is_none() {
         return;
     }
@@ -80,6 +94,7 @@ fn quick_run_against_nginx_reports_specweb99_metrics() {
 
 #[test]
 fn unthrottled_single_class_runs_faster_than_the_throttle() {
+    let _alone = alone();
     if nginx().is_none() {
         return;
     }
@@ -154,6 +169,7 @@ fn own_mean(results: &[serde_json::Value], mode: &str, conns: &str, m: &str) -> 
 /// server's CPU time measured.
 #[test]
 fn quick_run_of_the_own_server_in_both_modes() {
+    let _alone = alone();
     let env = Env::new();
     let results = &env.run_quick(&["web.own"], &["conns=50,200", "duration=1"]);
     for mode in ["thread-pool", "epoll"] {
@@ -201,6 +217,7 @@ fn mean_where(results: &[serde_json::Value], param: &str, value: &str, metric: &
 /// (many times the load's CPU a request) and serves the same requests.
 #[test]
 fn a_spinning_load_never_sleeps() {
+    let _alone = alone();
     let env = Env::new();
     let results = &env.run_quick(
         &["web.own"],
@@ -223,6 +240,7 @@ fn a_spinning_load_never_sleeps() {
 /// throttled rate both ways serve the same requests, all answered.
 #[test]
 fn a_load_writing_on_writable_events_sends_every_request() {
+    let _alone = alone();
     let env = Env::new();
     let results = &env.run_quick(
         &["web.own"],
@@ -305,6 +323,7 @@ impl Drop for TestNginx {
 /// kscale configuration has them) and without (static-only, said so).
 #[test]
 fn target_drives_an_nginx_serving_a_written_fileset() {
+    let _alone = alone();
     let Some(nginx) = nginx() else { return };
     let env = Env::new();
     let www = env.path().join("www");
@@ -409,6 +428,7 @@ fn bad_targets_and_filesets_are_one_line_and_exit_2() {
 /// few hundred connections.
 #[test]
 fn capacity_search_reports_a_conforming_connection_count() {
+    let _alone = alone();
     let env = Env::new();
     let out = env
         .cmd(&[
@@ -461,6 +481,7 @@ fn capacity_search_reports_a_conforming_connection_count() {
 /// offered value echoed back — and it is what `show` prints.
 #[test]
 fn a_budgeted_capacity_search_stops_at_a_bracket_and_stores_its_figure() {
+    let _alone = alone();
     if nginx().is_none() {
         return;
     }
@@ -571,6 +592,7 @@ fn capacity_line(err: &str) -> &str {
 /// first step, so the share ended with no answer to confirm.
 #[test]
 fn an_answer_too_spread_to_decide_gets_its_windows_before_the_other_cases() {
+    let _alone = alone();
     if nginx().is_none() {
         return;
     }
@@ -642,6 +664,7 @@ fn windows_at_one_count_before(env: &Env, other: &str) -> usize {
 /// confirm a new answer — not another share's worth of steps.
 #[test]
 fn a_resumed_run_does_not_search_again() {
+    let _alone = alone();
     let env = Env::new();
     let out = env.run_ok(&[
         "run",
@@ -702,6 +725,7 @@ fn a_resumed_run_does_not_search_again() {
 #[test]
 #[ignore]
 fn ten_thousand_connections_are_held() {
+    let _alone = alone();
     if nginx().is_none() {
         return;
     }
@@ -722,6 +746,7 @@ fn ten_thousand_connections_are_held() {
 #[test]
 #[ignore]
 fn ten_thousand_connections_are_held_by_the_own_server() {
+    let _alone = alone();
     let env = Env::new();
     let results = &env.run_quick(&["web.own"], &["conns=10000", "duration=3"]);
     for mode in ["thread-pool", "epoll"] {
