@@ -424,27 +424,48 @@ fn compare_row(
 
 /// One side's spread between runs of a case (ln) and the machine it was
 /// read on: two sides on one machine share one estimate.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct SideSpread {
     pub spread: Spread,
     pub machine: usize,
+    /// The side's runs of the case its verdict reads, as
+    /// [`verdict::worse_ln`] of each one's value: every run of a label the
+    /// side was named by, on its machine. Empty: the one run shown.
+    pub runs: Vec<f64>,
+}
+
+impl SideSpread {
+    /// The side's level (ln, worse above) and how many runs it stands on.
+    fn level(&self, shown: f64, direction: Direction) -> (f64, f64) {
+        if self.runs.is_empty() {
+            (verdict::worse_ln(shown, direction), 1.0)
+        } else {
+            let n = self.runs.len() as f64;
+            (self.runs.iter().sum::<f64>() / n, n)
+        }
+    }
 }
 
 /// The change of `num` over `den` for one row, worse above 0, from each
-/// side's spread between runs; `None` where a side has none.
+/// side's spread between runs and the mean of its runs; `None` where a
+/// side has none.
 fn row_change(
     r: &CompareRow,
     num: usize,
     den: usize,
-    a: Option<SideSpread>,
-    b: Option<SideSpread>,
+    a: Option<&SideSpread>,
+    b: Option<&SideSpread>,
 ) -> Option<Change> {
     let (a, b) = (a?, b?);
     let (x, y) = (r.means[num], r.means[den]);
     if !(x > 0.0 && y > 0.0) {
         return None;
     }
-    let est = verdict::worse_ln(x, r.direction) - verdict::worse_ln(y, r.direction);
+    let ((lx, nx), (ly, ny)) = (a.level(x, r.direction), b.level(y, r.direction));
+    let est = lx - ly;
+    if !est.is_finite() {
+        return None;
+    }
     let (va, vb) = (a.spread.sd.powi(2), b.spread.sd.powi(2));
     // One machine: one estimate of one spread, counted for both runs.
     let df = if a.machine == b.machine {
@@ -454,9 +475,11 @@ fn row_change(
     };
     Some(Change {
         est,
-        se: (va + vb).sqrt(),
+        se: (va / nx + vb / ny).sqrt(),
         df,
-        sigma: None,
+        // One run's spread, both sides alike, for the runs a side that
+        // would decide it.
+        sigma: Some(((va + vb) / 2.0).sqrt()),
     })
 }
 
@@ -479,7 +502,15 @@ pub fn decide(
             let changes: Vec<Option<Change>> = r
                 .ratios
                 .iter()
-                .map(|q| row_change(r, q.num, q.den, sides[q.num], sides[q.den]))
+                .map(|q| {
+                    row_change(
+                        r,
+                        q.num,
+                        q.den,
+                        sides[q.num].as_ref(),
+                        sides[q.den].as_ref(),
+                    )
+                })
                 .collect();
             for (q, ch) in r.ratios.iter_mut().zip(changes) {
                 q.verdict = ch.map(|ch| verdict::compare(ch, threshold, verdict::ALPHA));
@@ -755,7 +786,7 @@ pub fn legend(c: &Comparison) -> Vec<String> {
     ];
     if let Some(t) = c.threshold {
         v.push(format!(
-            "verdict: same where the {:.0} % interval of the change lies within ±{} %; slower or faster where the change is beyond ±{} % and the interval excludes no change; cannot tell otherwise, with the threshold it could decide and, where more runs would, about how many a side (at the spread and degrees of freedom measured so far, so an upper count). The interval stands on each side's spread between runs of the case on its host and kernel (every stored run there); –: a side has no two runs of one build there yet. The family's verdict is on its geometric mean row (docs/verdicts.md).",
+            "verdict: same where the {:.0} % interval of the change lies within ±{} %; slower or faster where the change is beyond ±{} % and the interval excludes no change; cannot tell otherwise, with the threshold it could decide and, where more runs would, about how many a side (at the spread measured so far, counting the pairs those runs add). The interval stands on each side's spread between runs of the case on its host and kernel (every stored run there), and a side named by its label on the mean of its runs there; –: a side has no two runs of one build there yet. The family's verdict is on its geometric mean row (docs/verdicts.md).",
             100.0 * (1.0 - 2.0 * verdict::ALPHA),
             sig(t * 100.0, 2),
             sig(t * 100.0, 2)

@@ -156,6 +156,7 @@ fn compare_gives_each_case_and_family_a_verdict() {
                 _ => return None,
             },
             machine: 0,
+            runs: Vec::new(),
         })
     });
     let rows = &c.families[0].rows;
@@ -227,6 +228,7 @@ fn a_family_of_unlike_metrics_gets_a_verdict_per_metric() {
                 runs: 21,
             },
             machine: 0,
+            runs: Vec::new(),
         })
     });
     let rows = &c.families[0].rows;

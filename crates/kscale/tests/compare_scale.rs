@@ -77,6 +77,44 @@ fn compare_one_cpu_against_all() {
     refused(&env, &["compare", "one", "nosuch"], "no run `nosuch`");
 }
 
+/// A side named by its label stands on every run of that label on its
+/// machine: its verdict reads their mean, so the runs a "cannot tell" asks
+/// for are runs a user can add. A side named by its run id is that run.
+#[test]
+fn a_label_side_reads_all_its_runs() {
+    let env = Env::new();
+    for label in ["a", "a", "a", "b", "b"] {
+        quick_run(&env, label, "1", &["syscall.null"]);
+    }
+    let text = stdout(&env, &["compare", "a", "b"]);
+    assert!(
+        text.contains(
+            "Verdicts read each side's runs on its machine, their mean (a: 3 runs; b: 2 runs)"
+        ),
+        "{text}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&env, &["compare", "a", "b", "--format", "json"])).unwrap();
+    let row = &json["families"][0]["rows"][0];
+    let v = &row["ratios"][0]["verdict"];
+    // The estimate is the ratio of the two labels' geometric means, not of
+    // the runs shown (a lower-is-better time: worse is higher).
+    let ln_mean = |ids: &[&str]| {
+        ids.iter()
+            .map(|id| env.primary(id)[0]["mean"].as_f64().unwrap().ln())
+            .sum::<f64>()
+            / ids.len() as f64
+    };
+    let want = ((ln_mean(&["4", "5"]) - ln_mean(&["1", "2", "3"])).exp() - 1.0) * 100.0;
+    let est = v["interval"]["est_pct"]
+        .as_f64()
+        .expect("a verdict interval");
+    assert!((est - want).abs() < 1e-6, "{est} vs {want}: {v}");
+    // By id, each side is its one run.
+    let text = stdout(&env, &["compare", "3", "5"]);
+    assert!(!text.contains("Verdicts read each side's runs"), "{text}");
+}
+
 #[test]
 fn compare_without_common_cases_is_refused() {
     let env = Env::new();

@@ -34,19 +34,58 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     let threshold = super::check::parse_threshold(&args.threshold)?;
     let store = super::open_existing(db)?;
     let mut ids = Vec::new();
+    let mut labels = Vec::new();
     for spec in &args.runs {
         ids.push(store.resolve(spec)?);
+        labels.push(named_by_label(spec));
     }
-    print_comparison(&store, &ids, args.metric.as_deref(), threshold, args.format)?;
+    print_comparison(
+        &store,
+        &ids,
+        &labels,
+        args.metric.as_deref(),
+        threshold,
+        args.format,
+    )?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The line that says which runs the verdicts read, where a side stands
+/// on more than the run its column shows.
+fn sides_note(data: &[kscale_store::RunData], sides: &[Vec<i64>]) -> Option<String> {
+    if sides.iter().all(|s| s.len() < 2) {
+        return None;
+    }
+    let each: Vec<String> = data
+        .iter()
+        .zip(sides)
+        .map(|(d, s)| match s.len() {
+            0 | 1 => format!("{}: run {}", d.run.label, d.run.id),
+            n => format!("{}: {n} runs", d.run.label),
+        })
+        .collect();
+    Some(format!(
+        "Verdicts read each side's runs on its machine, their mean ({}); the columns show the latest.",
+        each.join("; ")
+    ))
+}
+
+/// Whether a side was named by its label rather than a run (an id or
+/// `latest`): its verdict then reads every run of that label.
+fn named_by_label(spec: &str) -> bool {
+    let spec = spec.trim();
+    spec != "latest" && spec.parse::<i64>().is_err()
 }
 
 /// Prints the runs `ids` side by side with a verdict per case at
 /// `threshold`: what `kscale compare` prints, for the commands that end
 /// with a comparison of the runs they stored (`kscale vm --compare`).
+/// A side whose `by_label` is true is its label's runs on its machine:
+/// the columns show the latest, the verdict their mean.
 pub fn print_comparison(
     store: &kscale_store::Store,
     ids: &[i64],
+    by_label: &[bool],
     metric: Option<&str>,
     threshold: f64,
     format: crate::output::Format,
@@ -58,7 +97,7 @@ pub fn print_comparison(
     let refs: Vec<&kscale_store::RunData> = data.iter().collect();
     let mut cmp =
         compare_metric(&refs, &super::Registry, metric).map_err(|e| user(e.to_string()))?;
-    verdicts(store, &data, &mut cmp, threshold)?;
+    let sides = verdicts(store, &data, by_label, &mut cmp, threshold)?;
     let mut tables = tables(&cmp);
     // How the machine itself moved between the runs, from their gauge
     // readings (docs/noise.md, "The gauge and the control"): a ratio
@@ -95,18 +134,27 @@ pub fn print_comparison(
             last.notes.push(line);
         }
     }
+    if let Some(last) = tables.last_mut() {
+        if let Some(line) = sides_note(&data, &sides) {
+            last.notes.push(line);
+        }
+    }
     super::print_result(&cmp, &tables, format)
 }
 
 /// Gives each case and family its verdict at `threshold`, from each
 /// side's spread between runs of the case on that side's host and kernel
-/// (docs/verdicts.md).
+/// (docs/verdicts.md), and the runs each side's verdicts read: a side
+/// named by its label (`by_label`) stands on every run of it there, so the
+/// runs a "cannot tell" asks for are ones a user can add; an empty list
+/// is the one run shown.
 fn verdicts(
     store: &kscale_store::Store,
     data: &[kscale_store::RunData],
+    by_label: &[bool],
     cmp: &mut kscale_report::compare::Comparison,
     threshold: f64,
-) -> Result<()> {
+) -> Result<Vec<Vec<i64>>> {
     let mut workloads: Vec<String> = cmp
         .families
         .iter()
@@ -121,6 +169,14 @@ fn verdicts(
             (0..=i)
                 .find(|&j| gate::same_machine(&data[j].run.snapshot, &data[i].run.snapshot))
                 .unwrap_or(i)
+        })
+        .collect();
+    let sides: Vec<Vec<i64>> = data
+        .iter()
+        .enumerate()
+        .map(|(i, d)| match by_label.get(i) {
+            Some(true) => gate::label_runs(&stored, &d.run.snapshot, &d.run.label),
+            _ => Vec::new(),
         })
         .collect();
     decide(cmp, threshold, |i, row| {
@@ -141,12 +197,18 @@ fn verdicts(
             unit: row.unit.clone(),
             direction: row.direction,
         };
+        let runs = match gate::levels_in(&stored, &t, &sides[i]) {
+            // One run of the label is the run shown.
+            v if v.len() > 1 => v,
+            _ => Vec::new(),
+        };
         Some(SideSpread {
             spread: gate::spread_here(&stored, &data[i].run.snapshot, &t)?,
             machine: machine[i],
+            runs,
         })
     });
-    Ok(())
+    Ok(sides)
 }
 
 /// The loop's move on the thread's CPU clock, for the cases timed on it

@@ -192,7 +192,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
         let last = last_of_each(&stored);
         if last.len() >= 2 {
             outln!()?;
-            super::compare::print_comparison(&store, &last, None, 0.05, Format::Terminal)?;
+            super::compare::print_comparison(&store, &last, &[], None, 0.05, Format::Terminal)?;
         } else {
             outln!(
                 "--compare needs runs of two kernels or vCPU counts; got {}",

@@ -179,6 +179,46 @@ pub fn spread_here(
     Spread::successive(&series)
 }
 
+/// The runs of `label` on the machine of `snapshot`, oldest first: a
+/// side `compare` was given by its label.
+pub fn label_runs(
+    stored: &kscale_store::series::Stored,
+    snapshot: &serde_json::Value,
+    label: &str,
+) -> Vec<i64> {
+    let here = machine_of(snapshot);
+    stored
+        .runs
+        .values()
+        .filter(|r| r.label == label)
+        .filter(|r| {
+            Machine {
+                host: r.hostname.clone(),
+                kernel: r.kernel.clone(),
+                kernel_version: r.kernel_version.clone(),
+                vm: r.vm.clone(),
+            } == here
+        })
+        .map(|r| r.id)
+        .collect()
+}
+
+/// The case `t` in each of the runs `ids` that measured it, as
+/// [`kscale_core::verdict::worse_ln`] of its value.
+pub fn levels_in(stored: &kscale_store::series::Stored, t: &Target, ids: &[i64]) -> Vec<f64> {
+    stored
+        .cases
+        .iter()
+        .filter(|s| ids.contains(&s.run_id) && t.is(&s.case))
+        .filter_map(|s| {
+            Some(kscale_core::verdict::worse_ln(
+                value(&s.case, &t.metric)?,
+                t.direction,
+            ))
+        })
+        .collect()
+}
+
 /// The same host and kernel, by two runs' snapshots.
 pub fn same_machine(a: &serde_json::Value, b: &serde_json::Value) -> bool {
     machine_of(a) == machine_of(b)
