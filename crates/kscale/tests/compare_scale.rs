@@ -97,14 +97,20 @@ fn a_label_side_reads_all_its_runs() {
         serde_json::from_str(&stdout(&env, &["compare", "a", "b", "--format", "json"])).unwrap();
     let row = &json["families"][0]["rows"][0];
     let v = &row["ratios"][0]["verdict"];
-    // The estimate is the ratio of the two labels' geometric means, not of
-    // the runs shown (a lower-is-better time: worse is higher).
-    let ln_mean = |ids: &[&str]| {
-        ids.iter()
-            .map(|id| env.primary(id)[0]["mean"].as_f64().unwrap().ln())
-            .sum::<f64>()
-            / ids.len() as f64
+    // The estimate is the ratio of the two labels' geometric means of each
+    // run's level (its counted trials' plain mean), not of the runs shown
+    // (a lower-is-better time: worse is higher).
+    let level = |id: &str| {
+        let trials: Vec<f64> = env.primary(id)[0]["trials"]
+            .as_array()
+            .expect("trials")
+            .iter()
+            .map(|t| t.as_f64().unwrap())
+            .collect();
+        trials.iter().sum::<f64>() / trials.len() as f64
     };
+    let ln_mean =
+        |ids: &[&str]| ids.iter().map(|id| level(id).ln()).sum::<f64>() / ids.len() as f64;
     let want = ((ln_mean(&["4", "5"]) - ln_mean(&["1", "2", "3"])).exp() - 1.0) * 100.0;
     let est = v["interval"]["est_pct"]
         .as_f64()

@@ -179,33 +179,40 @@ fn verdicts(
             _ => Vec::new(),
         })
         .collect();
-    decide(cmp, threshold, |i, row| {
-        let t = gate::Target {
-            workload: row.workload.clone(),
-            params: row.params.clone(),
-            cpus: data[i]
-                .cases
-                .iter()
-                .find(|c| {
-                    c.key.workload == row.workload
-                        && c.key.params == row.params
-                        && kscale_core::cpus::base_name(&c.key.cpus)
-                            == kscale_core::cpus::base_name(&row.cpus)
-                })
-                .map_or(row.cpus.clone(), |c| c.key.cpus.clone()),
-            metric: row.metric.clone(),
-            unit: row.unit.clone(),
-            direction: row.direction,
-        };
-        let runs = match gate::levels_in(&stored, &t, &sides[i]) {
-            // One run of the label is the run shown.
-            v if v.len() > 1 => v,
-            _ => Vec::new(),
+    let target = |i: usize, row: &kscale_report::compare::CompareRow| gate::Target {
+        workload: row.workload.clone(),
+        params: row.params.clone(),
+        cpus: data[i]
+            .cases
+            .iter()
+            .find(|c| {
+                c.key.workload == row.workload
+                    && c.key.params == row.params
+                    && kscale_core::cpus::base_name(&c.key.cpus)
+                        == kscale_core::cpus::base_name(&row.cpus)
+            })
+            .map_or(row.cpus.clone(), |c| c.key.cpus.clone()),
+        metric: row.metric.clone(),
+        unit: row.unit.clone(),
+        direction: row.direction,
+    };
+    decide(cmp, threshold, |i, rows| {
+        let targets: Vec<gate::Target> = rows.iter().map(|r| target(i, r)).collect();
+        let snapshot = &data[i].run.snapshot;
+        let runs: Vec<f64> = if sides[i].len() > 1 {
+            gate::levels_here(&stored, snapshot, &targets)
+                .into_iter()
+                .filter(|(id, _, _)| sides[i].contains(id))
+                .map(|(_, level, _)| level)
+                .collect()
+        } else {
+            Vec::new()
         };
         Some(SideSpread {
-            spread: gate::spread_here(&stored, &data[i].run.snapshot, &t)?,
+            spread: gate::spread_here(&stored, snapshot, &targets)?,
             machine: machine[i],
-            runs,
+            // One run of the label is the run shown.
+            runs: if runs.len() > 1 { runs } else { Vec::new() },
         })
     });
     Ok(sides)

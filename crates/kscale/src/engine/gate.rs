@@ -148,21 +148,44 @@ pub struct Judged {
     pub footing: Footing,
 }
 
-/// The between-run spread of a case (workload, params, CPU configuration,
-/// metric) on the host and kernel of `snapshot`, from every stored run of
-/// it there ([`Spread::successive`]); `None` below two runs of one build.
+/// The spread between runs of the cases `targets` together on the machine
+/// of `snapshot`: of one case's level, or of a family's geometric mean
+/// over its cases ([`levels_here`]), which the machine moves partly
+/// together and partly not (`compare`'s family rows).
 pub fn spread_here(
     stored: &kscale_store::series::Stored,
     snapshot: &serde_json::Value,
-    t: &Target,
+    targets: &[Target],
 ) -> Option<Spread> {
+    let series: Vec<(f64, String)> = levels_here(stored, snapshot, targets)
+        .into_iter()
+        .map(|(_, level, rev)| (level, rev))
+        .collect();
+    Spread::successive(&series)
+}
+
+/// Each run on the machine of `snapshot` that measured every one of
+/// `targets`, oldest first, with their level together (the mean over the
+/// targets of [`kscale_core::verdict::worse_ln`] of each one's value: the
+/// ln of their geometric mean, worse above) and the build that measured
+/// it.
+pub fn levels_here(
+    stored: &kscale_store::series::Stored,
+    snapshot: &serde_json::Value,
+    targets: &[Target],
+) -> Vec<(i64, f64, String)> {
+    if targets.is_empty() {
+        return Vec::new();
+    }
     let here = machine_of(snapshot);
-    let series: Vec<(f64, String)> = stored
-        .cases
-        .iter()
-        .filter(|s| t.is(&s.case))
-        .filter_map(|s| {
-            let r = stored.runs.get(&s.run_id)?;
+    let mut by_run: BTreeMap<i64, Vec<&CaseData>> = BTreeMap::new();
+    for s in &stored.cases {
+        by_run.entry(s.run_id).or_default().push(&s.case);
+    }
+    by_run
+        .into_iter()
+        .filter_map(|(id, cases)| {
+            let r = stored.runs.get(&id)?;
             let m = Machine {
                 host: r.hostname.clone(),
                 kernel: r.kernel.clone(),
@@ -170,13 +193,14 @@ pub fn spread_here(
                 vm: r.vm.clone(),
             };
             (m == here).then_some(())?;
-            Some((
-                kscale_core::verdict::worse_ln(value(&s.case, &t.metric)?, t.direction),
-                r.git_rev.clone(),
-            ))
+            let mut sum = 0.0;
+            for t in targets {
+                let c = cases.iter().find(|c| t.is(c))?;
+                sum += kscale_core::verdict::worse_ln(value(c, &t.metric)?, t.direction);
+            }
+            Some((id, sum / targets.len() as f64, r.git_rev.clone()))
         })
-        .collect();
-    Spread::successive(&series)
+        .collect()
 }
 
 /// The runs of `label` on the machine of `snapshot`, oldest first: a
@@ -200,22 +224,6 @@ pub fn label_runs(
             } == here
         })
         .map(|r| r.id)
-        .collect()
-}
-
-/// The case `t` in each of the runs `ids` that measured it, as
-/// [`kscale_core::verdict::worse_ln`] of its value.
-pub fn levels_in(stored: &kscale_store::series::Stored, t: &Target, ids: &[i64]) -> Vec<f64> {
-    stored
-        .cases
-        .iter()
-        .filter(|s| ids.contains(&s.run_id) && t.is(&s.case))
-        .filter_map(|s| {
-            Some(kscale_core::verdict::worse_ln(
-                value(&s.case, &t.metric)?,
-                t.direction,
-            ))
-        })
         .collect()
 }
 
