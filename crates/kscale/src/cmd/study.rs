@@ -63,31 +63,6 @@ pub struct Args {
     run: RunArgs,
 }
 
-/// The one line saying where the study measures and why: the workloads
-/// that cannot settle in `dir`, and the first one's reason up to its
-/// explanation (`DIR is on ext4 without a journal (DEV)`).
-fn moved_line(dir: &std::path::Path, place: &std::path::Path, why: &[String]) -> String {
-    let names: Vec<&str> = why
-        .iter()
-        .filter_map(|l| l.split_once(": ").map(|(w, _)| w))
-        .collect();
-    let reason = why
-        .first()
-        .and_then(|l| l.split_once(": "))
-        .map(|(_, r)| r.split(": ").next().unwrap_or(r))
-        .map(|r| {
-            r.strip_prefix(&format!("{} is ", dir.display()))
-                .unwrap_or(r)
-        })
-        .unwrap_or("");
-    format!(
-        "{} cannot settle in {} ({reason}): the study works in {}, where they settle (--dir names another place)",
-        names.join(", "),
-        dir.display(),
-        place.display()
-    )
-}
-
 pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     // The budget is the whole study's: its setup and its report count.
     let started = std::time::Instant::now();
@@ -102,7 +77,7 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     // this one are measured where they can, not left out (`--dir` wins).
     if args.run.dir.is_none() {
         if let Some((place, why)) = plan::settling_dir(&opts.plan, &opts.dir) {
-            let line = moved_line(&opts.dir, &place, &why);
+            let line = plan::moved_line(&opts.dir, &place, &why, "the study");
             eprintln!("kscale: {line}");
             opts.dir_moved = Some(line);
             opts.dir = place;
@@ -111,6 +86,12 @@ pub fn run(args: Args, db: Option<PathBuf>) -> Result<ExitCode> {
     opts.budget = opts
         .budget_s
         .map(|t| crate::engine::budget::Budget::since(started, t, REPORT_S));
+    // A quick study profiles each family's representative, not each case:
+    // its profiles took 43–69 s of the 300, while macro cells stayed
+    // undecided for want of 10–60 s (docs/budget.md, "Profiles").
+    if run.quick && opts.budget_s.is_some() && opts.profile {
+        opts.profile_only = Some(plan::family_representatives(&opts.plan));
+    }
     if opts.budget_s.is_some() {
         plan_to_the_noise(&mut opts);
     }
@@ -266,7 +247,7 @@ fn decide_first(args: &Args, opts: &mut RunOptions) -> Result<Vec<crate::engine:
     };
     let searched = opts.plan.iter().any(plan::searched);
     let least_s = crate::engine::costs::least_s(opts)
-        / crate::engine::budget::cases_share(opts.profile, searched);
+        / crate::engine::budget::cases_share(crate::engine::budget::profile_share(opts), searched);
     if least_s <= budget_s {
         return Ok(Vec::new());
     }

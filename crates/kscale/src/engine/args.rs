@@ -10,6 +10,7 @@ use crate::idle::CpuIdle;
 use anyhow::Result;
 use kscale_core::StopRule;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// How a run measures, whatever it measures.
@@ -209,6 +210,13 @@ pub struct RunOptions {
     /// trials are paced ([`pace_s`](RunOptions::pace_s)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub span_s: Option<f64>,
+    /// The cases (workload, params) whose profiled trial is taken, on
+    /// every CPU configuration; `None`: every case's, as `--profile` asks.
+    /// `study --quick` profiles each family's representative: its profiles
+    /// took 43–69 s of its 300 on 72 and more cases, while macro cells
+    /// stayed undecided for want of 10–60 s (docs/budget.md, "Profiles").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_only: Option<Vec<(String, BTreeMap<String, String>)>>,
     /// `--peer`: where macro workloads' load runs instead of this host's free
     /// CPUs (the token is never stored).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -346,6 +354,7 @@ pub fn options(sel: &Targets, args: &RunArgs) -> Result<RunOptions> {
         },
         plan,
         profile: sel.profile,
+        profile_only: None,
         budget_s,
         budget: None,
         span_s,

@@ -158,6 +158,20 @@ pub fn hold_sweeps(plan: &mut Vec<PlanEntry>) -> Vec<HeldCase> {
     held
 }
 
+/// Each family's representative case, (workload, params): its first
+/// workload's, at the middle of its sweep (rank 0, [`ranks`]), one per
+/// family whatever the CPU configurations.
+pub fn family_representatives(plan: &[PlanEntry]) -> Vec<(String, BTreeMap<String, String>)> {
+    let mut out: Vec<(String, BTreeMap<String, String>)> = Vec::new();
+    for (e, rank) in plan.iter().zip(ranks(plan.iter())) {
+        let key = (e.workload.clone(), e.params.clone());
+        if rank == 0 && !out.contains(&key) {
+            out.push(key);
+        }
+    }
+    out
+}
+
 /// How late each entry is kept when a study cannot measure all of them
 /// (docs/planning.md, "Planning to the noise"), in plan order. The entries
 /// of one workload with the same params share a rank; along a workload's
@@ -442,7 +456,38 @@ fn unsettled(plan: &[PlanEntry], dir: &std::path::Path) -> Vec<String> {
     leave_unsettled(&mut plan, dir)
 }
 
-/// Where a study whose directory nobody named measures the cases that
+/// The one line saying where a run (`who`: "the study", "the run")
+/// measures and why: the workloads that cannot settle in `dir`, and the
+/// first one's reason up to its explanation (`DIR is on ext4 without a
+/// journal (DEV)`).
+pub fn moved_line(
+    dir: &std::path::Path,
+    place: &std::path::Path,
+    why: &[String],
+    who: &str,
+) -> String {
+    let names: Vec<&str> = why
+        .iter()
+        .filter_map(|l| l.split_once(": ").map(|(w, _)| w))
+        .collect();
+    let reason = why
+        .first()
+        .and_then(|l| l.split_once(": "))
+        .map(|(_, r)| r.split(": ").next().unwrap_or(r))
+        .map(|r| {
+            r.strip_prefix(&format!("{} is ", dir.display()))
+                .unwrap_or(r)
+        })
+        .unwrap_or("");
+    format!(
+        "{} cannot settle in {} ({reason}): {who} works in {}, where they settle (--dir names another place)",
+        names.join(", "),
+        dir.display(),
+        place.display()
+    )
+}
+
+/// Where a run or study whose directory nobody named measures the cases that
 /// cannot settle in `dir` (fs.create and fileserver on ext4 without a
 /// journal): the first of the machine's usual scratch places (`/dev/shm`,
 /// the temporary directory, `/var/tmp`) that none of the plan's cases
@@ -713,5 +758,28 @@ mod tests {
             let i = e.seq.unwrap() as usize;
             assert_eq!(whole[i].key(), e.key());
         }
+    }
+
+    /// A quick study profiles one case a family: its first workload's
+    /// representative, on each CPU configuration.
+    #[test]
+    fn each_family_has_one_representative() {
+        let targets: Vec<String> = ["syscall.null", "syscall.read", "mem.frd", "mem.fwr"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let plan = expand(
+            &resolve_targets(&targets, None, true).unwrap(),
+            &[],
+            true,
+            &one_and_all(),
+        )
+        .unwrap();
+        let reps = family_representatives(&plan);
+        let names: Vec<(&str, Option<&str>)> = reps
+            .iter()
+            .map(|(w, p)| (w.as_str(), p.get("size").map(String::as_str)))
+            .collect();
+        assert_eq!(names, [("syscall.null", None), ("mem.frd", Some("8m"))]);
     }
 }

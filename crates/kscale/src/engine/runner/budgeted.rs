@@ -561,7 +561,7 @@ fn take_back(
         ) {
             (Some(w), Some(trials)) if trials <= rule.max_trials as f64 => {
                 let unit = Unit::taken_up(e, w, 0, None, None, r.opts);
-                let profile = if r.profiler.wanted() {
+                let profile = if r.profiler.wanted() && !unit.profiled {
                     r.profile_cost(&unit)
                 } else {
                     0.0
@@ -633,7 +633,12 @@ fn stand_in(
             .map(|(h, _)| {
                 let profile = match kscale_workloads::find(&h.entry.workload) {
                     Some(wd) if r.profiler.wanted() => {
-                        r.profile_cost(&Unit::taken_up(&h.entry, wd, 0, None, None, r.opts))
+                        let u = Unit::taken_up(&h.entry, wd, 0, None, None, r.opts);
+                        if u.profiled {
+                            0.0
+                        } else {
+                            r.profile_cost(&u)
+                        }
                     }
                     _ => 0.0,
                 };

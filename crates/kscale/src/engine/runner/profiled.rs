@@ -28,7 +28,7 @@ pub(super) fn profile_target_s(cpus: usize) -> f64 {
 /// shortened: its trials' guessed cost is taken off the share first.
 pub(super) fn profile_scale(units: &[Unit], opts: &RunOptions, budget_s: f64) -> f64 {
     let (mut scalable, mut fixed) = (0.0, 0.0);
-    for u in units {
+    for u in units.iter().filter(|u| !u.profiled) {
         fixed += PROFILE_START_S;
         if u.workload.roles.is_some() && !u.timed() {
             fixed += u.secs_per_trial(opts);

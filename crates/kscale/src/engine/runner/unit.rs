@@ -90,9 +90,16 @@ impl Unit {
             before,
             floor: 0,
         };
+        // A case the run does not profile counts as profiled: nothing is
+        // kept for its profile, and its turns skip it.
+        unit.profiled = opts.profile_only.as_ref().is_some_and(|only| {
+            !only
+                .iter()
+                .any(|(w, p)| *w == entry.workload && *p == entry.params)
+        });
         if let Some(old) = old {
             unit.finished = old.status != CaseStatus::Pending;
-            unit.profiled = !old.profiles.is_empty();
+            unit.profiled |= !old.profiles.is_empty();
             unit.converged = old.converged == Some(true);
             unit.next_idx = old.trials.iter().map(|t| t.idx + 1).max().unwrap_or(0);
             unit.warmup_iterations = old
