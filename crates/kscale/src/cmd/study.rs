@@ -248,7 +248,7 @@ fn decide_first(args: &Args, opts: &mut RunOptions) -> Result<Vec<crate::engine:
     };
     let searched = opts.plan.iter().any(plan::searched);
     let least_s = crate::engine::costs::least_s(opts)
-        / crate::engine::budget::cases_share(crate::engine::budget::profile_share(opts), searched);
+        / crate::engine::budget::cases_share(opts.profile_share(), searched);
     if least_s <= budget_s {
         return Ok(Vec::new());
     }

@@ -292,6 +292,28 @@ pub struct RunOptions {
 }
 
 impl RunOptions {
+    /// The share of the budget its profiles are planned at:
+    /// [`PROFILE_SHARE`](super::budget::PROFILE_SHARE), or the part of it
+    /// its profiled cases are of its plan where it profiles only some
+    /// (`study --quick`), none without `--profile`.
+    pub fn profile_share(&self) -> f64 {
+        if !self.profile {
+            return 0.0;
+        }
+        let all = super::budget::PROFILE_SHARE;
+        match &self.profile_only {
+            None => all,
+            Some(only) => {
+                let profiled = self
+                    .plan
+                    .iter()
+                    .filter(|e| only.iter().any(|(w, p)| *w == e.workload && *p == e.params))
+                    .count();
+                all * profiled as f64 / self.plan.len().max(1) as f64
+            }
+        }
+    }
+
     /// The run's budget: the command's where it started one, else one of
     /// `budget_s` started at `started` (the runner's or the searches'
     /// start), nothing kept; `None` without `--budget`.

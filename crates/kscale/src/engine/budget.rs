@@ -130,30 +130,10 @@ impl Budget {
 }
 
 /// The share of a run's budget its cases are planned with: what the
-/// profiles (their share, [`profile_share`]) and the capacity searches
+/// profiles (their share, `RunOptions::profile_share`) and the capacity searches
 /// (`searched`) leave.
 pub fn cases_share(profiles: f64, searched: bool) -> f64 {
     1.0 - profiles - if searched { CAPACITY_SHARE } else { 0.0 }
-}
-
-/// The share of a run's budget its profiles are planned at:
-/// [`PROFILE_SHARE`], or the part of it its profiled cases are of its plan
-/// where it profiles only some (`study --quick`), none without `--profile`.
-pub fn profile_share(opts: &super::args::RunOptions) -> f64 {
-    if !opts.profile {
-        return 0.0;
-    }
-    match &opts.profile_only {
-        None => PROFILE_SHARE,
-        Some(only) => {
-            let profiled = opts
-                .plan
-                .iter()
-                .filter(|e| only.iter().any(|(w, p)| *w == e.workload && *p == e.params))
-                .count();
-            PROFILE_SHARE * profiled as f64 / opts.plan.len().max(1) as f64
-        }
-    }
 }
 
 /// Seconds drawn by each spender in this process: one run (or one tune)

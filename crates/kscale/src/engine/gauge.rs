@@ -559,7 +559,7 @@ pub fn fit_to_noise(
     for (c, r) in cands.iter_mut().zip(ranks) {
         c.rank = r;
     }
-    let share = super::budget::cases_share(super::budget::profile_share(opts), searched);
+    let share = super::budget::cases_share(opts.profile_share(), searched);
     let left = (budget_s * share - fixed_s).max(0.0);
     // A quiet machine measures the whole plan.
     if whole_plan(readings) || !fit {
