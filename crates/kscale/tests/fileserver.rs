@@ -18,7 +18,10 @@ fn quick() -> Vec<&'static str> {
 }
 
 /// A 30 s run of `clients` clients: long enough to be stopped midway.
-fn long_run(clients: &str) -> [&str; 7] {
+/// In `dir`, named: a run whose directory nobody named measures the file
+/// set where it settles (`/dev/shm` when `dir` is on ext4 without a
+/// journal), and these tests look for what it leaves in `dir`.
+fn long_run<'a>(clients: &'a str, dir: &'a str) -> [&'a str; 9] {
     [
         "run",
         "fileserver.mix",
@@ -26,6 +29,8 @@ fn long_run(clients: &str) -> [&str; 7] {
         clients,
         "--param",
         "duration=30",
+        "--dir",
+        dir,
         "--no-progress",
     ]
 }
@@ -132,7 +137,8 @@ exec "$2" --db "$3" run fileserver.mix --quick --dir "$1""#;
 fn sigkill_of_the_parent_leaves_no_client_and_no_file() {
     let env = Env::new();
     let mark = format!("fskill-{}", std::process::id());
-    let mut child = env.spawn_marked(&mark, &long_run("clients=4"));
+    let dir = env.path().display().to_string();
+    let mut child = env.spawn_marked(&mark, &long_run("clients=4", &dir));
     let clients = || {
         marked_processes(&mark)
             .into_iter()
@@ -161,7 +167,8 @@ fn sigkill_of_the_parent_leaves_no_client_and_no_file() {
 fn ctrl_c_leaves_no_client_and_no_file() {
     let env = Env::new();
     let mark = format!("fsint-{}", std::process::id());
-    let mut child = env.spawn_marked(&mark, &long_run("clients=2"));
+    let dir = env.path().display().to_string();
+    let mut child = env.spawn_marked(&mark, &long_run("clients=2", &dir));
     assert!(
         wait_for(
             || marked_processes(&mark)
@@ -185,7 +192,8 @@ fn ctrl_c_leaves_no_client_and_no_file() {
 fn a_killed_client_fails_the_case_and_leaves_nothing() {
     let env = Env::new();
     let mark = format!("fscl-{}", std::process::id());
-    let child = env.spawn_marked_piped(&mark, &long_run("clients=3"));
+    let dir = env.path().display().to_string();
+    let child = env.spawn_marked_piped(&mark, &long_run("clients=3", &dir));
     let client = || {
         marked_processes(&mark)
             .into_iter()

@@ -174,3 +174,33 @@ fn hanging_worker_is_killed_with_its_group() {
     );
     assert_none_marked(&mark);
 }
+
+/// A run SIGKILLed where it moved its file cases (`/dev/shm`, the
+/// temporary directory) cannot remove its scratch there; the next run,
+/// wherever it works, does, once the owner is gone, and leaves a live
+/// run's alone.
+#[test]
+fn a_killed_runs_scratch_in_a_settling_place_is_removed_by_the_next_run() {
+    let place = std::path::Path::new("/dev/shm");
+    if !place.is_dir() {
+        common::skip("no /dev/shm");
+        return;
+    }
+    // A pid that was a process and is no more.
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let stale = place.join(format!(".kscale-tmp-{dead}-test{}", std::process::id()));
+    let live = place.join(format!(".kscale-tmp-{}-test", std::process::id()));
+    for d in [&stale, &live] {
+        std::fs::create_dir_all(d.join("inner")).unwrap();
+    }
+    let env = Env::new();
+    env.assert_next_run_clears_scratch();
+    let stale_gone = !stale.exists();
+    let live_kept = live.exists();
+    let _ = std::fs::remove_dir_all(&stale);
+    let _ = std::fs::remove_dir_all(&live);
+    assert!(stale_gone, "{} left", stale.display());
+    assert!(live_kept, "a live run's scratch was removed");
+}

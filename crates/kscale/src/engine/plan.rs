@@ -487,6 +487,18 @@ pub fn moved_line(
     )
 }
 
+/// The machine's usual scratch places a run or study whose directory
+/// nobody named may measure its file cases in ([`settling_dir`]), in the
+/// order it tries them; every run also removes there what killed runs
+/// left.
+pub fn settling_places() -> [std::path::PathBuf; 3] {
+    [
+        std::path::PathBuf::from("/dev/shm"),
+        std::env::temp_dir(),
+        std::path::PathBuf::from("/var/tmp"),
+    ]
+}
+
 /// Where a run or study whose directory nobody named measures the cases that
 /// cannot settle in `dir` (fs.create and fileserver on ext4 without a
 /// journal): the first of the machine's usual scratch places (`/dev/shm`,
@@ -507,12 +519,7 @@ pub fn settling_dir(
     if why.is_empty() {
         return None;
     }
-    let places = [
-        std::path::PathBuf::from("/dev/shm"),
-        std::env::temp_dir(),
-        std::path::PathBuf::from("/var/tmp"),
-    ];
-    places
+    settling_places()
         .into_iter()
         .filter(|d| d.is_dir() && d.as_path() != dir)
         .find(|d| {

@@ -254,10 +254,18 @@ fn close<'u>(
 }
 
 /// The run's scratch directory in `dir`, after removing those of runs
-/// killed before they could.
+/// killed before they could, here and in the places a run that moved its
+/// file cases worked in ([`super::plan::settling_places`]): a run
+/// SIGKILLed in `/dev/shm` left its scratch there for whichever run next
+/// moved there.
 fn scratch_dir(dir: &std::path::Path) -> Result<tempfile::TempDir> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     remove_stale_scratch(dir);
+    for place in super::plan::settling_places() {
+        if place != dir {
+            remove_stale_scratch(&place);
+        }
+    }
     tempfile::Builder::new()
         .prefix(&format!("{SCRATCH_PREFIX}{}-", std::process::id()))
         .tempdir_in(dir)
