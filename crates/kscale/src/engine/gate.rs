@@ -28,6 +28,16 @@ struct Machine {
     vm: Option<String>,
 }
 
+/// Where a stored run ran.
+fn machine_of_run(r: &kscale_store::series::SeriesRun) -> Machine {
+    Machine {
+        host: r.hostname.clone(),
+        kernel: r.kernel.clone(),
+        kernel_version: r.kernel_version.clone(),
+        vm: r.vm.clone(),
+    }
+}
+
 fn machine_of(snapshot: &serde_json::Value) -> Machine {
     let s = |v: &serde_json::Value| v.as_str().map(str::to_string);
     Machine {
@@ -186,12 +196,7 @@ pub fn levels_here(
         .into_iter()
         .filter_map(|(id, cases)| {
             let r = stored.runs.get(&id)?;
-            let m = Machine {
-                host: r.hostname.clone(),
-                kernel: r.kernel.clone(),
-                kernel_version: r.kernel_version.clone(),
-                vm: r.vm.clone(),
-            };
+            let m = machine_of_run(r);
             (m == here).then_some(())?;
             let mut sum = 0.0;
             for t in targets {
@@ -215,14 +220,7 @@ pub fn label_runs(
         .runs
         .values()
         .filter(|r| r.label == label)
-        .filter(|r| {
-            Machine {
-                host: r.hostname.clone(),
-                kernel: r.kernel.clone(),
-                kernel_version: r.kernel_version.clone(),
-                vm: r.vm.clone(),
-            } == here
-        })
+        .filter(|r| machine_of_run(r) == here)
         .map(|r| r.id)
         .collect()
 }
@@ -254,12 +252,7 @@ impl Place {
 
     /// Whether run `r` ran here.
     fn holds(&self, r: &kscale_store::series::SeriesRun) -> bool {
-        let m = Machine {
-            host: r.hostname.clone(),
-            kernel: r.kernel.clone(),
-            kernel_version: r.kernel_version.clone(),
-            vm: r.vm.clone(),
-        };
+        let m = machine_of_run(r);
         if self.kernel_bisect {
             m.host == self.here.host && m.vm == self.here.vm
         } else {
