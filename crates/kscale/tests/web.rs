@@ -475,8 +475,8 @@ fn capacity_search_reports_a_conforming_connection_count() {
 
 /// Under a budget (as in `study`) the search is bounded: one window a
 /// step, starting at the sweep's largest value (800 under `--quick`), and
-/// a budget too small for 2 % stops it at a bracket (or an open `≥`),
-/// which it says. Every step is a stored case at its value; the figure is
+/// a budget too small for the run's 10 % stops it at a bracket (or an
+/// open `≥`), which it says. Every step is a stored case at its value; the figure is
 /// a case of its own, `conns=capacity`, measured at the capacity — not an
 /// offered value echoed back — and it is what `show` prints.
 #[test]
@@ -499,15 +499,12 @@ fn a_budgeted_capacity_search_stops_at_a_bracket_and_stores_its_figure() {
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
     let line = capacity_line(&err);
-    assert!(
-        line.contains("its share of the run's budget (15 s) was spent"),
-        "{line}"
-    );
-    assert!(
-        (line.contains(" not at ") && line.contains("% wide, not 2 %"))
-            || line.contains("every step conformed"),
-        "{line}"
-    );
+    // Bisected only to the run's 10 %, which a quiet machine can reach in
+    // 15 s; else cut short at a bracket (or an open `≥`), and says so.
+    let cut = line.contains("its share of the run's budget (15 s) was spent")
+        && ((line.contains(" not at ") && line.contains("% wide, not 10 %"))
+            || line.contains("every step conformed"));
+    assert!(cut || line.contains("(within 10 %)"), "{line}");
     let steps: Vec<(u64, bool)> = line
         .split("steps: ")
         .nth(1)
