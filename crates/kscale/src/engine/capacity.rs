@@ -175,8 +175,15 @@ impl Search {
                 };
                 up.max(lo.saturating_add(1)).min(self.max)
             }),
-            // Nothing so far conformed: halve, down to the minimum.
-            (0, Some(hi)) => (hi / 2 >= self.min).then(|| self.hinted(0, hi, hi / 2)),
+            // Nothing so far conformed: halve (or shrink by the factor a
+            // search started near its answer grows by), down to the
+            // minimum. A quick study's all-CPU search started at the
+            // one-CPU answer of 2,400, failed it and halved to 967, then
+            // took five steps back up to 2,167.
+            (0, Some(hi)) => {
+                let down = ((hi as f64 / self.grow) as u64).min(hi.saturating_sub(1));
+                (down >= self.min).then(|| self.hinted(0, hi, down))
+            }
             (lo, Some(hi)) => {
                 let fine = ((lo as f64 * self.resolution) as u64).max(1);
                 if hi - lo > fine {
@@ -1710,7 +1717,13 @@ mod tests {
             }
             (n, s.found())
         };
-        for (cap, near) in [(3200, 3600), (3600, 3600), (3900, 3600), (7000, 3600)] {
+        for (cap, near) in [
+            (3200, 3600),
+            (3600, 3600),
+            (3900, 3600),
+            (7000, 3600),
+            (2167, 2400),
+        ] {
             let (far_n, _) = until_10(Search::new(800, 1, 100_000), cap);
             let (near_n, f) = until_10(Search::near(near, 1, 100_000), cap);
             assert!(
@@ -1722,6 +1735,27 @@ mod tests {
                 "cap {cap}: {near_n} steps near, {far_n} from 800"
             );
         }
+    }
+
+    /// A search started near its answer that fails its start shrinks by
+    /// the factor it grows by, not by half: the answer is known to lie
+    /// near.
+    #[test]
+    fn a_search_started_near_shrinks_as_it_grows() {
+        let mut s = Search::near(2400, 1, 100_000);
+        assert_eq!(s.next(), Some(2400));
+        s.record(2400, false);
+        assert_eq!(s.next(), Some(1600));
+        s.record(1600, false);
+        assert_eq!(s.next(), Some(1066));
+        // From afar, halving as before.
+        let mut s = Search::new(2400, 1, 100_000);
+        s.record(2400, false);
+        assert_eq!(s.next(), Some(1200));
+        // Never below the minimum, nor stuck at 1.
+        let mut s = Search::near(1, 1, 100);
+        s.record(1, false);
+        assert_eq!(s.next(), None);
     }
 
     /// A search bisecting to the run's 10 % ends with a bracket that the
