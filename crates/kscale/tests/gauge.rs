@@ -152,6 +152,11 @@ fn a_noisy_crossing_under_a_quiet_loop_keeps_the_whole_plan() {
         .filter_map(|n| n.parse().ok())
         .collect();
     assert!(!loop_cvs.is_empty(), "{err}");
+    // The line rounds: a loop printed at 5 % may lie either side of the
+    // rule's 5 %, and the plan is then fitted or whole.
+    if loop_cvs.contains(&5) && err.contains("the machine is noisy") {
+        return;
+    }
     if loop_cvs.iter().any(|&c| c > 5) {
         // The machine's own loop spread past the rule: the plan is fitted.
         assert!(err.contains("the machine is noisy"), "{loop_cvs:?}\n{err}");

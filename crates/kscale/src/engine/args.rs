@@ -149,9 +149,9 @@ pub struct Targets {
     /// Search each workload's capacity (SPECweb99's number: the most connections that all
     /// conform) by bracketing and bisecting its capacity param, a full trial set per step,
     /// instead of sweeping it; the param's largest value is where the search starts. Under
-    /// --budget a step is one window and the search stops where the budget does, with the
-    /// bracket it reached. Workloads without a capacity are measured as usual, after the
-    /// searches.
+    /// --budget a step is one window, bisection stops at the run's interval width (`--ci`,
+    /// 10 %) and the search stops where the budget does, with the bracket it reached.
+    /// Workloads without a capacity are measured as usual, after the searches.
     #[arg(long)]
     pub capacity: bool,
     /// Override a param's values for every selected workload that has it. Repeatable.
