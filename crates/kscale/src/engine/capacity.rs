@@ -1105,6 +1105,21 @@ impl OpenSearch {
                 ok = conforms(w, &again, v);
                 (case, secs) = (again, secs + more);
             }
+            // A count that conformed in its one window, inside a bracket
+            // already closed above, would become the search's answer on
+            // that window alone: the largest count whose window conformed
+            // is the search's luckiest window, and the rule's windows that
+            // followed such answers held 30–50 % fewer connections (4,400
+            // held 2,532 and 2,613), refuting them when no time was left to
+            // search below. It stands on a second window.
+            let closed_above = cases.iter().any(|(x, c)| *x > v && !conforms(w, c, *x));
+            // (A resumed run's stored step already has it.)
+            if earlier.is_none() && *step != Step::Whole && ok && closed_above && counted(&case) < 2
+            {
+                let (again, more) = ctx.measure_more(&case, &at(v), Step::Window, false)?;
+                ok = conforms(w, &again, v);
+                (case, secs) = (again, secs + more);
+            }
             if let Some(i) = earlier {
                 cases.remove(i);
             }
