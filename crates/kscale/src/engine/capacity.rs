@@ -1094,29 +1094,36 @@ impl OpenSearch {
                 .map(|t| t.wall_s)
                 .sum();
             let mut ok = conforms(w, &case, v);
-            // A window a connection or two short (≤ 1 %) gets the run rule's
-            // other windows, and their median decides, as the stored case
-            // says: in a 2 s window one connection waiting out a large
-            // file's throttle span at the window's edge fails a step (a
-            // study's searches read 799 of 800 and 699 of 700, then
-            // conformed at 4,400 on the other configuration).
-            if earlier.is_none() && *step != Step::Whole && !ok && near_miss(w, &case, v) {
-                let (again, more) = ctx.measure_more(&case, &at(v), Step::Whole, false)?;
-                ok = conforms(w, &again, v);
-                (case, secs) = (again, secs + more);
-            }
-            // A count that conformed in its one window, inside a bracket
-            // already closed above, would become the search's answer on
-            // that window alone: the largest count whose window conformed
-            // is the search's luckiest window, and the rule's windows that
-            // followed such answers held 30–50 % fewer connections (4,400
-            // held 2,532 and 2,613), refuting them when no time was left to
-            // search below. It stands on a second window.
-            let closed_above = cases.iter().any(|(x, c)| *x > v && !conforms(w, c, *x));
-            // (A resumed run's stored step already has it.)
-            if earlier.is_none() && *step != Step::Whole && ok && closed_above && counted(&case) < 2
+            // A step measured once more before it is believed, as the
+            // stored case then says (a resumed run's stored step already
+            // has its windows):
+            // - a window a connection or two short (≤ 1 %) gets the run
+            //   rule's other windows, and their median decides: in a 2 s
+            //   window one connection waiting out a large file's throttle
+            //   span at the window's edge fails a step (a study's searches
+            //   read 799 of 800 and 699 of 700, then conformed at 4,400 on
+            //   the other configuration);
+            // - a count that conformed in its one window inside a bracket
+            //   already closed above would become the answer on that window
+            //   alone, the search's luckiest: the rule's windows that
+            //   followed such answers held 30–50 % fewer connections (4,400
+            //   held 2,532 and 2,613), refuting them when no time was left
+            //   to search below. It stands on a second window.
+            let budgeted = earlier.is_none() && *step != Step::Whole;
+            let again = if !budgeted {
+                None
+            } else if !ok && near_miss(w, &case, v) {
+                Some(Step::Whole)
+            } else if ok
+                && counted(&case) < 2
+                && cases.iter().any(|(x, c)| *x > v && !conforms(w, c, *x))
             {
-                let (again, more) = ctx.measure_more(&case, &at(v), Step::Window, false)?;
+                Some(Step::Window)
+            } else {
+                None
+            };
+            if let Some(more_step) = again {
+                let (again, more) = ctx.measure_more(&case, &at(v), more_step, false)?;
                 ok = conforms(w, &again, v);
                 (case, secs) = (again, secs + more);
             }
