@@ -530,8 +530,13 @@ fn machine_move(
 
 /// Whether measuring this case in `more` more runs could still decide it:
 /// at its spread and degrees of freedom as they stand, with the estimate
-/// where it is, the interval's upper end with that many more runs now
-/// (the baseline's side as it is) would fall below the threshold.
+/// where it is and the baseline's side as it is, the interval with that
+/// many more runs now would lie below the threshold (not worse), or,
+/// with the estimate beyond it, above no change (worse). A slowdown read
+/// just past the threshold with its lower end a hair below zero is as
+/// undecided as a change read just inside it (a loop made ~9 % slower,
+/// against a baseline in a slower stretch of the machine, read +5.1 %
+/// [−0.3, +10.8] at a 5 % threshold in 36 s of its minute).
 pub fn more_runs_could_decide(j: &Judged, more: usize, threshold: f64) -> bool {
     let Some(v) = j.verdict else {
         // No spread yet: another run gives one.
@@ -551,7 +556,9 @@ pub fn more_runs_could_decide(j: &Judged, more: usize, threshold: f64) -> bool {
     let cases = j.cases.max(1);
     let conf = (1.0 - 2.0 * verdict::per_case(verdict::ALPHA, cases)) * 100.0;
     let t = kscale_core::stats::t_quantile(conf, df);
-    est + t * sd / 100.0 * (1.0 / nb + 1.0 / na).sqrt() < (1.0 + threshold).ln()
+    let half = t * sd / 100.0 * (1.0 / nb + 1.0 / na).sqrt();
+    let limit = (1.0 + threshold).ln();
+    est + half < limit || (est > limit && est - half > 0.0)
 }
 
 #[cfg(test)]
@@ -560,6 +567,17 @@ mod tests {
     use kscale_core::verdict::{gate, Change};
 
     fn judged(est_pct: f64, sd_pct: f64, df: f64, base: usize, now: usize) -> Judged {
+        judged_at(est_pct, sd_pct, df, base, now, 0.10)
+    }
+
+    fn judged_at(
+        est_pct: f64,
+        sd_pct: f64,
+        df: f64,
+        base: usize,
+        now: usize,
+        threshold: f64,
+    ) -> Judged {
         let spread = Spread {
             sd: sd_pct / 100.0,
             df,
@@ -580,7 +598,7 @@ mod tests {
                 direction: Direction::Lower,
             },
             cases: 1,
-            verdict: Some(gate(change, 0.10, verdict::ALPHA)),
+            verdict: Some(gate(change, threshold, verdict::ALPHA)),
             footing: Footing {
                 base_runs: (0..base as i64).collect(),
                 base_values,
@@ -610,6 +628,12 @@ mod tests {
         let j = judged(0.0, 9.0, 40.0, 1, 3);
         assert_eq!(j.verdict.map(|v| v.verdict), Some(GateWord::CannotTell));
         assert!(!more_runs_could_decide(&j, 17, 0.10));
+        // Just past a 5 % threshold, its lower end a hair below no
+        // change: three more runs would lift it above.
+        let j = judged_at(5.5, 2.9, 100.0, 1, 3, 0.05);
+        assert_eq!(j.verdict.map(|v| v.verdict), Some(GateWord::CannotTell));
+        assert!(more_runs_could_decide(&j, 3, 0.05));
+        assert!(!more_runs_could_decide(&j, 0, 0.05));
         // Decided cases are left alone.
         let j = judged(40.0, 3.0, 40.0, 1, 3);
         assert_eq!(j.verdict.map(|v| v.verdict), Some(GateWord::Worse));
