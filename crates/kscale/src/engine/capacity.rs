@@ -61,6 +61,13 @@ const MAX_REFUTED: usize = 2;
 /// CPU undecided, its three windows at the answer too spread.
 const MAX_ANSWER_WINDOWS: usize = 8;
 
+/// The most windows an answer takes out of what the run's other cases
+/// left unspent at its end. A quick study ended with 60 s unspent while
+/// its one-CPU answer (3,400 conns) stood on eight windows, two of them
+/// in a slow spell (2,529 and 2,300), its cell 24 % wide; at ~3 s a
+/// window that minute holds twenty more.
+const MAX_GIVEN_WINDOWS: usize = 28;
+
 /// What one search found.
 #[derive(Debug, PartialEq)]
 pub struct Found {
@@ -83,8 +90,24 @@ impl Found {
     /// or nothing conformed).
     pub fn width(&self) -> Option<f64> {
         let hi = self.fails_at?;
-        (self.capacity > 0).then(|| (hi - self.capacity) as f64 / self.capacity as f64)
+        (self.capacity > 0).then(|| gap(self.capacity, hi) as f64 / self.capacity as f64)
     }
+}
+
+/// How far the capacity may lie above `lo` when `lo` conformed and `hi`
+/// did not: counts are whole, so it is at most `hi − 1`. Read as `hi`, a
+/// quick study's bracket of 2,666 conforming and 2,933 failing (a
+/// bisection's midpoint) was 10.02 % wide and its cell undecided at 10 %,
+/// though no count it could still hold lies 10 % above 2,666.
+fn gap(lo: u64, hi: u64) -> u64 {
+    hi.saturating_sub(lo).saturating_sub(1)
+}
+
+/// Whether the bracket (`lo` conformed, `hi` failed) is as fine as
+/// `resolution`: the capacity's range within it at most that share of
+/// `lo`, or the two adjacent.
+fn fine_enough(lo: u64, hi: u64, resolution: f64) -> bool {
+    hi.saturating_sub(lo) <= 1 || gap(lo, hi) as f64 <= lo as f64 * resolution
 }
 
 /// The search's state: bracket from `start` by doubling (or halving), then
@@ -185,8 +208,7 @@ impl Search {
                 (down >= self.min).then(|| self.hinted(0, hi, down))
             }
             (lo, Some(hi)) => {
-                let fine = ((lo as f64 * self.resolution) as u64).max(1);
-                if hi - lo > fine {
+                if !fine_enough(lo, hi, self.resolution) {
                     Some(self.hinted(lo, hi, lo + (hi - lo) / 2))
                 } else {
                     // One window that one connection missed by a hair
@@ -678,8 +700,13 @@ pub fn run(
         o.budget = opts.budget_from(started);
         runner::execute(store, run_id, &o, progress, ctx.peers.as_deref_mut())?;
         // What the others did not spend: in turn, each search still short
-        // of its answer gets an even part of what is left at its turn.
+        // of its answer gets an even part of what is left at its turn, an
+        // answer still too spread for its cell windows past the ones a
+        // search keeps while the others wait.
         if let Some(clock) = o.budget {
+            for s in open.iter_mut() {
+                s.max_windows = MAX_GIVEN_WINDOWS;
+            }
             let mut short: Vec<&mut OpenSearch> = open
                 .iter_mut()
                 .filter(|o| o.wants_more(&opts.rule))
@@ -837,6 +864,10 @@ struct OpenSearch {
     step: Step,
     /// Answers the run rule's windows did not hold so far.
     refuted: usize,
+    /// The most windows its answer takes to settle: [`MAX_ANSWER_WINDOWS`]
+    /// while the run's other cases wait, [`MAX_GIVEN_WINDOWS`] out of
+    /// what they left.
+    max_windows: usize,
 }
 
 impl OpenSearch {
@@ -907,6 +938,7 @@ impl OpenSearch {
             cases: Vec::new(),
             step,
             refuted: 0,
+            max_windows: MAX_ANSWER_WINDOWS,
         }))
     }
 
@@ -1170,7 +1202,7 @@ impl OpenSearch {
     fn unsettled(&self, rule: &StopRule) -> bool {
         self.best().is_some_and(|c| {
             let n = counted(c);
-            n >= self.windows && n < MAX_ANSWER_WINDOWS && !decides(self.w, c, rule)
+            n >= self.windows && n < self.max_windows && !decides(self.w, c, rule)
         })
     }
 
@@ -1220,7 +1252,8 @@ impl OpenSearch {
     fn unsettled_s(&self, rule: &StopRule) -> f64 {
         match self.best() {
             Some(c) if self.share.is_some() && !decides(self.w, c, rule) => {
-                MAX_ANSWER_WINDOWS.saturating_sub(counted(c).max(self.windows)) as f64
+                self.max_windows
+                    .saturating_sub(counted(c).max(self.windows)) as f64
                     * self.answer_step_s()
             }
             _ => 0.0,
@@ -1474,7 +1507,7 @@ fn describe(
         };
         let tail = match (found.fails_at, found.resolved) {
             (Some(f), true) => format!(", not at {f} (within {res} %)"),
-            (Some(f), false) if f - cap <= ((cap as f64 * found.resolution) as u64).max(1) => {
+            (Some(f), false) if fine_enough(cap, f, found.resolution) => {
                 format!(", not at {f} (within {res} %, but {f} failed once and was not measured again: {budget})")
             }
             (Some(f), false) => {
@@ -1544,6 +1577,41 @@ mod tests {
         ];
         assert!(windows_decide(&more, &rule));
         assert!(more.len() <= MAX_ANSWER_WINDOWS);
+    }
+
+    /// Counts are whole: 2,666 conforming and 2,933 failing hold the
+    /// capacity within 2,666–2,932, 10 % of 2,666 at most; 2,934 does not.
+    /// Adjacent counts are an exact answer at any resolution.
+    #[test]
+    fn a_bracket_is_read_to_the_count_below_its_failing_end() {
+        assert!(fine_enough(2666, 2933, 0.10));
+        assert!(!fine_enough(2666, 2934, 0.10));
+        let found = Found {
+            capacity: 2666,
+            fails_at: Some(2933),
+            steps: Vec::new(),
+            resolved: false,
+            resolution: 0.10,
+        };
+        assert!(found.width().is_some_and(|w| w <= 0.10));
+        assert!(fine_enough(5, 6, 0.0));
+        assert!(!fine_enough(5, 7, 0.10));
+    }
+
+    /// A quick study's one-CPU answer: eight windows, two in a slow spell,
+    /// do not decide it; with what the run left unspent, twenty more at
+    /// its spread outside the spell do, within the windows it may take.
+    #[test]
+    fn windows_out_of_what_is_left_settle_a_spread_answer() {
+        let rule = StopRule::QUICK;
+        let eight = [
+            3400.0, 3400.0, 2529.0, 3399.0, 2300.0, 3400.0, 3386.0, 3400.0,
+        ];
+        assert!(!windows_decide(&eight, &rule));
+        let mut more = eight.to_vec();
+        more.extend((0..20).map(|k| if k % 5 == 4 { 3100.0 } else { 3400.0 }));
+        assert!(windows_decide(&more, &rule));
+        assert!(more.len() <= MAX_GIVEN_WINDOWS);
     }
 
     /// The steps kept for a bracket its share left wide: one from 17 %
