@@ -184,8 +184,9 @@ fn a_short_budget_decides_first_and_holds_the_sweeps() {
         .map(|a| a.iter().filter_map(|l| l.as_str()).collect())
         .unwrap_or_default();
     // The quick plan's representatives are measured: mem.frd at a quick
-    // size, on one CPU and on all; in a noisy hour one may be left out
-    // after its own first trials, and says why.
+    // size, on one CPU and on all; in a noisy hour one (or both: CV 21 %
+    // at 8m on the AMD VM) may be left out after its own first trials,
+    // says why, and a held case of the family stands in for it.
     let measured = cases
         .iter()
         .filter(|c| c.contains("mem.frd") && c.contains("8m"))
@@ -194,8 +195,9 @@ fn a_short_budget_decides_first_and_holds_the_sweeps() {
         .iter()
         .filter(|l| l.starts_with("mem.frd") && l.contains("8m") && l.contains("left out after"))
         .count();
+    let family = cases.iter().filter(|c| c.contains("mem.frd")).count();
     assert!(
-        measured >= 1 && measured + after_trials >= 2,
+        family >= 1 && measured + after_trials >= 2,
         "{cases:?}\n{left:?}"
     );
     let held = j["run"]["options"]["held"]
