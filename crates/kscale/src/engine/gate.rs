@@ -553,12 +553,16 @@ pub fn more_runs_could_decide(j: &Judged, more: usize, threshold: f64) -> bool {
     let est = (1.0 + v.interval.est_pct / 100.0).ln();
     let nb = j.footing.base_runs.len().max(1) as f64;
     let na = (j.footing.now_runs.len() + more) as f64;
-    let cases = j.cases.max(1);
-    let conf = (1.0 - 2.0 * verdict::per_case(verdict::ALPHA, cases)) * 100.0;
-    let t = kscale_core::stats::t_quantile(conf, df);
-    let half = t * sd / 100.0 * (1.0 / nb + 1.0 / na).sqrt();
-    let limit = (1.0 + threshold).ln();
-    est + half < limit || (est > limit && est - half > 0.0)
+    // The change as the runs now would make it, read by the gate's own
+    // rule ([`verdict::gate`]), not a copy of it.
+    let then = Change {
+        est,
+        se: sd / 100.0 * (1.0 / nb + 1.0 / na).sqrt(),
+        df,
+        sigma: Some(sd / 100.0),
+    };
+    let alpha = verdict::per_case(verdict::ALPHA, j.cases.max(1));
+    verdict::gate(then, threshold, alpha).verdict != GateWord::CannotTell
 }
 
 #[cfg(test)]
