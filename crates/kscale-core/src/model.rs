@@ -269,14 +269,18 @@ pub struct CpuAccounting {
     /// measured it (docs/host.md, "Others on the trial's CPUs").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub others_pct: Option<f64>,
-    /// Nanoseconds of a fixed user-space CPU loop on the trial's own
-    /// thread, the mean of a reading just before and one just after it:
-    /// the pace the host gave that thread's core around the trial. It runs
-    /// no kernel code, so a slower kernel path cannot move it, while the
-    /// host's spells move it with the case (docs/verdicts.md, "The pace
-    /// beside each trial"). `None` for a macro trial or an older run.
+    /// Nanoseconds of a fixed user-space loop on the trial's own thread
+    /// (short independent chains, each ended by a loop exit the branch
+    /// predictor must foresee), the mean of a reading just before and one
+    /// just after it: the pace the host let that thread's core keep around
+    /// the trial. It runs no kernel code, so a slower kernel path cannot
+    /// move it, while the host's spells move it with the case
+    /// (docs/verdicts.md, "The pace beside each trial"). A key of its own:
+    /// the single dependent chain older runs stored as `pace_ns` read
+    /// another scale and missed the spells, so those runs read as unpaced.
+    /// `None` for a macro trial or an older run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pace_ns: Option<f64>,
+    pub chain_pace_ns: Option<f64>,
 }
 
 #[cfg(test)]

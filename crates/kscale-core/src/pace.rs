@@ -5,27 +5,25 @@
 //! minutes, and a run of a few seconds sits in a few of them: the runs of
 //! an unchanged `syscall.null` spread 3–5 % about their level, more than a
 //! 10 % gate from one baseline run can stand. Every trial records the
-//! pace its thread's core ran at, a user-space CPU loop timed just before
-//! and just after it. Over a run's trials that pace follows the spells the
-//! run met (r ≈ 0.8 between runs on the development VM), and it runs no
+//! pace its thread's core ran at, user-space chains timed just before and
+//! just after it, whose time is the branch predictor's state as much as
+//! the core's speed (`kscale_workloads::machine_probe`). Over a run's
+//! trials that pace follows the spells the run met (r = 0.98 against
+//! `getppid` over 2-second bins on the AMD EPYC VM), and it runs no
 //! kernel code, so a slower kernel path or more work in a measured loop
 //! leaves it where it was. Each run's value is moved along the pace by a
-//! gain — a kernel-path case moves more than the loop in a spell (slope
-//! 1.3–3.9 measured) — fitted within groups of runs that cannot hold the
-//! change being judged, so the change never teaches the fit.
+//! gain — the case per chain, 1, until enough runs fit their own —
+//! fitted within groups of runs that cannot hold the change being judged,
+//! so the change never teaches the fit.
 
 /// Below this many runs with a pace the gain is not fitted: a unit gain
 /// (the case per loop) is taken, which removes the part of a spell both
 /// share.
 pub const MIN_FIT_RUNS: usize = 8;
 
-/// The fitted gain's range. Successive runs of `syscall.null` on the
-/// development VM move 3–4 times as far as their pace, but over minutes
-/// the case follows it less: read at a gain of 2, a baseline run and the
-/// means of three later runs differed by at most 6.2–6.7 % over two
-/// batches of 55–61 runs, at 4 by up to 8.4–10.0 %, and one run spread
-/// least near 2 (3.6–3.9 %, 4.7–5.0 % raw). A negative gain would let a
-/// faster machine hide a regression.
+/// The fitted gain's range: twice the unit gain `getppid` follows the
+/// chains at (0.98–1.17, [`crate::verdict::PACE_SPELL_GAIN`]). A negative
+/// gain would let a faster machine hide a regression.
 pub const MAX_GAIN: f64 = 2.0;
 
 /// The steepest a case may follow its pace in a host spell, where the
@@ -95,7 +93,7 @@ pub fn gain<G: PartialEq>(runs: &[(f64, f64, G)]) -> Gain {
         fitted: true,
         runs: ok.len(),
         follow: Follow {
-            gain: (slope - gain).clamp(0.0, SPELL_GAIN - gain),
+            gain: (slope - gain).max(0.0),
             se: (rss / (pairs.len() - 1) as f64 / sxx).sqrt(),
         },
     }

@@ -214,7 +214,7 @@ impl CaseData {
         )
     }
     /// The mean pace of the counted trials' cores (a user-space loop timed
-    /// beside each trial, `CpuAccounting::pace_ns`), where every counted
+    /// beside each trial, `CpuAccounting::chain_pace_ns`), where every counted
     /// trial recorded one.
     pub fn pace_ns(&self) -> Option<f64> {
         let p: Option<Vec<f64>> = self
@@ -224,7 +224,7 @@ impl CaseData {
             .map(|t| {
                 t.accounting
                     .as_ref()?
-                    .pace_ns
+                    .chain_pace_ns
                     .filter(|p| p.is_finite() && *p > 0.0)
             })
             .collect();
@@ -333,8 +333,8 @@ impl CaseData {
                 let o: Vec<f64> = a.iter().filter_map(|x| x.others_pct).collect();
                 (!o.is_empty()).then(|| o.iter().sum::<f64>() / o.len() as f64)
             },
-            pace_ns: {
-                let p: Vec<f64> = a.iter().filter_map(|x| x.pace_ns).collect();
+            chain_pace_ns: {
+                let p: Vec<f64> = a.iter().filter_map(|x| x.chain_pace_ns).collect();
                 (!p.is_empty()).then(|| p.iter().sum::<f64>() / p.len() as f64)
             },
         })

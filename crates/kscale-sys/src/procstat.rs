@@ -156,7 +156,7 @@ pub fn delta(before: &Snapshot, after: &Snapshot, cpus: &[usize]) -> Option<CpuA
         seconds,
         line_ns: None,
         others_pct: None,
-        pace_ns: None,
+        chain_pace_ns: None,
     })
 }
 

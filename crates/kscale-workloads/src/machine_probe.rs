@@ -46,8 +46,7 @@ const CROSSINGS: u32 = 20_000;
 
 /// A fixed chain of dependent integer operations the compiler cannot fold:
 /// its time ([`on_both_clocks`]) is the core's speed as the host gives it
-/// now. `iters` iterations: [`LOOP_ITERS`] a gauge reading, fewer or more
-/// for a pace ([`pace_ns`]).
+/// now. `iters` iterations: [`LOOP_ITERS`] a gauge reading.
 fn cpu_loop(iters: u64) {
     let mut x: u64 = std::hint::black_box(0x9e37_79b9_7f4a_7c15);
     for _ in 0..iters {
@@ -59,25 +58,68 @@ fn cpu_loop(iters: u64) {
     std::hint::black_box(x);
 }
 
-/// Iterations of one unit of a pace reading: about 0.5 ms.
-const PACE_UNIT: u64 = 1 << 18;
+/// Links of one chain of the pace's loop ([`chains`]).
+const CHAIN_LINKS: u32 = 100;
+/// Chains of one unit of a pace reading: about 0.5 ms.
+const PACE_CHAINS: u64 = 10_000;
+
+/// `n` independent chains of [`CHAIN_LINKS`] dependent multiply-adds,
+/// each a loop whose exit ends the chain. A core runs the next chain
+/// beside the last one only as far as its branch predictor foresees that
+/// exit, so the loop's time is the state the host leaves the predictor in
+/// as well as the core's speed. On a 2-vCPU AMD EPYC VM the host's spells
+/// moved the time of `getppid` by 7 % (sd over 2-second bins) and this
+/// loop with it (r = 0.98, slope 1.0, 1.3 % left over), where one long
+/// dependent chain moved 1 % (r = 0.7): the kernel crossing's cost is
+/// largely its predicted branches and returns (docs/verdicts.md, "The
+/// pace beside each trial").
+#[cfg(target_arch = "x86_64")]
+fn chains(n: u64) {
+    let mut sum: u64 = 0;
+    for i in 0..std::hint::black_box(n) {
+        let mut x = i;
+        let mut links = CHAIN_LINKS;
+        // SAFETY: registers only: no memory, no stack, no flags read after.
+        unsafe {
+            std::arch::asm!(
+                "2:",
+                "lea {x}, [{x} + {x}*2 + 1]",
+                "sub {links:e}, 1",
+                "jne 2b",
+                x = inout(reg) x,
+                links = inout(reg) links,
+                options(nomem, nostack),
+            )
+        };
+        std::hint::black_box(links);
+        sum = sum.wrapping_add(x);
+    }
+    std::hint::black_box(sum);
+}
+
+/// Elsewhere the chains are the dependent loop's: a pace of the core's
+/// speed alone.
+#[cfg(not(target_arch = "x86_64"))]
+fn chains(n: u64) {
+    cpu_loop(n * u64::from(CHAIN_LINKS));
+}
 
 /// A pace reading's share of its trial's time, on each side of it.
 const PACE_SHARE: f64 = 0.01;
 
 /// The pace the host gives this thread's core now: nanoseconds of
-/// [`LOOP_ITERS`] iterations of the CPU loop on the thread's CPU clock,
-/// timed over about 1 % of a trial of `trial_s` (1–16 units of
-/// [`PACE_UNIT`]; a mean, so a run's pace follows the host's spells in the
-/// proportion its trials met them). The worker reads it just before and
-/// just after each trial on the trial's thread; it runs no system call
-/// between its two clock readings, so no kernel path it could be checking
-/// moves it. `None` where the thread's clock cannot be read.
+/// [`PACE_CHAINS`] of the pace's [`chains`] on the thread's CPU clock,
+/// timed over about 1 % of a trial of `trial_s` (1–16 units; a mean, so a
+/// run's pace follows the host's spells in the proportion its trials met
+/// them). The worker reads it just before and just after each trial on
+/// the trial's thread; it runs no system call between its two clock
+/// readings, so no kernel path it could be checking moves it. `None`
+/// where the thread's clock cannot be read.
 pub fn pace_ns(trial_s: f64) -> Option<f64> {
     let units = ((trial_s * PACE_SHARE / 0.0005).round() as u64).clamp(1, 16);
-    let counted = units * PACE_UNIT;
-    let (_, on_thread) = on_both_clocks(|| cpu_loop(counted * test_pace_factor()));
-    let ns = on_thread * LOOP_ITERS as f64 / counted as f64;
+    let counted = units * PACE_CHAINS;
+    let (_, on_thread) = on_both_clocks(|| chains(counted * test_pace_factor()));
+    let ns = on_thread / units as f64;
     (ns.is_finite() && ns > 0.0).then_some(ns)
 }
 
@@ -284,7 +326,7 @@ pub fn take(req: &GaugeRequest) -> Result<Vec<Reading>> {
 mod tests {
     use super::*;
 
-    /// The pace is a time per the gauge's loop whatever the trial's length,
+    /// The pace is a time per unit of chains whatever the trial's length,
     /// so runs of short and long trials read on one scale.
     #[test]
     fn the_pace_reads_one_scale_at_any_trial_length() {

@@ -58,7 +58,7 @@ pub fn main() -> ExitCode {
     };
     out.accounting = kscale_sys::procstat::delta(&before, &after, &req.cpus).map(|mut a| {
         a.others_pct = kscale_sys::procstat::others_pct(&before, &after, &req.cpus, ours);
-        a.pace_ns = match (pace_before, pace_after) {
+        a.chain_pace_ns = match (pace_before, pace_after) {
             (Some(b), Some(a)) => Some((b + a) / 2.0),
             (b, a) => b.or(a),
         };
