@@ -136,19 +136,38 @@ pub fn decisions_first(
 /// (rank under 1000, [`ranks`]: the middle of its sweep) is kept, with
 /// every capacity search and every median-of-N case, and the sweep's other
 /// converging cases are held for the run to take back after its pilot
-/// (docs/planning.md, "Decisions first"). Every entry keeps its place in
-/// the plan. Returns the held cases.
+/// (docs/planning.md, "Decisions first"). A sweep of two is kept whole:
+/// its second case is the comparison the workload makes (chat's threads
+/// against epoll, net's 4 connections against 16), not a point along a
+/// curve, and held it waited behind the micro sweeps' cheaper cases until
+/// the budget was gone. Every entry keeps its place in the plan. Returns
+/// the held cases.
 pub fn hold_sweeps(plan: &mut Vec<PlanEntry>) -> Vec<HeldCase> {
     let ranks = ranks(plan.iter());
     let converging = |e: &PlanEntry| {
         kscale_workloads::find(&e.workload)
             .is_some_and(|w| w.rule == kscale_core::RunRule::Converge)
     };
+    let sweep_of = |w: &str| {
+        let mut sets: Vec<&BTreeMap<String, String>> = Vec::new();
+        for e in plan.iter().filter(|e| e.workload == w) {
+            if !sets.contains(&&e.params) {
+                sets.push(&e.params);
+            }
+        }
+        sets.len()
+    };
+    let long: Vec<bool> = plan.iter().map(|e| sweep_of(&e.workload) > 2).collect();
     let mut held = Vec::new();
     let mut kept = Vec::new();
-    for (i, (mut e, rank)) in std::mem::take(plan).into_iter().zip(ranks).enumerate() {
+    for (i, ((mut e, rank), long)) in std::mem::take(plan)
+        .into_iter()
+        .zip(ranks)
+        .zip(long)
+        .enumerate()
+    {
         e.seq.get_or_insert(i as i64);
-        if rank >= 1000 && converging(&e) && !searched(&e) {
+        if long && rank >= 1000 && converging(&e) && !searched(&e) {
             held.push(HeldCase { rank, entry: e });
         } else {
             kept.push(e);
@@ -765,6 +784,40 @@ mod tests {
             let i = e.seq.unwrap() as usize;
             assert_eq!(whole[i].key(), e.key());
         }
+    }
+
+    /// A sweep of two cases is the workload's comparison (chat's threads
+    /// against epoll): a quick study measures both from the start.
+    #[test]
+    fn a_quick_plan_keeps_a_sweep_of_two_whole() {
+        let targets = ["mem.frd".to_string()];
+        let mut plan = expand(
+            &resolve_targets(&targets, None, true).unwrap(),
+            &[],
+            true,
+            &one_and_all(),
+        )
+        .unwrap();
+        for mode in ["threads", "epoll"] {
+            for c in one_and_all() {
+                plan.push(PlanEntry {
+                    workload: "chat.relay".into(),
+                    params: [("mode".to_string(), mode.to_string())].into(),
+                    cpus_name: c.name,
+                    cpus: c.cpus,
+                    seq: None,
+                });
+            }
+        }
+        let held = hold_sweeps(&mut plan);
+        let modes: Vec<&str> = plan
+            .iter()
+            .filter_map(|e| e.params.get("mode").map(String::as_str))
+            .collect();
+        assert_eq!(modes.len(), 4, "{plan:?}");
+        assert!(modes.contains(&"threads") && modes.contains(&"epoll"));
+        assert!(held.iter().all(|h| h.entry.workload == "mem.frd"));
+        assert_eq!(held.len(), 4);
     }
 
     /// A quick study profiles one case a family: its first workload's
