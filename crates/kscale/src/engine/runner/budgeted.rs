@@ -64,7 +64,14 @@ pub(super) fn run_budgeted(
                 Next::Case(i) => i,
             }
         };
-        let Some(i) = pick else { break };
+        let Some(i) = pick else {
+            // Nothing left to run: what still waits, or resumed and was
+            // not settled, is left out as it would have been at its pilot.
+            if st.leave_waiting(r, units)? {
+                continue;
+            }
+            break;
+        };
         step += 1;
         let u = &mut units[i];
         u.turn = step;
@@ -127,6 +134,13 @@ struct Budgeted {
     /// Families whose undecided scalability the run funded, and how often
     /// ([`cells`]).
     funded: BTreeMap<String, u32>,
+    /// Cases of the run's own plan that needed more than an even share at
+    /// their pilot: they wait, out of the plan, for what the other cases
+    /// leave ([`Budgeted::resume`]), and are left out at the end if
+    /// nothing does. The plan's cases are the first `planned` units.
+    waiting: Vec<bool>,
+    resumed: Vec<bool>,
+    planned: usize,
 }
 
 impl Budgeted {
@@ -148,6 +162,9 @@ impl Budgeted {
             left_out: vec![false; units.len()],
             piloted: false,
             funded: BTreeMap::new(),
+            waiting: vec![false; units.len()],
+            resumed: vec![false; units.len()],
+            planned: units.len(),
         }
     }
 
@@ -223,7 +240,11 @@ impl Budgeted {
         if (pilot_done || conv.is_empty()) && self.fund_cells(r, units, spare)? {
             return Ok(Next::Replan);
         }
-        if (pilot_done || conv.is_empty()) && may_take && self.take_back(r, units, spare)? {
+        if (pilot_done || conv.is_empty()) && self.resume(r, units, spare)? {
+            return Ok(Next::Replan);
+        }
+        let waits = self.waiting_s(r, units, left);
+        if (pilot_done || conv.is_empty()) && may_take && self.take_back(r, units, spare - waits)? {
             return Ok(Next::Replan);
         }
         Ok(Next::Case(next))
@@ -268,6 +289,7 @@ impl Budgeted {
                 // that can still decide its part: a stand-in, or the one
                 // a family kept there.
                 may_leave: r.opts.leave_out
+                    && !self.resumed[i]
                     && units[i].floor == 0
                     && self.ranks[i] > 0
                     && !units.iter().any(|o| o.finished && o.twin_of(&units[i]))
@@ -278,8 +300,12 @@ impl Budgeted {
             .collect()
     }
 
-    /// Leaves out each of `leaves` with its twins: each needs more than an
-    /// even share of the run.
+    /// Sets aside each of `leaves` with its twins: each needs more than an
+    /// even share of the run. A case of the run's own plan waits for what
+    /// the other cases leave ([`Budgeted::resume`]); one taken back is left
+    /// out. In a quick study under `noisy-neighbour --duty 25` chat on one
+    /// CPU, left out at its pilot for needing ~67 s, took with it a macro
+    /// case of 12, and the run then ended 83 s inside its budget.
     fn leave(
         &mut self,
         r: &mut Runner<'_, '_>,
@@ -293,10 +319,119 @@ impl Budgeted {
             let twins: Vec<usize> = (0..units.len())
                 .filter(|&k| !units[k].finished && units[k].twin_of(&units[i]))
                 .collect();
+            if i < self.planned {
+                for k in std::iter::once(i).chain(twins) {
+                    units[k].finished = true;
+                    self.left_out[k] = true;
+                    self.waiting[k] = true;
+                }
+                let u = &units[i];
+                r.say(format!(
+                    "  {} [cpus {}]: waits after {} trials{}: {}; it needs more than an even share of the run, and resumes if the other cases leave the time",
+                    u.label(),
+                    kscale_core::cpus::base_name(&u.entry.cpus_name),
+                    u.counted.len(),
+                    cv(&u.counted)
+                        .map(|c| format!(", CV {:.0} %", 100.0 * c))
+                        .unwrap_or_default(),
+                    need.message()
+                ));
+                continue;
+            }
             let why = "it needs more than an even share of the run";
             leave_with_twins(r, units, &mut self.left_out, (i, need, why), &twins)?;
         }
         Ok(())
+    }
+
+    /// The waiting cases, each with its waiting twins, in the run's order.
+    fn waiting_groups(&self, units: &[Unit]) -> Vec<Vec<usize>> {
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        for i in (0..units.len()).filter(|&i| self.waiting[i]) {
+            if groups.iter().flatten().any(|&k| k == i) {
+                continue;
+            }
+            groups.push(
+                (i..units.len())
+                    .filter(|&k| self.waiting[k] && (k == i || units[k].twin_of(&units[i])))
+                    .collect(),
+            );
+        }
+        groups
+    }
+
+    /// What a waiting group's trials still need at its spread's point
+    /// estimate.
+    fn group_need_s(&self, r: &Runner<'_, '_>, units: &[Unit], group: &[usize]) -> f64 {
+        group
+            .iter()
+            .map(|&k| kscale_core::budget::need(&r.opts.rule, &units[k].case_state(r.opts)).more_s)
+            .sum()
+    }
+
+    /// What the waiting cases that `left` seconds could still settle
+    /// keep from the take-backs: a case of the run's own plan comes before
+    /// a sweep's held case.
+    fn waiting_s(&self, r: &Runner<'_, '_>, units: &[Unit], left: f64) -> f64 {
+        self.waiting_groups(units)
+            .iter()
+            .map(|g| self.group_need_s(r, units, g))
+            .filter(|&s| s <= left)
+            .sum()
+    }
+
+    /// Resumes each waiting group whose need fits in `spare` seconds (what
+    /// the open cases' needs leave), in the run's order. A resumed case is
+    /// not set aside again: it converges or is left out at the end. True
+    /// when it resumed any.
+    fn resume(&mut self, r: &mut Runner<'_, '_>, units: &mut [Unit], spare: f64) -> Result<bool> {
+        let mut spare = spare;
+        let mut any = false;
+        for group in self.waiting_groups(units) {
+            let need = self.group_need_s(r, units, &group);
+            if need > spare {
+                continue;
+            }
+            spare -= need;
+            for &k in &group {
+                self.waiting[k] = false;
+                self.resumed[k] = true;
+                self.left_out[k] = false;
+                units[k].finished = false;
+            }
+            let u = &units[group[0]];
+            r.say(format!(
+                "kscale: {} resumes on {} configuration(s): the other cases leave {:.0} s of the budget, and it needs ~{need:.1} s",
+                u.label(),
+                group.len(),
+                spare + need
+            ));
+            any = true;
+        }
+        Ok(any)
+    }
+
+    /// At the run's end, leaves out what still waits, and each resumed case
+    /// the time left did not settle, with its twins. True when it left out
+    /// any.
+    fn leave_waiting(&mut self, r: &mut Runner<'_, '_>, units: &mut [Unit]) -> Result<bool> {
+        let mut any = false;
+        for (i, u) in units.iter_mut().enumerate() {
+            let why = if self.waiting[i] {
+                "it needs more than an even share of the run"
+            } else if self.resumed[i] && !u.finished {
+                "it needs more than an even share of the run, and the time the other cases left did not settle it"
+            } else {
+                continue;
+            };
+            self.waiting[i] = false;
+            self.resumed[i] = false;
+            self.left_out[i] = true;
+            let need = kscale_core::budget::need(&r.opts.rule, &u.case_state(r.opts));
+            r.leave_out(u, need, why)?;
+            any = true;
+        }
+        Ok(any)
     }
 
     /// True when case `i` is the only case of its part (family on its
@@ -318,6 +453,8 @@ impl Budgeted {
         self.converging.extend(from..units.len());
         self.ranks.extend(ranks);
         self.left_out.resize(units.len(), false);
+        self.waiting.resize(units.len(), false);
+        self.resumed.resize(units.len(), false);
         self.parts = parts(units);
     }
 
@@ -341,6 +478,20 @@ impl Budgeted {
         let mut replan = false;
         for (i, reason, need) in stops {
             if units[i].finished {
+                continue;
+            }
+            // A resumed case that cannot converge in what is left is left
+            // out, as it would have been at its pilot.
+            if self.resumed[i] {
+                let twins: Vec<usize> = (0..units.len())
+                    .filter(|&k| !units[k].finished && units[k].twin_of(&units[i]))
+                    .collect();
+                for &k in std::iter::once(&i).chain(&twins) {
+                    self.resumed[k] = false;
+                }
+                let why = "it needs more than an even share of the run, and the time the other cases left does not settle it";
+                leave_with_twins(r, units, &mut self.left_out, (i, need, why), &twins)?;
+                replan = true;
                 continue;
             }
             // A case grown for its family's scalability had converged: it
