@@ -29,6 +29,21 @@ fn leave_with_twins(
     Ok(())
 }
 
+/// Each case as [`unmeasurable`] reads it: usable while it is in the run
+/// (not left out nor waiting) and converging, or converged.
+fn standing<'u>(units: &'u [Unit], left_out: &[bool]) -> Vec<Standing<'u>> {
+    units
+        .iter()
+        .zip(left_out)
+        .map(|(u, &out)| Standing {
+            workload: &u.entry.workload,
+            params: &u.entry.params,
+            cpus: &u.entry.cpus_name,
+            usable: !out && u.workload.rule == RunRule::Converge && (!u.finished || u.converged),
+        })
+        .collect()
+}
+
 /// `--budget`: every case of the run, all workloads together, planned
 /// again after each trial by [`kscale_core::budget`]. Median-of-N cases
 /// take their N trials first; the others get their first trials in turn,
@@ -416,22 +431,57 @@ impl Budgeted {
     /// any.
     fn leave_waiting(&mut self, r: &mut Runner<'_, '_>, units: &mut [Unit]) -> Result<bool> {
         let mut any = false;
-        for (i, u) in units.iter_mut().enumerate() {
-            let why = if self.waiting[i] {
-                "it needs more than an even share of the run"
-            } else if self.resumed[i] && !u.finished {
-                "it needs more than an even share of the run, and the time the other cases left did not settle it"
+        for i in 0..units.len() {
+            let need = kscale_core::budget::need(&r.opts.rule, &units[i].case_state(r.opts));
+            if self.waiting[i] {
+                self.waiting[i] = false;
+                let why = "it needs more than an even share of the run";
+                r.leave_out(&mut units[i], need, why)?;
+            } else if self.resumed[i] && !units[i].finished {
+                self.settle_resumed(r, units, i, need)?;
             } else {
                 continue;
-            };
-            self.waiting[i] = false;
-            self.resumed[i] = false;
-            self.left_out[i] = true;
-            let need = kscale_core::budget::need(&r.opts.rule, &u.case_state(r.opts));
-            r.leave_out(u, need, why)?;
+            }
             any = true;
         }
         Ok(any)
+    }
+
+    /// Ends resumed case `i`, which the time left does not settle: left
+    /// out with its twins, converged ones too (scalability pairs them),
+    /// where its family keeps another usable case on each of their
+    /// configurations ([`unmeasurable`]); else NOT CONVERGED where it
+    /// stands, so that no family goes without a figure. Under the
+    /// wandering neighbour a resumed `ipc.tcp` on all CPUs left out alone,
+    /// its converged twin kept, left ipc's geometric mean on all CPUs
+    /// without a figure.
+    fn settle_resumed(
+        &mut self,
+        r: &mut Runner<'_, '_>,
+        units: &mut [Unit],
+        i: usize,
+        need: kscale_core::budget::Need,
+    ) -> Result<()> {
+        for k in 0..units.len() {
+            if k == i || units[k].twin_of(&units[i]) {
+                self.resumed[k] = false;
+            }
+        }
+        match unmeasurable(&standing(units, &self.left_out), i) {
+            Some(out) => {
+                let twins: Vec<usize> = out
+                    .into_iter()
+                    .filter(|&k| k != i && !self.left_out[k])
+                    .collect();
+                let why = "it needs more than an even share of the run, and the time the other cases left did not settle it";
+                leave_with_twins(r, units, &mut self.left_out, (i, need, why), &twins)
+            }
+            None => r.finish(
+                &mut units[i],
+                Decision::NotConverged,
+                Some("the run's budget was spent".into()),
+            ),
+        }
     }
 
     /// True when case `i` is the only case of its part (family on its
@@ -480,17 +530,8 @@ impl Budgeted {
             if units[i].finished {
                 continue;
             }
-            // A resumed case that cannot converge in what is left is left
-            // out, as it would have been at its pilot.
             if self.resumed[i] {
-                let twins: Vec<usize> = (0..units.len())
-                    .filter(|&k| !units[k].finished && units[k].twin_of(&units[i]))
-                    .collect();
-                for &k in std::iter::once(&i).chain(&twins) {
-                    self.resumed[k] = false;
-                }
-                let why = "it needs more than an even share of the run, and the time the other cases left does not settle it";
-                leave_with_twins(r, units, &mut self.left_out, (i, need, why), &twins)?;
+                self.settle_resumed(r, units, i, need)?;
                 replan = true;
                 continue;
             }
@@ -506,19 +547,7 @@ impl Budgeted {
             // budget caught a few trials short).
             let hopeless = reason == StopReason::MaxTrials || need.more_trials > share_trials;
             let out = if r.opts.leave_out && hopeless {
-                let standing: Vec<Standing<'_>> = units
-                    .iter()
-                    .zip(&self.left_out)
-                    .map(|(u, &out)| Standing {
-                        workload: &u.entry.workload,
-                        params: &u.entry.params,
-                        cpus: &u.entry.cpus_name,
-                        usable: !out
-                            && u.workload.rule == RunRule::Converge
-                            && (!u.finished || u.converged),
-                    })
-                    .collect();
-                unmeasurable(&standing, i)
+                unmeasurable(&standing(units, &self.left_out), i)
             } else {
                 None
             };
