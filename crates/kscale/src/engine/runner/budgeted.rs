@@ -154,6 +154,8 @@ struct Budgeted {
     /// leave ([`Budgeted::resume`]), and are left out at the end if
     /// nothing does. The plan's cases are the first `planned` units.
     waiting: Vec<bool>,
+    /// The waiting case that needed the share, of its group.
+    needed: Vec<bool>,
     resumed: Vec<bool>,
     planned: usize,
 }
@@ -178,6 +180,7 @@ impl Budgeted {
             piloted: false,
             funded: BTreeMap::new(),
             waiting: vec![false; units.len()],
+            needed: vec![false; units.len()],
             resumed: vec![false; units.len()],
             planned: units.len(),
         }
@@ -340,6 +343,7 @@ impl Budgeted {
                     self.left_out[k] = true;
                     self.waiting[k] = true;
                 }
+                self.needed[i] = true;
                 let u = &units[i];
                 r.say(format!(
                     "  {} [cpus {}]: waits after {} trials{}: {}; it needs more than an even share of the run, and resumes if the other cases leave the time",
@@ -431,18 +435,28 @@ impl Budgeted {
     /// any.
     fn leave_waiting(&mut self, r: &mut Runner<'_, '_>, units: &mut [Unit]) -> Result<bool> {
         let mut any = false;
-        for i in 0..units.len() {
-            let need = kscale_core::budget::need(&r.opts.rule, &units[i].case_state(r.opts));
-            if self.waiting[i] {
-                self.waiting[i] = false;
-                let why = "it needs more than an even share of the run";
-                r.leave_out(&mut units[i], need, why)?;
-            } else if self.resumed[i] && !units[i].finished {
-                self.settle_resumed(r, units, i, need)?;
-            } else {
-                continue;
+        // Each waiting group as its pilot would have left it: the case
+        // that needed the share, then its twins.
+        for mut group in self.waiting_groups(units) {
+            group.sort_by_key(|&k| !self.needed[k]);
+            for k in group {
+                self.waiting[k] = false;
+                let why = if self.needed[k] {
+                    "it needs more than an even share of the run"
+                } else {
+                    "left with its case on the other configuration, which scalability pairs it with"
+                };
+                let need = kscale_core::budget::need(&r.opts.rule, &units[k].case_state(r.opts));
+                r.leave_out(&mut units[k], need, why)?;
+                any = true;
             }
-            any = true;
+        }
+        for i in 0..units.len() {
+            if self.resumed[i] && !units[i].finished {
+                let need = kscale_core::budget::need(&r.opts.rule, &units[i].case_state(r.opts));
+                self.settle_resumed(r, units, i, need)?;
+                any = true;
+            }
         }
         Ok(any)
     }
@@ -504,6 +518,7 @@ impl Budgeted {
         self.ranks.extend(ranks);
         self.left_out.resize(units.len(), false);
         self.waiting.resize(units.len(), false);
+        self.needed.resize(units.len(), false);
         self.resumed.resize(units.len(), false);
         self.parts = parts(units);
     }
