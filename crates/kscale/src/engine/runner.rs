@@ -52,6 +52,24 @@ struct Standing<'a> {
     usable: bool,
 }
 
+/// The line that names case `u` set aside (`how`: "left out", "waits")
+/// after its trials: their spread, what it needed, `why`, and what of the
+/// host its trials followed.
+fn set_aside_line(u: &Unit, how: &str, need: kscale_core::budget::Need, why: &str) -> String {
+    let values = &u.counted;
+    let spread = cv(values)
+        .map(|c| format!(", CV {:.0} %", 100.0 * c))
+        .unwrap_or_default();
+    format!(
+        "{} [cpus {}]: {how} after {} trials{spread}: {}; {why}{}",
+        u.label(),
+        kscale_core::cpus::base_name(&u.entry.cpus_name),
+        values.len(),
+        need.message(),
+        host_link(values, &u.host)
+    )
+}
+
 /// What a study that leaves cases out does with case `i`, which cannot
 /// converge within the rule's maximum trials or needs more than an even
 /// share of the run (a case the machine makes unmeasurable in a quick
@@ -751,18 +769,7 @@ impl<'a, 'p> Runner<'a, 'p> {
         u.profiled = true;
         // A converged twin left with its case is no longer in the run.
         u.converged = false;
-        let values = &u.counted;
-        let spread = cv(values)
-            .map(|c| format!(", CV {:.0} %", 100.0 * c))
-            .unwrap_or_default();
-        let line = format!(
-            "{} [cpus {}]: left out after {} trials{spread}: {}; {why}{}",
-            u.label(),
-            kscale_core::cpus::base_name(&u.entry.cpus_name),
-            values.len(),
-            need.message(),
-            host_link(values, &u.host)
-        );
+        let line = set_aside_line(u, "left out", need, why);
         self.store.leave_out_case(self.run_id, u.case_id, &line)?;
         self.say(format!("  {line}"));
         Ok(())

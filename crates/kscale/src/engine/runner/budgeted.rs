@@ -149,15 +149,24 @@ struct Budgeted {
     /// Families whose undecided scalability the run funded, and how often
     /// ([`cells`]).
     funded: BTreeMap<String, u32>,
-    /// Cases of the run's own plan that needed more than an even share at
-    /// their pilot: they wait, out of the plan, for what the other cases
-    /// leave ([`Budgeted::resume`]), and are left out at the end if
-    /// nothing does. The plan's cases are the first `planned` units.
-    waiting: Vec<bool>,
-    /// The waiting case that needed the share, of its group.
-    needed: Vec<bool>,
-    resumed: Vec<bool>,
+    /// Each case's place among those set aside ([`Aside`]). The run's own
+    /// plan is its first `planned` cases: only those wait.
+    aside: Vec<Aside>,
     planned: usize,
+}
+
+/// A case of the run's own plan that needed more than an even share at
+/// its pilot waits, out of the plan (and counted left out), for what the
+/// other cases leave ([`Budgeted::resume`]), and is left out at the end
+/// if nothing does; resumed, it is not set aside again.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Aside {
+    No,
+    /// `needed`: the case that needed the share, not a twin gone with it.
+    Waits {
+        needed: bool,
+    },
+    Resumed,
 }
 
 impl Budgeted {
@@ -179,9 +188,7 @@ impl Budgeted {
             left_out: vec![false; units.len()],
             piloted: false,
             funded: BTreeMap::new(),
-            waiting: vec![false; units.len()],
-            needed: vec![false; units.len()],
-            resumed: vec![false; units.len()],
+            aside: vec![Aside::No; units.len()],
             planned: units.len(),
         }
     }
@@ -307,7 +314,7 @@ impl Budgeted {
                 // that can still decide its part: a stand-in, or the one
                 // a family kept there.
                 may_leave: r.opts.leave_out
-                    && !self.resumed[i]
+                    && self.aside[i] != Aside::Resumed
                     && units[i].floor == 0
                     && self.ranks[i] > 0
                     && !units.iter().any(|o| o.finished && o.twin_of(&units[i]))
@@ -341,19 +348,12 @@ impl Budgeted {
                 for k in std::iter::once(i).chain(twins) {
                     units[k].finished = true;
                     self.left_out[k] = true;
-                    self.waiting[k] = true;
+                    self.aside[k] = Aside::Waits { needed: k == i };
                 }
-                self.needed[i] = true;
-                let u = &units[i];
+                let why = "it needs more than an even share of the run, and resumes if the other cases leave the time";
                 r.say(format!(
-                    "  {} [cpus {}]: waits after {} trials{}: {}; it needs more than an even share of the run, and resumes if the other cases leave the time",
-                    u.label(),
-                    kscale_core::cpus::base_name(&u.entry.cpus_name),
-                    u.counted.len(),
-                    cv(&u.counted)
-                        .map(|c| format!(", CV {:.0} %", 100.0 * c))
-                        .unwrap_or_default(),
-                    need.message()
+                    "  {}",
+                    set_aside_line(&units[i], "waits", need, why)
                 ));
                 continue;
             }
@@ -365,14 +365,15 @@ impl Budgeted {
 
     /// The waiting cases, each with its waiting twins, in the run's order.
     fn waiting_groups(&self, units: &[Unit]) -> Vec<Vec<usize>> {
+        let waits = |k: usize| matches!(self.aside[k], Aside::Waits { .. });
         let mut groups: Vec<Vec<usize>> = Vec::new();
-        for i in (0..units.len()).filter(|&i| self.waiting[i]) {
+        for i in (0..units.len()).filter(|&i| waits(i)) {
             if groups.iter().flatten().any(|&k| k == i) {
                 continue;
             }
             groups.push(
                 (i..units.len())
-                    .filter(|&k| self.waiting[k] && (k == i || units[k].twin_of(&units[i])))
+                    .filter(|&k| waits(k) && (k == i || units[k].twin_of(&units[i])))
                     .collect(),
             );
         }
@@ -413,8 +414,7 @@ impl Budgeted {
             }
             spare -= need;
             for &k in &group {
-                self.waiting[k] = false;
-                self.resumed[k] = true;
+                self.aside[k] = Aside::Resumed;
                 self.left_out[k] = false;
                 units[k].finished = false;
             }
@@ -438,21 +438,22 @@ impl Budgeted {
         // Each waiting group as its pilot would have left it: the case
         // that needed the share, then its twins.
         for mut group in self.waiting_groups(units) {
-            group.sort_by_key(|&k| !self.needed[k]);
+            let needed = Aside::Waits { needed: true };
+            group.sort_by_key(|&k| self.aside[k] != needed);
             for k in group {
-                self.waiting[k] = false;
-                let why = if self.needed[k] {
+                let why = if self.aside[k] == needed {
                     "it needs more than an even share of the run"
                 } else {
                     "left with its case on the other configuration, which scalability pairs it with"
                 };
+                self.aside[k] = Aside::No;
                 let need = kscale_core::budget::need(&r.opts.rule, &units[k].case_state(r.opts));
                 r.leave_out(&mut units[k], need, why)?;
                 any = true;
             }
         }
         for i in 0..units.len() {
-            if self.resumed[i] && !units[i].finished {
+            if self.aside[i] == Aside::Resumed && !units[i].finished {
                 let need = kscale_core::budget::need(&r.opts.rule, &units[i].case_state(r.opts));
                 self.settle_resumed(r, units, i, need)?;
                 any = true;
@@ -478,7 +479,7 @@ impl Budgeted {
     ) -> Result<()> {
         for k in 0..units.len() {
             if k == i || units[k].twin_of(&units[i]) {
-                self.resumed[k] = false;
+                self.aside[k] = Aside::No;
             }
         }
         match unmeasurable(&standing(units, &self.left_out), i) {
@@ -517,9 +518,7 @@ impl Budgeted {
         self.converging.extend(from..units.len());
         self.ranks.extend(ranks);
         self.left_out.resize(units.len(), false);
-        self.waiting.resize(units.len(), false);
-        self.needed.resize(units.len(), false);
-        self.resumed.resize(units.len(), false);
+        self.aside.resize(units.len(), Aside::No);
         self.parts = parts(units);
     }
 
@@ -545,7 +544,7 @@ impl Budgeted {
             if units[i].finished {
                 continue;
             }
-            if self.resumed[i] {
+            if self.aside[i] == Aside::Resumed {
                 self.settle_resumed(r, units, i, need)?;
                 replan = true;
                 continue;
