@@ -80,9 +80,12 @@ pub(super) fn run_budgeted(
             }
         };
         let Some(i) = pick else {
-            // Nothing left to run: what still waits, or resumed and was
-            // not settled, is left out as it would have been at its pilot.
-            if st.leave_waiting(r, units)? {
+            // Nothing left to run: what is left goes to the cases still
+            // waiting; what it cannot resume, or resumed and did not
+            // settle, is left out as it would have been at its pilot.
+            if st.resume(r, units, left - r.opts.kept_back_s, true)?
+                || st.leave_waiting(r, units)?
+            {
                 continue;
             }
             break;
@@ -265,7 +268,7 @@ impl Budgeted {
         if (pilot_done || conv.is_empty()) && self.fund_cells(r, units, spare)? {
             return Ok(Next::Replan);
         }
-        if (pilot_done || conv.is_empty()) && self.resume(r, units, spare)? {
+        if (pilot_done || conv.is_empty()) && self.resume(r, units, spare, false)? {
             return Ok(Next::Replan);
         }
         let waits = self.waiting_s(r, units, left);
@@ -380,51 +383,91 @@ impl Budgeted {
         groups
     }
 
-    /// What a waiting group's trials still need at its spread's point
-    /// estimate.
-    fn group_need_s(&self, r: &Runner<'_, '_>, units: &[Unit], group: &[usize]) -> f64 {
+    /// What a waiting group's trials still need: at its spread's point
+    /// estimate, or at its luckiest reading (`lucky`).
+    fn group_need_s(
+        &self,
+        r: &Runner<'_, '_>,
+        units: &[Unit],
+        group: &[usize],
+        lucky: bool,
+    ) -> f64 {
+        let need = if lucky {
+            kscale_core::budget::lucky_need
+        } else {
+            kscale_core::budget::need
+        };
         group
             .iter()
-            .map(|&k| kscale_core::budget::need(&r.opts.rule, &units[k].case_state(r.opts)).more_s)
+            .map(|&k| need(&r.opts.rule, &units[k].case_state(r.opts)).more_s)
             .sum()
     }
 
-    /// What the waiting cases that `left` seconds could still settle
-    /// keep from the take-backs: a case of the run's own plan comes before
-    /// a sweep's held case.
+    /// What the waiting cases that `left` seconds could still settle keep
+    /// from the take-backs, at their luckiest reading (what the run's
+    /// remainder resumes them on): a case of the run's own plan comes
+    /// before a sweep's held case.
     fn waiting_s(&self, r: &Runner<'_, '_>, units: &[Unit], left: f64) -> f64 {
         self.waiting_groups(units)
             .iter()
-            .map(|g| self.group_need_s(r, units, g))
+            .map(|g| self.group_need_s(r, units, g, true))
             .filter(|&s| s <= left)
             .sum()
     }
 
-    /// Resumes each waiting group whose need fits in `spare` seconds (what
-    /// the open cases' needs leave), in the run's order. A resumed case is
-    /// not set aside again: it converges or is left out at the end. True
-    /// when it resumed any.
-    fn resume(&mut self, r: &mut Runner<'_, '_>, units: &mut [Unit], spare: f64) -> Result<bool> {
+    /// Resumes waiting groups out of `spare` seconds. While other cases
+    /// run (`last` false), each group whose need at its spread's point
+    /// estimate fits what their needs leave, in the run's order. When
+    /// nothing else is left to run (`last`), each whose luckiest reading
+    /// fits what is left, cheapest first: a point estimate from five
+    /// trials under a neighbour overstated chat's need tenfold (docs/
+    /// validation.md), and the remainder is otherwise unspent. A resumed
+    /// case is not set aside again: it converges, or the planner stops it
+    /// once even its luckiest reading does not fit, and it is settled
+    /// ([`Budgeted::settle_resumed`]). True when it resumed any.
+    fn resume(
+        &mut self,
+        r: &mut Runner<'_, '_>,
+        units: &mut [Unit],
+        spare: f64,
+        last: bool,
+    ) -> Result<bool> {
+        let mut groups: Vec<(Vec<usize>, f64)> = self
+            .waiting_groups(units)
+            .into_iter()
+            .map(|g| {
+                let need = self.group_need_s(r, units, &g, last);
+                (g, need)
+            })
+            .collect();
+        if last {
+            groups.sort_by(|a, b| a.1.total_cmp(&b.1));
+        }
         let mut spare = spare;
         let mut any = false;
-        for group in self.waiting_groups(units) {
-            let need = self.group_need_s(r, units, &group);
+        for (group, need) in groups {
             if need > spare {
                 continue;
             }
-            spare -= need;
+            let point = self.group_need_s(r, units, &group, false);
             for &k in &group {
                 self.aside[k] = Aside::Resumed;
                 self.left_out[k] = false;
                 units[k].finished = false;
             }
-            let u = &units[group[0]];
-            r.say(format!(
-                "kscale: {} resumes on {} configuration(s): the other cases leave {:.0} s of the budget, and it needs ~{need:.1} s",
-                u.label(),
-                group.len(),
-                spare + need
-            ));
+            let label = units[group[0]].label();
+            r.say(if last {
+                format!(
+                    "kscale: {label} resumes on {} configuration(s) with the last {spare:.0} s of the budget: it needs ~{point:.1} s at its spread so far, ~{need:.1} s at its luckiest reading",
+                    group.len(),
+                )
+            } else {
+                format!(
+                    "kscale: {label} resumes on {} configuration(s): the other cases leave {spare:.0} s of the budget, and it needs ~{need:.1} s",
+                    group.len(),
+                )
+            });
+            spare -= need;
             any = true;
         }
         Ok(any)
