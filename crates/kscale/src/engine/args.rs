@@ -150,7 +150,8 @@ pub struct Targets {
     /// conform) by bracketing and bisecting its capacity param, a full trial set per step,
     /// instead of sweeping it; the param's largest value is where the search starts. Under
     /// --budget a step is one window, bisection stops at the run's interval width (`--ci`,
-    /// 10 %) and the search stops where the budget does, with the bracket it reached.
+    /// 10 %; on to 2 % with what the other cases leave) and the search stops where the budget
+    /// does, with the bracket it reached.
     /// Workloads without a capacity are measured as usual, after the searches.
     #[arg(long)]
     pub capacity: bool,
