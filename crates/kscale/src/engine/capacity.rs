@@ -11,8 +11,8 @@
 //! median). Under a budget the searches come first, within a bounded share
 //! of it ([`CAPACITY_SHARE`]), and the rest of the run is planned with what they
 //! left; a search that share cut short then goes on with whatever the rest
-//! did not spend, and what is left after that narrows every bracket on to
-//! 2 %. Each step is one window, and the largest conforming value
+//! did not spend, and what is left after that narrows every answer on:
+//! its windows to half the run's width, its bracket to 2 %. Each step is one window, and the largest conforming value
 //! gets the run rule's remaining windows, so the figure is still the median
 //! of three; where their median does not conform, that value fails and the
 //! search goes on below it while its time holds. Every step is a case stored like any other; the answer is a
@@ -176,8 +176,17 @@ impl Search {
     /// Bisects on to [`RESOLUTION`], past the run's interval width: what
     /// a budgeted run does with the time its other cases did not spend
     /// ([`run`]).
-    fn finest(&mut self) {
-        self.resolution = RESOLUTION;
+    /// Returns the resolution it had, which [`Search::back_to`] restores
+    /// where the time runs out first.
+    fn finest(&mut self) -> f64 {
+        std::mem::replace(&mut self.resolution, RESOLUTION)
+    }
+
+    /// Bisects only to `resolution` again: a search made finest that the
+    /// run's end cut short still answers within the run's width, which
+    /// its line says, not "a bracket 9 % wide, not 2 %".
+    fn back_to(&mut self, resolution: f64) {
+        self.resolution = resolution.max(RESOLUTION);
     }
 
     /// A search that starts at `start`, a count known to lie near its
@@ -727,27 +736,38 @@ pub fn run(
                 }
                 o.give_more(&mut ctx, left / (n - k) as f64)?;
             }
-            // What is still left narrows each bracket on to 2 %: the
-            // decisions table reads the workload's scalability from both
-            // configurations' brackets, and two of 10 % each decide it
-            // only far from ±5 %. A plain quick study tabled web's
-            // scalability "cannot tell" from 3,600–3,949 against
-            // 3,800–4,000 (0.95×) with 111 s of its 300 unspent.
-            let mut coarse: Vec<&mut OpenSearch> = open
+            // What is still left narrows each answer on: its windows to
+            // half the run's width, its bracket to 2 %. The decisions
+            // table reads the workload's scalability from both
+            // configurations' windows and brackets against a margin of
+            // half the width, and answers settled only to the width
+            // decide it only far from the margin. Plain quick studies
+            // tabled web's scalability "cannot tell" from 3,600–3,949
+            // against 3,800–4,000 (0.95×) with 111 s of their 300 unspent,
+            // and from 3,800 against 3,735 within 2 % each, windows at
+            // ±7 %, with 77 s.
+            let mut coarse: Vec<(&mut OpenSearch, f64)> = open
                 .iter_mut()
                 .filter(|o| o.share.is_some())
-                .filter_map(|o| {
-                    o.run.search.finest();
-                    o.run.search.next().is_some().then_some(o)
+                .map(|o| {
+                    o.settle_pct = opts.rule.width_pct / 2.0;
+                    let was = o.run.search.finest();
+                    (o, was)
                 })
+                .filter(|(o, _)| o.wants_more(&opts.rule))
                 .collect();
             let n = coarse.len();
-            for (k, o) in coarse.iter_mut().enumerate() {
+            for (k, (o, _)) in coarse.iter_mut().enumerate() {
                 let left = clock.left_s();
                 if left <= 0.0 {
                     break;
                 }
                 o.give_more(&mut ctx, left / (n - k) as f64)?;
+            }
+            for (o, was) in coarse {
+                if o.run.search.next().is_some() {
+                    o.run.search.back_to(was);
+                }
             }
         }
     }
@@ -898,6 +918,9 @@ struct OpenSearch {
     /// while the run's other cases wait, [`MAX_GIVEN_WINDOWS`] out of
     /// what they left.
     max_windows: usize,
+    /// The interval width its windows settle to, at most the run's: half
+    /// of it with what the run leaves at its end ([`run`]).
+    settle_pct: f64,
 }
 
 impl OpenSearch {
@@ -969,6 +992,7 @@ impl OpenSearch {
             step,
             refuted: 0,
             max_windows: MAX_ANSWER_WINDOWS,
+            settle_pct: ctx.opts.rule.width_pct,
         }))
     }
 
@@ -1230,9 +1254,13 @@ impl OpenSearch {
     /// Whether the answer, confirmed by the run rule's windows, is still
     /// too spread for the run's interval and may take more windows.
     fn unsettled(&self, rule: &StopRule) -> bool {
+        let rule = StopRule {
+            width_pct: rule.width_pct.min(self.settle_pct),
+            ..*rule
+        };
         self.best().is_some_and(|c| {
             let n = counted(c);
-            n >= self.windows && n < self.max_windows && !decides(self.w, c, rule)
+            n >= self.windows && n < self.max_windows && !decides(self.w, c, &rule)
         })
     }
 
@@ -1941,7 +1969,7 @@ mod tests {
             };
             steps(&mut s);
             let coarse = s.found();
-            s.finest();
+            assert_eq!(s.finest(), 0.10);
             steps(&mut s);
             let fine = s.found();
             let w = fine.width().expect("closed");
