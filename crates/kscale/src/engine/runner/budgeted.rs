@@ -366,7 +366,9 @@ impl Budgeted {
         Ok(())
     }
 
-    /// The waiting cases, each with its waiting twins, in the run's order.
+    /// The waiting cases, each with its waiting twins: first those whose
+    /// family keeps the fewest other cases on their configuration
+    /// ([`Budgeted::others_kept`]), else in the run's order.
     fn waiting_groups(&self, units: &[Unit]) -> Vec<Vec<usize>> {
         let waits = |k: usize| matches!(self.aside[k], Aside::Waits { .. });
         let mut groups: Vec<Vec<usize>> = Vec::new();
@@ -380,7 +382,36 @@ impl Budgeted {
                     .collect(),
             );
         }
+        groups.sort_by_key(|g| self.others_kept(units, g));
         groups
+    }
+
+    /// How many other cases of its part (its family on its configuration)
+    /// a waiting group's cases keep, at fewest: a macro family measures
+    /// two cases there (chat's threads and epoll), a micro one up to a
+    /// dozen. Under the wandering neighbour the remainder resumed three
+    /// waiting micro cases in the run's order, ~67 s, and then had too
+    /// little for net's 4-connection case, one of net's two (~50 s).
+    fn others_kept(&self, units: &[Unit], group: &[usize]) -> usize {
+        group
+            .iter()
+            .map(|&i| self.kept_beside(units, i))
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// The other cases of case `i`'s part that are measured and may still
+    /// decide it.
+    fn kept_beside(&self, units: &[Unit], i: usize) -> usize {
+        (0..units.len())
+            .filter(|&k| {
+                k != i
+                    && self.parts[k] == self.parts[i]
+                    && !self.left_out[k]
+                    && units[k].workload.rule == RunRule::Converge
+                    && (!units[k].finished || units[k].converged)
+            })
+            .count()
     }
 
     /// What a waiting group's trials still need: at its spread's point
@@ -415,11 +446,11 @@ impl Budgeted {
             .sum()
     }
 
-    /// Resumes waiting groups out of `spare` seconds. While other cases
-    /// run (`last` false), each group whose need at its spread's point
-    /// estimate fits what their needs leave, in the run's order. When
-    /// nothing else is left to run (`last`), each whose luckiest reading
-    /// fits what is left, cheapest first: a point estimate from five
+    /// Resumes waiting groups out of `spare` seconds, those whose family
+    /// keeps the fewest other cases first. While other cases run (`last`
+    /// false), each group whose need at its spread's point estimate fits
+    /// what their needs leave. When nothing else is left to run (`last`),
+    /// each whose luckiest reading fits what is left, cheapest first: a point estimate from five
     /// trials under a neighbour overstated chat's need tenfold (docs/
     /// validation.md), and the remainder is otherwise unspent. A resumed
     /// case is not set aside again: it converges, or the planner stops it
@@ -441,7 +472,12 @@ impl Budgeted {
             })
             .collect();
         if last {
-            groups.sort_by(|a, b| a.1.total_cmp(&b.1));
+            // Cheapest first among groups whose families keep as many.
+            groups.sort_by(|a, b| {
+                self.others_kept(units, &a.0)
+                    .cmp(&self.others_kept(units, &b.0))
+                    .then(a.1.total_cmp(&b.1))
+            });
         }
         let mut spare = spare;
         let mut any = false;
@@ -547,13 +583,7 @@ impl Budgeted {
     /// out for needing more than an even share would leave the part with
     /// no figure, which costs the answer more than the cases its time buys.
     fn alone(&self, units: &[Unit], i: usize) -> bool {
-        !(0..units.len()).any(|k| {
-            k != i
-                && self.parts[k] == self.parts[i]
-                && !self.left_out[k]
-                && units[k].workload.rule == RunRule::Converge
-                && (!units[k].finished || units[k].converged)
-        })
+        self.kept_beside(units, i) == 0
     }
 
     /// Cases the run took on from `from` on, with their ranks.
