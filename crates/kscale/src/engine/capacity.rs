@@ -1370,7 +1370,11 @@ impl OpenSearch {
     /// decided answer within a wider bracket tells more than an undecided
     /// one within a narrow one), then steps while they fit.
     fn give_more(&mut self, ctx: &mut SearchRun<'_, '_>, extra_s: f64) -> Result<()> {
-        self.share = self.share.map(|s| s + extra_s);
+        // From what it has spent, not from its share: a search that
+        // answered inside its share would count the unspent part twice,
+        // and a quick study under the wandering neighbour took windows
+        // at its answer 12 s past its 300.
+        self.share = self.share.map(|_| self.run.spent_s + extra_s);
         self.settle(ctx)?;
         self.search_on(ctx)
     }
