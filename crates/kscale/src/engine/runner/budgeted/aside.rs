@@ -1,0 +1,277 @@
+//! A case set aside by the budgeted loop: one of the run's own plan that
+//! needs more than an even share at its pilot waits for what the other
+//! cases leave, is resumed when they leave it (or at the run's end on its
+//! luckiest reading), and is settled or left out at the end
+//! (docs/planning.md, "Planning to the noise", step 4).
+
+use super::*;
+
+/// A case of the run's own plan that needed more than an even share at
+/// its pilot waits, out of the plan (and counted left out), for what the
+/// other cases leave ([`Budgeted::resume`]), and is left out at the end
+/// if nothing does; resumed, it is not set aside again.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Aside {
+    No,
+    /// `needed`: the case that needed the share, not a twin gone with it.
+    Waits {
+        needed: bool,
+    },
+    Resumed,
+}
+
+impl Budgeted {
+    /// Sets aside each of `leaves` with its twins: each needs more than an
+    /// even share of the run. A case of the run's own plan waits for what
+    /// the other cases leave ([`Budgeted::resume`]); one taken back is left
+    /// out. In a quick study under `noisy-neighbour --duty 25` chat on one
+    /// CPU, left out at its pilot for needing ~67 s, took with it a macro
+    /// case of 12, and the run then ended 83 s inside its budget.
+    pub(super) fn leave(
+        &mut self,
+        r: &mut Runner<'_, '_>,
+        units: &mut [Unit],
+        leaves: Vec<(usize, kscale_core::budget::Need)>,
+    ) -> Result<()> {
+        for (i, need) in leaves {
+            if units[i].finished {
+                continue;
+            }
+            let twins: Vec<usize> = (0..units.len())
+                .filter(|&k| !units[k].finished && units[k].twin_of(&units[i]))
+                .collect();
+            if i < self.planned {
+                for k in std::iter::once(i).chain(twins) {
+                    units[k].finished = true;
+                    self.left_out[k] = true;
+                    self.aside[k] = Aside::Waits { needed: k == i };
+                }
+                let why = "it needs more than an even share of the run, and resumes if the other cases leave the time";
+                r.say(format!(
+                    "  {}",
+                    set_aside_line(&units[i], "waits", need, why)
+                ));
+                continue;
+            }
+            let why = "it needs more than an even share of the run";
+            leave_with_twins(r, units, &mut self.left_out, (i, need, why), &twins)?;
+        }
+        Ok(())
+    }
+
+    /// The waiting cases, each with its waiting twins: first those whose
+    /// family keeps the fewest other cases on their configuration
+    /// ([`Budgeted::others_kept`]), else in the run's order.
+    pub(super) fn waiting_groups(&self, units: &[Unit]) -> Vec<Vec<usize>> {
+        let waits = |k: usize| matches!(self.aside[k], Aside::Waits { .. });
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        for i in (0..units.len()).filter(|&i| waits(i)) {
+            if groups.iter().flatten().any(|&k| k == i) {
+                continue;
+            }
+            groups.push(
+                (i..units.len())
+                    .filter(|&k| waits(k) && (k == i || units[k].twin_of(&units[i])))
+                    .collect(),
+            );
+        }
+        groups.sort_by_key(|g| self.others_kept(units, g));
+        groups
+    }
+
+    /// How many other cases of its part (its family on its configuration)
+    /// a waiting group's cases keep, at fewest: a macro family measures
+    /// two cases there (chat's threads and epoll), a micro one up to a
+    /// dozen. Under the wandering neighbour the remainder resumed three
+    /// waiting micro cases in the run's order, ~67 s, and then had too
+    /// little for net's 4-connection case, one of net's two (~50 s).
+    pub(super) fn others_kept(&self, units: &[Unit], group: &[usize]) -> usize {
+        group
+            .iter()
+            .map(|&i| self.kept_beside(units, i))
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// The other cases of case `i`'s part that are measured and may still
+    /// decide it.
+    pub(super) fn kept_beside(&self, units: &[Unit], i: usize) -> usize {
+        (0..units.len())
+            .filter(|&k| {
+                k != i
+                    && self.parts[k] == self.parts[i]
+                    && !self.left_out[k]
+                    && units[k].workload.rule == RunRule::Converge
+                    && (!units[k].finished || units[k].converged)
+            })
+            .count()
+    }
+
+    /// What a waiting group's trials still need: at its spread's point
+    /// estimate, or at its luckiest reading (`lucky`).
+    pub(super) fn group_need_s(
+        &self,
+        r: &Runner<'_, '_>,
+        units: &[Unit],
+        group: &[usize],
+        lucky: bool,
+    ) -> f64 {
+        let need = if lucky {
+            kscale_core::budget::lucky_need
+        } else {
+            kscale_core::budget::need
+        };
+        group
+            .iter()
+            .map(|&k| need(&r.opts.rule, &units[k].case_state(r.opts)).more_s)
+            .sum()
+    }
+
+    /// What the waiting cases that `left` seconds could still settle keep
+    /// from the take-backs, at their luckiest reading (what the run's
+    /// remainder resumes them on): a case of the run's own plan comes
+    /// before a sweep's held case.
+    pub(super) fn waiting_s(&self, r: &Runner<'_, '_>, units: &[Unit], left: f64) -> f64 {
+        self.waiting_groups(units)
+            .iter()
+            .map(|g| self.group_need_s(r, units, g, true))
+            .filter(|&s| s <= left)
+            .sum()
+    }
+
+    /// Resumes waiting groups out of `spare` seconds, those whose family
+    /// keeps the fewest other cases first. While other cases run (`last`
+    /// false), each group whose need at its spread's point estimate fits
+    /// what their needs leave. When nothing else is left to run (`last`),
+    /// each whose luckiest reading fits what is left, cheapest first: a point estimate from five
+    /// trials under a neighbour overstated chat's need tenfold (docs/
+    /// validation.md), and the remainder is otherwise unspent. A resumed
+    /// case is not set aside again: it converges, or the planner stops it
+    /// once even its luckiest reading does not fit, and it is settled
+    /// ([`Budgeted::settle_resumed`]). True when it resumed any.
+    pub(super) fn resume(
+        &mut self,
+        r: &mut Runner<'_, '_>,
+        units: &mut [Unit],
+        spare: f64,
+        last: bool,
+    ) -> Result<bool> {
+        let mut groups: Vec<(Vec<usize>, f64)> = self
+            .waiting_groups(units)
+            .into_iter()
+            .map(|g| {
+                let need = self.group_need_s(r, units, &g, last);
+                (g, need)
+            })
+            .collect();
+        if last {
+            // Cheapest first among groups whose families keep as many.
+            groups.sort_by(|a, b| {
+                self.others_kept(units, &a.0)
+                    .cmp(&self.others_kept(units, &b.0))
+                    .then(a.1.total_cmp(&b.1))
+            });
+        }
+        let mut spare = spare;
+        let mut any = false;
+        for (group, need) in groups {
+            if need > spare {
+                continue;
+            }
+            let point = self.group_need_s(r, units, &group, false);
+            for &k in &group {
+                self.aside[k] = Aside::Resumed;
+                self.left_out[k] = false;
+                units[k].finished = false;
+            }
+            let label = units[group[0]].label();
+            r.say(if last {
+                format!(
+                    "kscale: {label} resumes on {} configuration(s) with the last {spare:.0} s of the budget: it needs ~{point:.1} s at its spread so far, ~{need:.1} s at its luckiest reading",
+                    group.len(),
+                )
+            } else {
+                format!(
+                    "kscale: {label} resumes on {} configuration(s): the other cases leave {spare:.0} s of the budget, and it needs ~{need:.1} s",
+                    group.len(),
+                )
+            });
+            spare -= need;
+            any = true;
+        }
+        Ok(any)
+    }
+
+    /// At the run's end, leaves out what still waits, and each resumed case
+    /// the time left did not settle, with its twins. True when it left out
+    /// any.
+    pub(super) fn leave_waiting(
+        &mut self,
+        r: &mut Runner<'_, '_>,
+        units: &mut [Unit],
+    ) -> Result<bool> {
+        let mut any = false;
+        // Each waiting group as its pilot would have left it: the case
+        // that needed the share, then its twins.
+        for mut group in self.waiting_groups(units) {
+            let needed = Aside::Waits { needed: true };
+            group.sort_by_key(|&k| self.aside[k] != needed);
+            for k in group {
+                let why = if self.aside[k] == needed {
+                    "it needs more than an even share of the run"
+                } else {
+                    "left with its case on the other configuration, which scalability pairs it with"
+                };
+                self.aside[k] = Aside::No;
+                let need = kscale_core::budget::need(&r.opts.rule, &units[k].case_state(r.opts));
+                r.leave_out(&mut units[k], need, why)?;
+                any = true;
+            }
+        }
+        for i in 0..units.len() {
+            if self.aside[i] == Aside::Resumed && !units[i].finished {
+                let need = kscale_core::budget::need(&r.opts.rule, &units[i].case_state(r.opts));
+                self.settle_resumed(r, units, i, need)?;
+                any = true;
+            }
+        }
+        Ok(any)
+    }
+
+    /// Ends resumed case `i`, which the time left does not settle: left
+    /// out with its twins, converged ones too (scalability pairs them),
+    /// where its family keeps another usable case on each of their
+    /// configurations ([`unmeasurable`]); else NOT CONVERGED where it
+    /// stands, so that no family goes without a figure. Under the
+    /// wandering neighbour a resumed `ipc.tcp` on all CPUs left out alone,
+    /// its converged twin kept, left ipc's geometric mean on all CPUs
+    /// without a figure.
+    pub(super) fn settle_resumed(
+        &mut self,
+        r: &mut Runner<'_, '_>,
+        units: &mut [Unit],
+        i: usize,
+        need: kscale_core::budget::Need,
+    ) -> Result<()> {
+        for k in 0..units.len() {
+            if k == i || units[k].twin_of(&units[i]) {
+                self.aside[k] = Aside::No;
+            }
+        }
+        match unmeasurable(&standing(units, &self.left_out), i) {
+            Some(out) => {
+                let twins: Vec<usize> = out
+                    .into_iter()
+                    .filter(|&k| k != i && !self.left_out[k])
+                    .collect();
+                let why = "it needs more than an even share of the run, and the time the other cases left did not settle it";
+                leave_with_twins(r, units, &mut self.left_out, (i, need, why), &twins)
+            }
+            None => r.finish(
+                &mut units[i],
+                Decision::NotConverged,
+                Some("the run's budget was spent".into()),
+            ),
+        }
+    }
+}
