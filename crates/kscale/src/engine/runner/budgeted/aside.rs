@@ -156,25 +156,24 @@ impl Budgeted {
         spare: f64,
         last: bool,
     ) -> Result<bool> {
-        let mut groups: Vec<(Vec<usize>, f64)> = self
+        // Each group with its need and how many cases its family keeps:
+        // `waiting_groups` orders by the latter; at the run's end the
+        // cheapest comes first among groups whose families keep as many.
+        let mut groups: Vec<(Vec<usize>, f64, usize)> = self
             .waiting_groups(units)
             .into_iter()
             .map(|g| {
                 let need = self.group_need_s(r, units, &g, last);
-                (g, need)
+                let kept = self.others_kept(units, &g);
+                (g, need, kept)
             })
             .collect();
         if last {
-            // Cheapest first among groups whose families keep as many.
-            groups.sort_by(|a, b| {
-                self.others_kept(units, &a.0)
-                    .cmp(&self.others_kept(units, &b.0))
-                    .then(a.1.total_cmp(&b.1))
-            });
+            groups.sort_by(|a, b| a.2.cmp(&b.2).then(a.1.total_cmp(&b.1)));
         }
         let mut spare = spare;
         let mut any = false;
-        for (group, need) in groups {
+        for (group, need, _) in groups {
             if need > spare {
                 continue;
             }
