@@ -477,6 +477,55 @@ pub fn prudent_need(rule: &StopRule, c: &CaseState<'_>) -> Need {
     }
 }
 
+/// A group of cases set aside at its pilot, waiting for what the other
+/// cases leave (docs/planning.md, "Planning to the noise", step 4).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Waiting {
+    /// Seconds its trials need at their spread's point estimate.
+    pub point_s: f64,
+    /// Seconds at their luckiest reading ([`lucky_need`]).
+    pub lucky_s: f64,
+    /// How many other cases its family keeps on its configuration: fewer
+    /// come first, since a macro family has two cases there and a micro
+    /// one up to a dozen.
+    pub kept: usize,
+}
+
+/// Which of `groups` (in the run's order) `spare_s` seconds resume, in
+/// the order they are resumed. While other cases still run (`last`
+/// false) a group resumes on its point estimate, those whose families
+/// keep the fewest cases first; one that does not fit on it but would on
+/// its luckiest reading holds the rest back for the run's end, where
+/// (`last`) groups resume on their luckiest reading, the cheapest first
+/// among those whose families keep as many. Under the wandering neighbour
+/// chat's threads case on one CPU (~64 s with its twin) missed the 56 s
+/// left mid-run, a micro case that fit took them, and the run ended with
+/// 10 s, under chat's luckiest reading (~25 s).
+pub fn to_resume(groups: &[Waiting], spare_s: f64, last: bool) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..groups.len()).collect();
+    if last {
+        order.sort_by(|&a, &b| {
+            let (a, b) = (&groups[a], &groups[b]);
+            a.kept.cmp(&b.kept).then(a.lucky_s.total_cmp(&b.lucky_s))
+        });
+    } else {
+        order.sort_by_key(|&g| groups[g].kept);
+    }
+    let mut spare = spare_s;
+    let mut out = Vec::new();
+    for g in order {
+        let w = &groups[g];
+        let need = if last { w.lucky_s } else { w.point_s };
+        if need <= spare {
+            out.push(g);
+            spare -= need;
+        } else if !last && w.lucky_s <= spare {
+            break;
+        }
+    }
+    out
+}
+
 /// A case a study's plan left out before its first trial, priced after
 /// the pilot by the cases it kept (docs/planning.md, "Taking cases back").
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -708,6 +757,34 @@ mod tests {
     /// Five trials at a CV of ~14 % (chat's threads case under the steady
     /// neighbour) read a need the luckiest reading puts at under half:
     /// what a run's remainder can still resume such a case on.
+    /// Mid-run a macro group that fits only at its luckiest reading keeps
+    /// the remainder from a micro group that fits; at the run's end it is
+    /// resumed first, and a group that fits nowhere does not hold back.
+    #[test]
+    fn a_group_that_may_fit_at_the_end_holds_the_rest_back_mid_run() {
+        let chat = Waiting {
+            point_s: 64.0,
+            lucky_s: 25.0,
+            kept: 1,
+        };
+        let mem = Waiting {
+            point_s: 20.0,
+            lucky_s: 8.0,
+            kept: 9,
+        };
+        let huge = Waiting {
+            point_s: 900.0,
+            lucky_s: 300.0,
+            kept: 0,
+        };
+        assert_eq!(to_resume(&[mem, chat], 56.0, false), Vec::<usize>::new());
+        assert_eq!(to_resume(&[mem, chat], 56.0, true), vec![1, 0]);
+        assert_eq!(to_resume(&[mem, chat], 30.0, true), vec![1]);
+        assert_eq!(to_resume(&[mem, huge, chat], 100.0, false), vec![2, 0]);
+        assert_eq!(to_resume(&[mem, chat], 10.0, false), Vec::<usize>::new());
+        assert_eq!(to_resume(&[mem, chat], 21.0, false), vec![0]);
+    }
+
     #[test]
     fn the_luckiest_reading_of_five_trials_needs_under_half() {
         let v = [1.0, 1.2, 0.85, 1.1, 0.8];

@@ -59,9 +59,8 @@ impl Budgeted {
         Ok(())
     }
 
-    /// The waiting cases, each with its waiting twins: first those whose
-    /// family keeps the fewest other cases on their configuration
-    /// ([`Budgeted::others_kept`]), else in the run's order.
+    /// The waiting cases, each with its waiting twins, in the run's order
+    /// (the order they resume in is [`kscale_core::budget::to_resume`]'s).
     pub(super) fn waiting_groups(&self, units: &[Unit]) -> Vec<Vec<usize>> {
         let waits = |k: usize| matches!(self.aside[k], Aside::Waits { .. });
         let mut groups: Vec<Vec<usize>> = Vec::new();
@@ -75,7 +74,6 @@ impl Budgeted {
                     .collect(),
             );
         }
-        groups.sort_by_key(|g| self.others_kept(units, g));
         groups
     }
 
@@ -139,13 +137,13 @@ impl Budgeted {
             .sum()
     }
 
-    /// Resumes waiting groups out of `spare` seconds, those whose family
-    /// keeps the fewest other cases first. While other cases run (`last`
-    /// false), each group whose need at its spread's point estimate fits
-    /// what their needs leave. When nothing else is left to run (`last`),
-    /// each whose luckiest reading fits what is left, cheapest first: a point estimate from five
-    /// trials under a neighbour overstated chat's need tenfold (docs/
-    /// validation.md), and the remainder is otherwise unspent. A resumed
+    /// Resumes the waiting groups that `spare` seconds buy
+    /// ([`kscale_core::budget::to_resume`]): while other cases run (`last`
+    /// false) on their point estimate, holding the rest back for a group
+    /// that may fit at the run's end; when nothing else is left to run
+    /// (`last`), on their luckiest reading, since a point estimate from
+    /// five trials under a neighbour overstated chat's need tenfold (docs/
+    /// validation.md) and the remainder is otherwise unspent. A resumed
     /// case is not set aside again: it converges, or the planner stops it
     /// once even its luckiest reading does not fit, and it is settled
     /// ([`Budgeted::settle_resumed`]). True when it resumed any.
@@ -156,29 +154,20 @@ impl Budgeted {
         spare: f64,
         last: bool,
     ) -> Result<bool> {
-        // Each group with its need and how many cases its family keeps:
-        // `waiting_groups` orders by the latter; at the run's end the
-        // cheapest comes first among groups whose families keep as many.
-        let mut groups: Vec<(Vec<usize>, f64, usize)> = self
-            .waiting_groups(units)
-            .into_iter()
-            .map(|g| {
-                let need = self.group_need_s(r, units, &g, last);
-                let kept = self.others_kept(units, &g);
-                (g, need, kept)
+        let groups = self.waiting_groups(units);
+        let waiting: Vec<kscale_core::budget::Waiting> = groups
+            .iter()
+            .map(|g| kscale_core::budget::Waiting {
+                point_s: self.group_need_s(r, units, g, false),
+                lucky_s: self.group_need_s(r, units, g, true),
+                kept: self.others_kept(units, g),
             })
             .collect();
-        if last {
-            groups.sort_by(|a, b| a.2.cmp(&b.2).then(a.1.total_cmp(&b.1)));
-        }
         let mut spare = spare;
-        let mut any = false;
-        for (group, need, _) in groups {
-            if need > spare {
-                continue;
-            }
-            let point = self.group_need_s(r, units, &group, false);
-            for &k in &group {
+        let chosen = kscale_core::budget::to_resume(&waiting, spare, last);
+        for &g in &chosen {
+            let (group, w) = (&groups[g], &waiting[g]);
+            for &k in group {
                 self.aside[k] = Aside::Resumed;
                 self.left_out[k] = false;
                 units[k].finished = false;
@@ -186,19 +175,21 @@ impl Budgeted {
             let label = units[group[0]].label();
             r.say(if last {
                 format!(
-                    "kscale: {label} resumes on {} configuration(s) with the last {spare:.0} s of the budget: it needs ~{point:.1} s at its spread so far, ~{need:.1} s at its luckiest reading",
+                    "kscale: {label} resumes on {} configuration(s) with the last {spare:.0} s of the budget: it needs ~{:.1} s at its spread so far, ~{:.1} s at its luckiest reading",
                     group.len(),
+                    w.point_s,
+                    w.lucky_s,
                 )
             } else {
                 format!(
-                    "kscale: {label} resumes on {} configuration(s): the other cases leave {spare:.0} s of the budget, and it needs ~{need:.1} s",
+                    "kscale: {label} resumes on {} configuration(s): the other cases leave {spare:.0} s of the budget, and it needs ~{:.1} s",
                     group.len(),
+                    w.point_s,
                 )
             });
-            spare -= need;
-            any = true;
+            spare -= if last { w.lucky_s } else { w.point_s };
         }
-        Ok(any)
+        Ok(!chosen.is_empty())
     }
 
     /// At the run's end, leaves out what still waits, and each resumed case
