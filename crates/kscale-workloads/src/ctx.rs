@@ -231,6 +231,34 @@ fn overhead(procs: usize, hops: u64, reps: u64, data: &[u64]) -> Result<f64> {
     Ok(per_hop)
 }
 
+/// Readings of the overhead a trial may take before its switch time is
+/// called not measurable.
+const OVERHEAD_READINGS: usize = 3;
+
+/// The switch time a hop of `per_hop` seconds leaves over its overhead
+/// (`measure`), and that overhead. The overhead is fixed work that noise
+/// can only lengthen, so where one reading leaves nothing (under a
+/// preempting neighbour a 64 KB ring's 2.3 µs read 6.6 µs once, and the
+/// case was lost after 185 good trials), it is read again and the least
+/// reading kept. A hop that is still not above it fails the trial: the
+/// ring does not switch as its placement says.
+fn switch_time(per_hop: f64, mut measure: impl FnMut() -> Result<f64>) -> Result<(f64, f64)> {
+    let mut ovh = f64::INFINITY;
+    for _ in 0..OVERHEAD_READINGS {
+        ovh = ovh.min(measure()?);
+        let switch = per_hop - ovh;
+        if switch > 0.0 {
+            return Ok((switch, ovh));
+        }
+    }
+    bail!(
+        "context switch time not measurable: {:.3} µs per hop is not above the \
+         {:.3} µs pipe and summing overhead (the least of {OVERHEAD_READINGS} readings)",
+        per_hop * 1e6,
+        ovh * 1e6
+    )
+}
+
 fn lat(ctx: &TrialCtx) -> Result<TrialOutput> {
     let procs = usize::try_from(ctx.params.int("procs")?).context("procs too large")?;
     ensure!(
@@ -249,17 +277,8 @@ fn lat(ctx: &TrialCtx) -> Result<TrialOutput> {
     // on the worker's CPU, where place pinned it), with
     // exactly the hops the ring made, so both sides do the same work.
     let hops = trips.saturating_mul(procs as u64);
-    let ovh = overhead(procs, hops, reps(ctx), &data)?;
-
-    let switch = per_trip / procs as f64 - ovh;
-    if switch.is_nan() || switch <= 0.0 {
-        bail!(
-            "context switch time not measurable: {:.3} µs per hop is not above the \
-             {:.3} µs pipe and summing overhead",
-            per_trip / procs as f64 * 1e6,
-            ovh * 1e6
-        );
-    }
+    let per_hop = per_trip / procs as f64;
+    let (switch, ovh) = switch_time(per_hop, || overhead(procs, hops, reps(ctx), &data))?;
     Ok(TrialOutput::new(trips)
         .with(&LAT, switch * 1e6)
         .with(&OVERHEAD, ovh * 1e6)
@@ -291,6 +310,30 @@ mod tests {
             assert!(out.values[OVERHEAD.name] > 0.0);
             assert!(out.iterations > 0);
         }
+    }
+
+    /// One overhead reading a neighbour lengthened is read again; a hop
+    /// that never clears its overhead fails, and so does NaN.
+    #[test]
+    fn an_overhead_above_the_hop_is_read_again_before_failing() {
+        let mut readings = [6.6e-6, 2.3e-6].into_iter();
+        let (switch, ovh) =
+            switch_time(6.1e-6, || Ok(readings.next().expect("two readings"))).expect("second");
+        assert!((ovh - 2.3e-6).abs() < 1e-12 && (switch - 3.8e-6).abs() < 1e-12);
+        let mut n = 0;
+        let e = switch_time(2.0e-6, || {
+            n += 1;
+            Ok(2.5e-6)
+        })
+        .expect_err("never above");
+        assert_eq!(n, OVERHEAD_READINGS);
+        assert!(e.to_string().contains("not measurable"), "{e}");
+        assert!(switch_time(f64::NAN, || Ok(1e-6)).is_err());
+        assert_eq!(
+            switch_time(5e-6, || Ok(1e-6)).expect("first").1,
+            1e-6,
+            "a first reading that leaves a switch is kept"
+        );
     }
 
     #[test]
