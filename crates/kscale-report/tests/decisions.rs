@@ -256,6 +256,42 @@ fn one_configuration_has_no_scalability_columns() {
     assert_eq!(decision_table(&run_with(vec![]), &Cat), None);
 }
 
+#[test]
+fn a_case_left_out_beside_its_converged_twin_leaves_the_family_decided() {
+    // A study left net's 4-connection case on one CPU out and kept its
+    // converged twin on all CPUs: the row stays, skipped there with the
+    // line that says why. Each configuration's level is over the cases it
+    // has, the scalability over the pairs.
+    let mut run = run();
+    let c = run
+        .cases
+        .iter_mut()
+        .find(|c| c.id == 7)
+        .expect("net conns=4 on one CPU");
+    c.status = CaseStatus::Skipped;
+    c.error = Some("net.tcp_rr conns=4 [cpus 1]: left out after 7 trials, CV 23 %".into());
+    c.converged = None;
+    c.trials.clear();
+    let t = decision_table(&run, &Cat).unwrap();
+    let r = row(&t, "Network round trips");
+    // One CPU: conns=16 alone (median 42,000); all CPUs: √(70,000 ×
+    // 80,000) = 74,833, printed to four figures.
+    assert_eq!(r[2], "42000", "{r:?}");
+    assert_eq!(r[5], "74830", "{r:?}");
+    // Scalability: conns=16's pair alone, 80,000 ÷ 42,000.
+    let scal: f64 = r[8].trim_end_matches('×').parse().unwrap();
+    assert!((scal - 80.0 / 42.0).abs() < 0.01, "{r:?}");
+    let tables = run_tables(&run, &Cat);
+    let net = tables.iter().find(|t| t.title.contains("(net)")).unwrap();
+    assert!(
+        net.notes
+            .iter()
+            .any(|n| n.contains("left out after 7 trials")),
+        "{:?}",
+        net.notes
+    );
+}
+
 /// `net.tcp_rr` under a noisy neighbour: twelve trials whose throughput
 /// goes as the CPU others left it (10–40 % taken), ±1 % of its own.
 fn neighboured(id: i64, cpus: &str, others: &[f64]) -> CaseData {

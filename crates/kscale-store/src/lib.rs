@@ -672,17 +672,39 @@ impl Store {
     /// `show` and the report name it: a case the budget could not fund at
     /// the noise it showed is not a result, and its NOT CONVERGED row
     /// would only hide the ones that are.
-    pub fn leave_out_case(&self, run_id: i64, case_id: i64, line: &str) -> Result<()> {
+    ///
+    /// `beside`: the case's twin on another configuration converged and
+    /// stays. The case's row then stays too, as skipped with `line` for
+    /// its reason (its trials gone): a row a configuration lacks leaves
+    /// its family's mean there without a figure, one skipped there is
+    /// left out of the mean and of the family's scalability, as the tables
+    /// leave out any case that cannot run there.
+    pub fn leave_out_case(
+        &self,
+        run_id: i64,
+        case_id: i64,
+        line: &str,
+        beside: bool,
+    ) -> Result<()> {
         let mut options = self.run(run_id)?.options;
         let mut list: Vec<serde_json::Value> =
             options["left_out"].as_array().cloned().unwrap_or_default();
         list.push(serde_json::Value::from(line));
         options["left_out"] = serde_json::Value::Array(list);
         self.db.transaction(|db| {
-            db.execute(
-                "DELETE FROM cases WHERE id = $1 AND run_id = $2",
-                &[&case_id, &run_id],
-            )?;
+            if beside {
+                db.execute("DELETE FROM trials WHERE case_id = $1", &[&case_id])?;
+                db.execute("DELETE FROM profiles WHERE case_id = $1", &[&case_id])?;
+                db.execute(
+                    "UPDATE cases SET status = $1, converged = NULL, error = $2 WHERE id = $3 AND run_id = $4",
+                    &[&CaseStatus::Skipped.as_str(), &line, &case_id, &run_id],
+                )?;
+            } else {
+                db.execute(
+                    "DELETE FROM cases WHERE id = $1 AND run_id = $2",
+                    &[&case_id, &run_id],
+                )?;
+            }
             db.execute(
                 "UPDATE runs SET options = $1 WHERE id = $2",
                 &[&serde_json::to_string(&mask_json(&options))?, &run_id],

@@ -923,9 +923,11 @@ fn a_case_left_out_is_gone_and_named(env: &Env) {
         run,
         gone,
         "mem.rd size=8m [cpus 1]: left out after 5 trials",
+        false,
     )
     .unwrap();
-    s.leave_out_case(run, gone + 1000, "a second line").unwrap();
+    s.leave_out_case(run, gone + 1000, "a second line", false)
+        .unwrap();
     let data = s.load_run(run).unwrap();
     assert_eq!(
         data.cases.len(),
@@ -942,6 +944,21 @@ fn a_case_left_out_is_gone_and_named(env: &Env) {
     );
     // The options it had are kept.
     assert_eq!(data.run.options["quick"], true);
+    // Beside a twin that stays, the row stays, skipped with its line, and
+    // its trials go.
+    let beside = converging_case(&s, run, 2, "mem.rd", "16m");
+    trial(&s, beside, 0, 3.0);
+    s.leave_out_case(run, beside, "mem.rd size=16m [cpus 1]: left out", true)
+        .unwrap();
+    let data = s.load_run(run).unwrap();
+    let c = data.cases.iter().find(|c| c.id == beside).unwrap();
+    assert_eq!(c.status, CaseStatus::Skipped);
+    assert_eq!(
+        c.error.as_deref(),
+        Some("mem.rd size=16m [cpus 1]: left out")
+    );
+    assert!(c.trials.is_empty(), "{:?}", c.trials.len());
+    assert_eq!(data.run.options["left_out"].as_array().unwrap().len(), 3);
 }
 
 /// A run's level for a comparison between runs is its counted trials'

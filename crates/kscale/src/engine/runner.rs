@@ -70,33 +70,32 @@ fn set_aside_line(u: &Unit, how: &str, need: kscale_core::budget::Need, why: &st
     )
 }
 
-/// What a study that leaves cases out does with case `i`, which cannot
-/// converge within the rule's maximum trials or needs more than an even
-/// share of the run (a case the machine makes unmeasurable in a quick
+/// Whether a study that leaves cases out may leave out case `i`, which
+/// cannot converge within the rule's maximum trials or needs more than an
+/// even share of the run (a case the machine makes unmeasurable in a quick
 /// budget: studies under the neighbour stopped `ctx.lat place=spread`
-/// cases after 5–8 trials at needs of ~1,500 and ~5,600 more): it and its twins on the other configurations are left out —
-/// converged twins too, which scalability pairs it with — while its family
-/// keeps another usable case on each of their configurations. Its NOT
-/// CONVERGED row would leave the family's decision there without an
-/// interval, and its rank does not matter then: the family is decided on
-/// the cases it keeps. `None` where the family would keep none on some
-/// configuration: the case stays, NOT CONVERGED, and no family goes
-/// unmeasured.
-fn unmeasurable(cases: &[Standing<'_>], i: usize) -> Option<Vec<usize>> {
+/// cases after 5–8 trials at needs of ~1,500 and ~5,600 more): it may
+/// where its family keeps another usable case on its configuration and on
+/// each of its twins'. It goes with its twins, but for one that converged,
+/// which stays (`leave_pair`, runner/budgeted.rs). Its NOT CONVERGED row would
+/// leave the family's decision there without an interval, and its rank
+/// does not matter then: the family is decided on the cases it keeps.
+/// False where the family would keep none on some configuration: the case
+/// stays, NOT CONVERGED, and no family goes unmeasured.
+fn unmeasurable(cases: &[Standing<'_>], i: usize) -> bool {
     let me = &cases[i];
     let same = |c: &Standing<'_>| c.workload == me.workload && c.params == me.params;
     let out: Vec<usize> = (0..cases.len())
         .filter(|&k| same(&cases[k]) && (k == i || cases[k].cpus != me.cpus))
         .collect();
-    let keeps = out.iter().all(|&k| {
+    out.iter().all(|&k| {
         cases.iter().any(|c| {
             c.usable
                 && !same(c)
                 && c.cpus == cases[k].cpus
                 && family(c.workload) == family(me.workload)
         })
-    });
-    keeps.then_some(out)
+    })
 }
 
 /// How long the plan's unfinished cases take as a resumed run's first
@@ -757,20 +756,24 @@ impl<'a, 'p> Runner<'a, 'p> {
     }
 
     /// Leaves `u` out of the run (kscale_core::budget::Allotment::Leave): its
-    /// case and trials are removed from the store, and the run names it
-    /// with what its spread needed.
+    /// trials are removed from the store, and the run names it with what
+    /// its spread needed. Its case goes too, or, `beside` a converged twin
+    /// that stays, is kept as skipped with that line
+    /// ([`kscale_store::Store::leave_out_case`]).
     fn leave_out(
         &mut self,
         u: &mut Unit,
         need: kscale_core::budget::Need,
         why: &str,
+        beside: bool,
     ) -> Result<()> {
         u.finished = true;
         u.profiled = true;
         // A converged twin left with its case is no longer in the run.
         u.converged = false;
         let line = set_aside_line(u, "left out", need, why);
-        self.store.leave_out_case(self.run_id, u.case_id, &line)?;
+        self.store
+            .leave_out_case(self.run_id, u.case_id, &line, beside)?;
         self.say(format!("  {line}"));
         Ok(())
     }
@@ -920,7 +923,7 @@ mod tests {
             st("ctx.lat", &eight, "all", true),
             st("mem.rd", &two, "all", true),
         ];
-        assert_eq!(unmeasurable(&cases, 1), Some(vec![0, 1]));
+        assert!(unmeasurable(&cases, 1));
         // The family's last usable case on all CPUs stays, NOT CONVERGED:
         // another family's case does not count.
         let cases = [
@@ -930,7 +933,7 @@ mod tests {
             st("ctx.lat", &eight, "all", false),
             st("mem.rd", &two, "all", true),
         ];
-        assert_eq!(unmeasurable(&cases, 1), None);
+        assert!(!unmeasurable(&cases, 1));
         // Nor on the twin's configuration.
         let cases = [
             st("ctx.lat", &two, "1", true),
@@ -938,6 +941,6 @@ mod tests {
             st("ctx.lat", &eight, "1", false),
             st("ctx.lat", &eight, "all", true),
         ];
-        assert_eq!(unmeasurable(&cases, 1), None);
+        assert!(!unmeasurable(&cases, 1));
     }
 }

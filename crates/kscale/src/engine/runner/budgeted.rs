@@ -8,30 +8,6 @@ use super::*;
 mod aside;
 use aside::Aside;
 
-/// Leaves case `i` out with its need and why, then `twins` with it: a
-/// family's scalability pairs a case with its twin on the other
-/// configuration, so one does not stay without the other.
-fn leave_with_twins(
-    r: &mut Runner<'_, '_>,
-    units: &mut [Unit],
-    left_out: &mut [bool],
-    (i, need, why): (usize, kscale_core::budget::Need, &str),
-    twins: &[usize],
-) -> Result<()> {
-    r.leave_out(&mut units[i], need, why)?;
-    left_out[i] = true;
-    for &k in twins {
-        let need = kscale_core::budget::need(&r.opts.rule, &units[k].case_state(r.opts));
-        r.leave_out(
-            &mut units[k],
-            need,
-            "left with its case on the other configuration, which scalability pairs it with",
-        )?;
-        left_out[k] = true;
-    }
-    Ok(())
-}
-
 /// Each case as [`unmeasurable`] reads it: usable while it is in the run
 /// (not left out nor waiting) and converging, or converged.
 fn standing<'u>(units: &'u [Unit], left_out: &[bool]) -> Vec<Standing<'u>> {
@@ -239,7 +215,7 @@ impl Budgeted {
             })
             .collect();
         if !leaves.is_empty() {
-            self.leave(r, units, leaves)?;
+            self.leave(r, units, leaves, share_trials)?;
             return Ok(Next::Replan);
         }
         let pilot_done = !conv.is_empty()
@@ -301,15 +277,19 @@ impl Budgeted {
             .map(|&i| kscale_core::budget::CaseState {
                 part: Some(self.parts[i]).filter(|p| !covered.contains(p)),
                 rank: self.ranks[i],
-                // A case is left out on every configuration or on none: a
-                // family's scalability pairs them. Nor is the last case
-                // that can still decide its part: a stand-in, or the one
-                // a family kept there.
+                // A case goes with its unconverged twins or not at all: a
+                // family's scalability pairs them. So not once a twin has
+                // ended unconverged or waits; a converged twin stays
+                // ([`Budgeted::leave_pair`]). Nor is the last case that
+                // can still decide its part left out: a stand-in, or the
+                // one a family kept there.
                 may_leave: r.opts.leave_out
                     && self.aside[i] != Aside::Resumed
                     && units[i].floor == 0
                     && self.ranks[i] > 0
-                    && !units.iter().any(|o| o.finished && o.twin_of(&units[i]))
+                    && !units
+                        .iter()
+                        .any(|o| o.finished && !o.converged && o.twin_of(&units[i]))
                     && !self.alone(units, i),
                 share_trials,
                 ..units[i].case_state(r.opts)
@@ -372,12 +352,9 @@ impl Budgeted {
             // even share of the run's rounds (not a case the end of the
             // budget caught a few trials short).
             let hopeless = reason == StopReason::MaxTrials || need.more_trials > share_trials;
-            let out = if r.opts.leave_out && hopeless {
-                unmeasurable(&standing(units, &self.left_out), i)
-            } else {
-                None
-            };
-            let Some(out) = out else {
+            let out =
+                r.opts.leave_out && hopeless && unmeasurable(&standing(units, &self.left_out), i);
+            if !out {
                 // A held case of its family may stand in for it.
                 if hopeless && r.opts.leave_out && !self.held.is_empty() {
                     let from = units.len();
@@ -391,13 +368,12 @@ impl Budgeted {
                 let why = format!("stopped early: {}", reason.describe());
                 r.finish(&mut units[i], Decision::NotConverged, Some(why))?;
                 continue;
-            };
+            }
             let why = format!(
                 "it {} at this spread, and its family is decided on the cases it keeps",
                 reason.describe()
             );
-            let twins: Vec<usize> = out.into_iter().filter(|&k| k != i).collect();
-            leave_with_twins(r, units, &mut self.left_out, (i, need, &why), &twins)?;
+            self.leave_pair(r, units, (i, need, &why))?;
             replan = true;
         }
         Ok(replan)

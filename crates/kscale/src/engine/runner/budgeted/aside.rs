@@ -21,26 +21,32 @@ pub(super) enum Aside {
 }
 
 impl Budgeted {
-    /// Sets aside each of `leaves` with its twins: each needs more than an
-    /// even share of the run. A case of the run's own plan waits for what
-    /// the other cases leave ([`Budgeted::resume`]); one taken back is left
-    /// out. In a quick study under `noisy-neighbour --duty 25` chat on one
-    /// CPU, left out at its pilot for needing ~67 s, took with it a macro
-    /// case of 12, and the run then ended 83 s inside its budget.
+    /// Sets aside each of `leaves`: each needs more than an even share of
+    /// the run. A case of the run's own plan waits for what the other
+    /// cases leave ([`Budgeted::resume`]), with those of its twins that
+    /// would cost as much ([`waits_with`]); one taken back is left out. In
+    /// a quick study under `noisy-neighbour --duty 25` chat on one CPU,
+    /// left out at its pilot for needing ~67 s, took with it a macro case
+    /// of 12, and the run then ended 83 s inside its budget.
     pub(super) fn leave(
         &mut self,
         r: &mut Runner<'_, '_>,
         units: &mut [Unit],
         leaves: Vec<(usize, kscale_core::budget::Need)>,
+        share_trials: f64,
     ) -> Result<()> {
         for (i, need) in leaves {
             if units[i].finished {
                 continue;
             }
-            let twins: Vec<usize> = (0..units.len())
-                .filter(|&k| !units[k].finished && units[k].twin_of(&units[i]))
-                .collect();
             if i < self.planned {
+                let twins: Vec<usize> = (0..units.len())
+                    .filter(|&k| {
+                        !units[k].finished
+                            && units[k].twin_of(&units[i])
+                            && waits_with(r.opts, &units[k], share_trials)
+                    })
+                    .collect();
                 for k in std::iter::once(i).chain(twins) {
                     units[k].finished = true;
                     self.left_out[k] = true;
@@ -54,7 +60,51 @@ impl Budgeted {
                 continue;
             }
             let why = "it needs more than an even share of the run";
-            leave_with_twins(r, units, &mut self.left_out, (i, need, why), &twins)?;
+            self.leave_pair(r, units, (i, need, why))?;
+        }
+        Ok(())
+    }
+
+    /// Leaves case `i` out with its need and why, and its twins on the
+    /// other configurations with it: a family's scalability pairs a case
+    /// with its twin, so an unconverged twin does not stay without it. A
+    /// twin that converged stays: it is a figure of its family there, and
+    /// under the neighbours often a macro case (in a quick study under
+    /// the wandering neighbour net's 4-connection pair went for its
+    /// one-CPU case, CV 23 %, while the all-CPU one needed ~1.3 s more).
+    /// The pair's other rows then stay as skipped, so that its family's
+    /// mean on each configuration is over the cases it has there and its
+    /// scalability over the pairs it has, as for a case that cannot run.
+    pub(super) fn leave_pair(
+        &mut self,
+        r: &mut Runner<'_, '_>,
+        units: &mut [Unit],
+        (i, need, why): (usize, kscale_core::budget::Need, &str),
+    ) -> Result<()> {
+        let twins: Vec<usize> = (0..units.len())
+            .filter(|&k| units[k].twin_of(&units[i]))
+            .collect();
+        // Left out for good (a waiting case is counted left out too).
+        let gone =
+            |b: &Budgeted, k: usize| b.left_out[k] && !matches!(b.aside[k], Aside::Waits { .. });
+        let stays = |u: &Unit| u.finished && u.converged;
+        let beside = twins.iter().any(|&k| stays(&units[k]));
+        r.leave_out(&mut units[i], need, why, beside)?;
+        self.left_out[i] = true;
+        self.aside[i] = Aside::No;
+        for k in twins {
+            if stays(&units[k]) || gone(self, k) {
+                continue;
+            }
+            let need = kscale_core::budget::need(&r.opts.rule, &units[k].case_state(r.opts));
+            r.leave_out(
+                &mut units[k],
+                need,
+                "left with its case on the other configuration, which scalability pairs it with",
+                beside,
+            )?;
+            self.left_out[k] = true;
+            self.aside[k] = Aside::No;
         }
         Ok(())
     }
@@ -202,21 +252,19 @@ impl Budgeted {
     ) -> Result<bool> {
         let mut any = false;
         // Each waiting group as its pilot would have left it: the case
-        // that needed the share, then its twins.
+        // that needed the share, with its twins.
         for mut group in self.waiting_groups(units) {
             let needed = Aside::Waits { needed: true };
             group.sort_by_key(|&k| self.aside[k] != needed);
-            for k in group {
-                let why = if self.aside[k] == needed {
-                    "it needs more than an even share of the run"
-                } else {
-                    "left with its case on the other configuration, which scalability pairs it with"
-                };
-                self.aside[k] = Aside::No;
-                let need = kscale_core::budget::need(&r.opts.rule, &units[k].case_state(r.opts));
-                r.leave_out(&mut units[k], need, why)?;
-                any = true;
-            }
+            let i = group[0];
+            let why = if self.aside[i] == needed {
+                "it needs more than an even share of the run"
+            } else {
+                "left with its case on the other configuration, which scalability pairs it with"
+            };
+            let need = kscale_core::budget::need(&r.opts.rule, &units[i].case_state(r.opts));
+            self.leave_pair(r, units, (i, need, why))?;
+            any = true;
         }
         for i in 0..units.len() {
             if self.aside[i] == Aside::Resumed && !units[i].finished {
@@ -229,13 +277,14 @@ impl Budgeted {
     }
 
     /// Ends resumed case `i`, which the time left does not settle: left
-    /// out with its twins, converged ones too (scalability pairs them),
-    /// where its family keeps another usable case on each of their
-    /// configurations ([`unmeasurable`]); else NOT CONVERGED where it
-    /// stands, so that no family goes without a figure. Under the
-    /// wandering neighbour a resumed `ipc.tcp` on all CPUs left out alone,
-    /// its converged twin kept, left ipc's geometric mean on all CPUs
-    /// without a figure.
+    /// out with its unconverged twins, a converged one staying
+    /// ([`Budgeted::leave_pair`]), where its family keeps another usable
+    /// case on each of their configurations ([`unmeasurable`]); else NOT
+    /// CONVERGED where it stands, so that no family goes without a figure.
+    /// (Under the wandering neighbour a resumed `ipc.tcp` on all CPUs once
+    /// went alone, its row removed and its converged twin kept, and ipc's
+    /// geometric mean on all CPUs had no figure: a pair that keeps one
+    /// case now keeps the other's row, skipped.)
     pub(super) fn settle_resumed(
         &mut self,
         r: &mut Runner<'_, '_>,
@@ -248,20 +297,51 @@ impl Budgeted {
                 self.aside[k] = Aside::No;
             }
         }
-        match unmeasurable(&standing(units, &self.left_out), i) {
-            Some(out) => {
-                let twins: Vec<usize> = out
-                    .into_iter()
-                    .filter(|&k| k != i && !self.left_out[k])
-                    .collect();
-                let why = "it needs more than an even share of the run, and the time the other cases left did not settle it";
-                leave_with_twins(r, units, &mut self.left_out, (i, need, why), &twins)
-            }
-            None => r.finish(
+        if unmeasurable(&standing(units, &self.left_out), i) {
+            let why = "it needs more than an even share of the run, and the time the other cases left did not settle it";
+            self.leave_pair(r, units, (i, need, why))
+        } else {
+            r.finish(
                 &mut units[i],
                 Decision::NotConverged,
                 Some("the run's budget was spent".into()),
-            ),
+            )
         }
+    }
+}
+
+/// Whether a twin of a case set aside at its pilot waits with it rather
+/// than going on in the run: it does unless its own spread, judged,
+/// converges it within an even share (then it is a figure of its family
+/// that stays whatever becomes of the case, [`Budgeted::leave_pair`]).
+fn waits_with(opts: &RunOptions, twin: &Unit, share_trials: f64) -> bool {
+    let state = twin.case_state(opts);
+    !cheap_twin(
+        state.values.len(),
+        opts.rule.judged_after(),
+        kscale_core::budget::need(&opts.rule, &state).more_trials,
+        share_trials,
+    )
+}
+
+/// A twin judged on its own trials whose need fits an even share of the
+/// run's trials.
+fn cheap_twin(trials: usize, judged_after: usize, more_trials: f64, share_trials: f64) -> bool {
+    trials >= judged_after && more_trials <= share_trials
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cheap_twin;
+
+    #[test]
+    fn a_twin_goes_on_only_once_judged_and_within_a_share() {
+        // net's 4-connection case on all CPUs beside its waiting one-CPU
+        // twin: 5 trials, ~2 more, a share of ~40.
+        assert!(cheap_twin(5, 3, 2.0, 40.0));
+        // Not yet judged: it waits with its case.
+        assert!(!cheap_twin(2, 3, 2.0, 40.0));
+        // Dear itself: it waits too.
+        assert!(!cheap_twin(5, 3, 154.0, 40.0));
     }
 }
