@@ -561,7 +561,7 @@ impl Marks {
         table.notes.extend(self.host);
         if !self.skipped.is_empty() {
             table.notes.push(format!(
-                "{} case(s) skipped (not runnable on this machine; left out of the geometric mean):",
+                "{} case(s) skipped (not runnable on this machine, or left out by the run beside a twin it kept; out of the geometric mean and the scalability), each with why:",
                 self.skipped.len()
             ));
         }
