@@ -85,10 +85,9 @@ fn set_aside_line(u: &Unit, how: &str, need: kscale_core::budget::Need, why: &st
 fn unmeasurable(cases: &[Standing<'_>], i: usize) -> bool {
     let me = &cases[i];
     let same = |c: &Standing<'_>| c.workload == me.workload && c.params == me.params;
-    let out: Vec<usize> = (0..cases.len())
-        .filter(|&k| same(&cases[k]) && (k == i || cases[k].cpus != me.cpus))
-        .collect();
-    out.iter().all(|&k| {
+    let mut out =
+        (0..cases.len()).filter(|&k| same(&cases[k]) && (k == i || cases[k].cpus != me.cpus));
+    out.all(|k| {
         cases.iter().any(|c| {
             c.usable
                 && !same(c)

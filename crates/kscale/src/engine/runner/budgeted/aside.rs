@@ -253,10 +253,13 @@ impl Budgeted {
         let mut any = false;
         // Each waiting group as its pilot would have left it: the case
         // that needed the share, with its twins.
-        for mut group in self.waiting_groups(units) {
+        for group in self.waiting_groups(units) {
             let needed = Aside::Waits { needed: true };
-            group.sort_by_key(|&k| self.aside[k] != needed);
-            let i = group[0];
+            let i = group
+                .iter()
+                .copied()
+                .find(|&k| self.aside[k] == needed)
+                .unwrap_or(group[0]);
             let why = if self.aside[i] == needed {
                 "it needs more than an even share of the run"
             } else {
