@@ -126,6 +126,22 @@ impl RunRule {
             RunRule::MedianOf(_) => "median",
         }
     }
+
+    /// The estimator whose standard error says how well a case's result
+    /// is known, the run measuring under `run`'s: a converging case's
+    /// own; a median of N's, the 20 % trimmed mean's (docs/method.md,
+    /// "Host spells and the estimator"). A median is not moved by one
+    /// wrecked window, so its error must not be either: a quick study's
+    /// web answer of 3,200 conns on one CPU, its ten windows at 3,200
+    /// but for one that conformed 2,069 in a host spell, read ±17 % by
+    /// the mean's interval and took every window its share held trying
+    /// to settle it. Below five windows it is the mean.
+    pub fn spread_estimator(&self, run: crate::stats::Estimator) -> crate::stats::Estimator {
+        match self {
+            RunRule::Converge => run,
+            RunRule::MedianOf(_) => crate::stats::Estimator::Trimmed,
+        }
+    }
 }
 
 /// The CPU time one role process of a macro workload used during a trial's

@@ -15,17 +15,16 @@ use crate::Catalog;
 use kscale_core::decision::{Interval, LogEstimate};
 use kscale_core::hostfit::HostFit;
 use kscale_core::verdict::{self, CompareVerdict, CompareWord};
-use kscale_core::{Estimator, RunRule};
+use kscale_core::Estimator;
 use kscale_store::{CaseData, CaseStatus, RunData};
 
 /// The estimator behind a case's interval: the case's own, and for a
 /// median-of-N case (whose table "interval" is the range of its trials)
-/// the mean, so that its trials' spread still gives a standard error.
+/// the trimmed mean, so that its trials' spread still gives a standard
+/// error that one wrecked window does not blow up
+/// ([`kscale_core::RunRule::spread_estimator`]).
 fn estimator(c: &CaseData) -> Estimator {
-    match c.rule {
-        RunRule::Converge => c.estimator,
-        RunRule::MedianOf(_) => Estimator::Mean,
-    }
+    c.rule.spread_estimator(c.estimator)
 }
 
 /// The cases whose interval a host fit narrowed, each with its fit.
@@ -613,7 +612,7 @@ impl Decider<'_> {
 fn notes(t: &mut Table, rule: RuleInfo, scalability: bool, one_trial: bool, fitted: Vec<String>) {
     t.notes.push(format!(
         "GM: the family's geometric mean, as its table's \"Geometric mean\" row; its interval \
-         combines each case's estimate ({}; the mean's for a median of N) by the delta method \
+         combines each case's estimate ({}; the trimmed mean's for a median of N) by the delta method \
          in log space, with Welch–Satterthwaite degrees of freedom; width: the interval's full \
          width as % of the GM; decided ✓: width ≤ {} %, the run's rule for each case.",
         rule.estimator.describe(),
