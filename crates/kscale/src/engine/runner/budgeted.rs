@@ -131,10 +131,8 @@ struct Budgeted {
     /// Families whose undecided scalability the run funded, and how often
     /// ([`cells`]).
     funded: BTreeMap<String, u32>,
-    /// Each case's place among those set aside ([`Aside`]). The run's own
-    /// plan is its first `planned` cases: only those wait.
+    /// Each case's place among those set aside ([`Aside`]).
     aside: Vec<Aside>,
-    planned: usize,
 }
 
 impl Budgeted {
@@ -157,7 +155,6 @@ impl Budgeted {
             piloted: false,
             funded: BTreeMap::new(),
             aside: vec![Aside::No; units.len()],
-            planned: units.len(),
         }
     }
 

@@ -1,15 +1,15 @@
-//! A case set aside by the budgeted loop: one of the run's own plan that
-//! needs more than an even share at its pilot waits for what the other
-//! cases leave, is resumed when they leave it (or at the run's end on its
-//! luckiest reading), and is settled or left out at the end
-//! (docs/planning.md, "Planning to the noise", step 4).
+//! A case set aside by the budgeted loop: one that needs more than an
+//! even share at its pilot waits for what the other cases leave, is
+//! resumed when they leave it (or at the run's end on its luckiest
+//! reading), and is settled or left out at the end (docs/planning.md,
+//! "Planning to the noise", step 4).
 
 use super::*;
 
-/// A case of the run's own plan that needed more than an even share at
-/// its pilot waits, out of the plan (and counted left out), for what the
-/// other cases leave ([`Budgeted::resume`]), and is left out at the end
-/// if nothing does; resumed, it is not set aside again.
+/// A case that needed more than an even share at its pilot waits, out of
+/// the plan (and counted left out), for what the other cases leave
+/// ([`Budgeted::resume`]), and is left out at the end if nothing does;
+/// resumed, it is not set aside again.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Aside {
     No,
@@ -22,12 +22,14 @@ pub(super) enum Aside {
 
 impl Budgeted {
     /// Sets aside each of `leaves`: each needs more than an even share of
-    /// the run. A case of the run's own plan waits for what the other
-    /// cases leave ([`Budgeted::resume`]), with those of its twins that
-    /// would cost as much ([`waits_with`]); one taken back is left out. In
-    /// a quick study under `noisy-neighbour --duty 25` chat on one CPU,
-    /// left out at its pilot for needing ~67 s, took with it a macro case
-    /// of 12, and the run then ended 83 s inside its budget.
+    /// the run, and waits for what the other cases leave
+    /// ([`Budgeted::resume`]), with those of its twins that would cost as
+    /// much ([`waits_with`]). In a quick study under `noisy-neighbour
+    /// --duty 25` chat on one CPU, left out at its pilot for needing
+    /// ~67 s, took with it a macro case of 12, and the run then ended 83 s
+    /// inside its budget. A case taken back waits alike: the 30 min study
+    /// left out 13 taken-back macro cases at their pilots, five of them
+    /// with a twin 0.6–16 s from converging, and ended with 221 s unspent.
     pub(super) fn leave(
         &mut self,
         r: &mut Runner<'_, '_>,
@@ -39,28 +41,23 @@ impl Budgeted {
             if units[i].finished {
                 continue;
             }
-            if i < self.planned {
-                let twins: Vec<usize> = (0..units.len())
-                    .filter(|&k| {
-                        !units[k].finished
-                            && units[k].twin_of(&units[i])
-                            && waits_with(r.opts, &units[k], share_trials)
-                    })
-                    .collect();
-                for k in std::iter::once(i).chain(twins) {
-                    units[k].finished = true;
-                    self.left_out[k] = true;
-                    self.aside[k] = Aside::Waits { needed: k == i };
-                }
-                let why = "it needs more than an even share of the run, and resumes if the other cases leave the time";
-                r.say(format!(
-                    "  {}",
-                    set_aside_line(&units[i], "waits", need, why)
-                ));
-                continue;
+            let twins: Vec<usize> = (0..units.len())
+                .filter(|&k| {
+                    !units[k].finished
+                        && units[k].twin_of(&units[i])
+                        && waits_with(r.opts, &units[k], share_trials)
+                })
+                .collect();
+            for k in std::iter::once(i).chain(twins) {
+                units[k].finished = true;
+                self.left_out[k] = true;
+                self.aside[k] = Aside::Waits { needed: k == i };
             }
-            let why = "it needs more than an even share of the run";
-            self.leave_pair(r, units, (i, need, why))?;
+            let why = "it needs more than an even share of the run, and resumes if the other cases leave the time";
+            r.say(format!(
+                "  {}",
+                set_aside_line(&units[i], "waits", need, why)
+            ));
         }
         Ok(())
     }
