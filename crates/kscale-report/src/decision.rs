@@ -191,10 +191,10 @@ fn times(x: f64) -> String {
 
 /// A capacity answer's bracket (docs/families/web.md, "Capacity"): the
 /// search found that `capacity` conforms and the smallest step above it
-/// that did not, so the true capacity lies between them, at most one
-/// below that step (counts are whole). The ratio of that count to the
-/// answer; infinite where no step above it failed (an open bracket:
-/// "≥ capacity"). `None` for a case that is no answer.
+/// that did not, so the true capacity lies between them
+/// ([`kscale_core::decision::capacity_at_most`]). The ratio of the most
+/// it can be to the answer; infinite where no step above it failed (an
+/// open bracket: "≥ capacity"). `None` for a case that is no answer.
 fn bracket(run: &RunData, c: &CaseData, metric: &str) -> Option<f64> {
     let param = c.key.searched()?;
     let cap = c.summary(metric, 95.0).mean;
@@ -206,7 +206,7 @@ fn bracket(run: &RunData, c: &CaseData, metric: &str) -> Option<f64> {
         .filter(|v| *v > cap)
         .fold(f64::INFINITY, f64::min);
     Some(if cap > 0.0 {
-        (above - 1.0).max(cap) / cap
+        kscale_core::decision::capacity_at_most(cap, above) / cap
     } else {
         f64::INFINITY
     })

@@ -96,12 +96,10 @@ impl Found {
 }
 
 /// How far the capacity may lie above `lo` when `lo` conformed and `hi`
-/// did not: counts are whole, so it is at most `hi − 1`. Read as `hi`, a
-/// quick study's bracket of 2,666 conforming and 2,933 failing (a
-/// bisection's midpoint) was 10.02 % wide and its cell undecided at 10 %,
-/// though no count it could still hold lies 10 % above 2,666.
+/// did not ([`kscale_core::decision::capacity_at_most`]).
 fn gap(lo: u64, hi: u64) -> u64 {
-    hi.saturating_sub(lo).saturating_sub(1)
+    // Whole counts, exact in an f64 far beyond any connection count.
+    kscale_core::decision::capacity_at_most(lo as f64, hi as f64) as u64 - lo
 }
 
 /// Whether the bracket (`lo` conformed, `hi` failed) is as fine as
