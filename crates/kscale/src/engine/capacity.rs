@@ -1422,13 +1422,13 @@ fn counted(c: &CaseData) -> usize {
 /// width, read as the decisions table reads a median-of-N case
 /// ([`RunRule::spread_estimator`]).
 fn decides(w: &WorkloadDef, c: &CaseData, rule: &StopRule) -> bool {
-    windows_decide(&c.values(w.primary().name), rule)
+    windows_decide(&c.values(w.primary().name), w.rule, rule)
 }
 
-/// [`decides`] of the windows' `values`.
-fn windows_decide(values: &[f64], rule: &StopRule) -> bool {
+/// [`decides`] of the windows' `values`, measured under `run_rule`.
+fn windows_decide(values: &[f64], run_rule: RunRule, rule: &StopRule) -> bool {
     let by_windows = StopRule {
-        estimator: RunRule::MedianOf(values.len()).spread_estimator(rule.estimator),
+        estimator: run_rule.spread_estimator(rule.estimator),
         ..*rule
     };
     by_windows.is_converged(values)
@@ -1623,6 +1623,9 @@ fn describe(
 mod tests {
     use super::*;
 
+    /// Web's run rule, the one its searches' answers are measured under.
+    const MEDIAN: RunRule = RunRule::MedianOf(3);
+
     /// Three windows decide an answer only where they spread within ~2 %;
     /// the answer's windows of a study under the neighbour (2,400 conns,
     /// one of three conforming) did not, and eight at their spread do.
@@ -1634,19 +1637,19 @@ mod tests {
     #[test]
     fn an_answers_windows_decide_its_cell_by_their_spread() {
         let rule = StopRule::QUICK;
-        assert!(windows_decide(&[3150.0, 3150.0, 3150.0], &rule));
-        assert!(windows_decide(&[3150.0, 3120.0, 3170.0], &rule));
+        assert!(windows_decide(&[3150.0, 3150.0, 3150.0], MEDIAN, &rule));
+        assert!(windows_decide(&[3150.0, 3120.0, 3170.0], MEDIAN, &rule));
         let spread = [2400.0, 2364.0, 2250.0];
-        assert!(!windows_decide(&spread, &rule));
+        assert!(!windows_decide(&spread, MEDIAN, &rule));
         let more = [
             2400.0, 2364.0, 2250.0, 2380.0, 2300.0, 2390.0, 2270.0, 2350.0,
         ];
-        assert!(windows_decide(&more, &rule));
+        assert!(windows_decide(&more, MEDIAN, &rule));
         assert!(more.len() <= MAX_ANSWER_WINDOWS);
         let spell = [
             3200.0, 2978.0, 3200.0, 3197.0, 2069.0, 3200.0, 3200.0, 3200.0, 3200.0, 3200.0,
         ];
-        assert!(windows_decide(&spell, &rule));
+        assert!(windows_decide(&spell, MEDIAN, &rule));
         let mean = StopRule {
             estimator: kscale_core::Estimator::Mean,
             ..rule
@@ -1654,6 +1657,7 @@ mod tests {
         assert!(!mean.is_converged(&spell), "the mean's interval is ±17 %");
         assert!(!windows_decide(
             &[3200.0, 2069.0, 3200.0, 2100.0, 3200.0],
+            MEDIAN,
             &rule
         ));
     }
@@ -1686,10 +1690,10 @@ mod tests {
         let eight = [
             3400.0, 3400.0, 2529.0, 3399.0, 2300.0, 3400.0, 3386.0, 3400.0,
         ];
-        assert!(!windows_decide(&eight, &rule));
+        assert!(!windows_decide(&eight, MEDIAN, &rule));
         let mut more = eight.to_vec();
         more.extend((0..20).map(|k| if k % 5 == 4 { 3100.0 } else { 3400.0 }));
-        assert!(windows_decide(&more, &rule));
+        assert!(windows_decide(&more, MEDIAN, &rule));
         assert!(more.len() <= MAX_GIVEN_WINDOWS);
     }
 
